@@ -1,0 +1,104 @@
+/**
+ * The cluster file's shape. One file is shared by every node; each node picks
+ * its own entry by name. Field names here are the public contract: the docs,
+ * the JSON Schema (`cluster.schema.json`) and users rely on them.
+ */
+
+export type Algorithm = 'fixed-window' | 'sliding-log' | 'sliding-window' | 'token-bucket'
+export const ALGORITHMS: readonly Algorithm[] = ['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket']
+
+export type Mode = 'hard' | 'soft'
+export const MODES: readonly Mode[] = ['hard', 'soft']
+
+/** What a `soft` rule does on a node cut off from every peer. */
+export type FailurePolicy = 'fail-closed' | 'fail-open' | 'local-share'
+export const FAILURE_POLICIES: readonly FailurePolicy[] = ['fail-closed', 'fail-open', 'local-share']
+
+/** A rule after validation: durations in ms, defaults filled in. */
+export interface RuleConfig {
+  /** Unique rule name; shown in replies as `rule`. */
+  name: string
+  /** An exact key, or a glob where `*` matches any run of characters. */
+  match: string
+  /** Tokens per `per`, cluster-wide. Positive integer. */
+  limit: number
+  /** Window or refill period in milliseconds. */
+  perMs: number
+  /** The original `per` text, kept for display. */
+  per: string
+  algorithm: Algorithm
+  /** Token-bucket capacity. @default limit */
+  burst: number
+  /** @default 'hard' */
+  mode: Mode
+  /** Soft mode only. @default 'local-share' */
+  onPartition: FailurePolicy
+  /** Soft mode only: most tokens a cut-off node may overdraw per window. @default limit */
+  maxDebt: number
+}
+
+export interface NodeConfig {
+  name: string
+  /** libp2p multiaddr to listen on, e.g. `/ip4/127.0.0.1/tcp/7401`. */
+  listen: string
+  /** Absolute path of the Unix socket (resolved against the cluster file's folder). */
+  socket: string
+  /** Absolute path of the node's data directory. */
+  dataDir: string
+  /** Permission bits of the socket file. @default 0o660 */
+  socketMode: number
+}
+
+/** Input bounds. Every untrusted input is capped by one of these. */
+export interface LimitsConfig {
+  /** Most key states held at once. @default 1_000_000 */
+  maxKeys: number
+  /** Longest key in UTF-8 bytes. @default 256 */
+  maxKeyBytes: number
+  /** Largest request frame body in bytes. @default 1 MiB */
+  maxFrameBytes: number
+  /** Most items in one batch request. @default 1000 */
+  maxBatchItems: number
+  /** Longest `waitMs` a client may ask for. @default 60_000 */
+  maxWaitMs: number
+  /** Most waiting acquires per key. @default 1000 */
+  maxWaitersPerKey: number
+  /** Most waiting acquires on the node. @default 100_000 */
+  maxWaiters: number
+  /** Most concurrent client connections. @default 1024 */
+  maxConnections: number
+  /** Most requests in flight (read but not yet answered) per connection. @default 4096 */
+  maxInflightPerConnection: number
+}
+
+export interface ClusterSection {
+  name: string
+  /** Absolute path of the pnet swarm key. */
+  secretFile: string
+  /** Gossip interval in ms. @default 250 */
+  gossipIntervalMs: number
+}
+
+export interface ClusterConfig {
+  /** Absolute path of the file this came from (undefined when built in memory). */
+  source?: string
+  cluster: ClusterSection
+  nodes: NodeConfig[]
+  rules: RuleConfig[]
+  limits: LimitsConfig
+}
+
+export const DEFAULT_LIMITS: LimitsConfig = {
+  maxKeys: 1_000_000,
+  maxKeyBytes: 256,
+  maxFrameBytes: 1024 * 1024,
+  maxBatchItems: 1000,
+  maxWaitMs: 60_000,
+  maxWaitersPerKey: 1000,
+  maxWaiters: 100_000,
+  maxConnections: 1024,
+  maxInflightPerConnection: 4096
+}
+
+export const DEFAULT_SOCKET_MODE = 0o660
+export const DEFAULT_GOSSIP_INTERVAL_MS = 250

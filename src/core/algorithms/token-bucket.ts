@@ -1,0 +1,83 @@
+/**
+ * Token bucket (rate limit/per, capacity burst). As conserved tokens, a node's
+ * share is two conserved quantities: a capacity share and a refill-rate share.
+ * Spent tokens return at the node's rate share, capped by its capacity share.
+ * Across the cluster the shares sum to `burst` and `limit/per`, so admissions
+ * in any interval of length t stay within the central envelope burst + rate*t.
+ *
+ * Here the rate share is proportional to the capacity share:
+ * rate = (limit / perMs) * capacity / burst.
+ */
+import { EPSILON, type Bucket, type BucketParams } from './bucket.js'
+
+export class TokenBucket implements Bucket {
+  held: number
+  private capacity: number
+  /** Tokens per ms per token of capacity: limit / perMs / burst. */
+  private readonly ratePerCap: number
+  private last: number
+
+  constructor (p: BucketParams, nowMs: number) {
+    this.capacity = p.share
+    this.held = p.share
+    this.ratePerCap = p.limit / p.perMs / p.burst
+    this.last = nowMs
+  }
+
+  get share (): number { return this.capacity }
+
+  private get rate (): number { return this.capacity * this.ratePerCap }
+
+  advance (nowMs: number): void {
+    const dt = nowMs - this.last
+    if (dt <= 0) return
+    this.last = nowMs
+    if (this.held < this.capacity) {
+      this.held = Math.min(this.capacity, this.held + dt * this.rate)
+    }
+  }
+
+  trySpend (count: number, nowMs: number): boolean {
+    this.advance(nowMs)
+    if (this.held + EPSILON < count) return false
+    this.held -= count
+    return true
+  }
+
+  outstanding (nowMs: number): number {
+    this.advance(nowMs)
+    return this.capacity - this.held
+  }
+
+  waitFor (count: number, nowMs: number): number {
+    this.advance(nowMs)
+    const need = count - this.held
+    if (need <= EPSILON) return 0
+    if (count > this.capacity + EPSILON || this.rate <= 0) return Infinity
+    return need / this.rate
+  }
+
+  resetIn (nowMs: number): number {
+    this.advance(nowMs)
+    const gap = this.capacity - this.held
+    return gap > EPSILON ? gap / this.rate : 0
+  }
+
+  forceSpend (count: number, nowMs: number): void {
+    this.advance(nowMs)
+    this.held -= Math.min(count, Math.max(0, this.held))
+  }
+
+  /** A transfer in carries capacity (and with it rate) as well as held tokens. */
+  credit (count: number): void {
+    this.capacity += count
+    this.held += count
+  }
+
+  debit (count: number): number {
+    const n = Math.min(count, Math.max(0, this.held))
+    this.held -= n
+    this.capacity -= n
+    return n
+  }
+}

@@ -1,0 +1,370 @@
+/**
+ * The single-node decision core: the key table, rule lookup, decisions and
+ * waiting acquires, over conserved-token buckets.
+ *
+ * Pure: no I/O, no timers, no clock reads. Time comes in as `nowMs`; the
+ * caller (the node service, a test, the simulator) owns the clock and asks
+ * `nextWakeAt()` when to call `poll()` again.
+ *
+ * Invariants:
+ * - A request is admitted only by `bucket.trySpend`, i.e. only from tokens
+ *   this node holds.
+ * - A key's state is dropped only when dropping it loses nothing: no waiters,
+ *   nothing outstanding, and held equal to the share it would be recreated
+ *   with. So eviction can never reset a limit early.
+ * - Past `maxKeys`, a new key is refused with E_KEY_TABLE_FULL; existing
+ *   state is never reset to make room.
+ * - Waiting acquires on a key are served strictly FIFO. While any are queued,
+ *   a request that does not wait is denied, so waiters cannot starve.
+ * - `nowMs` is clamped to be monotone, so a wall clock stepping back cannot
+ *   return tokens early.
+ */
+import { ErrorCodes, QuotadError } from '../errors.js'
+import type { LimitsConfig, RuleConfig } from '../config/types.js'
+import type { Decision } from './types.js'
+import { createBucket, EPSILON, type Bucket } from './algorithms/index.js'
+import { RuleSet, type CompiledRule } from './rules.js'
+import { initialShare, seedOrder } from './share.js'
+import { WakeHeap } from './wake-heap.js'
+
+export type LimiterLimits = Pick<LimitsConfig, 'maxKeys' | 'maxKeyBytes' | 'maxWaitersPerKey' | 'maxWaiters'>
+
+export interface LimiterOptions {
+  rules: RuleConfig[]
+  limits: LimiterLimits
+  /** This node's name. */
+  node: string
+  /** The seed nodes' names (the cluster file's `nodes`). @default [node] */
+  seeds?: readonly string[]
+}
+
+export interface KeyState {
+  readonly key: string
+  rule: CompiledRule
+  bucket: Bucket
+  /** The share this key was created with (what eviction must be able to recreate). */
+  initial: number
+  waiters: Waiter[] | null
+  /** Sum of the counts of queued waiters. */
+  queued: number
+  /** When this key next needs `poll` (Infinity: never). */
+  wakeAt: number
+}
+
+export interface Waiter {
+  readonly count: number
+  readonly deadline: number
+  readonly ref: unknown
+  keyState: KeyState
+  done: boolean
+}
+
+export interface Resolution {
+  ref: unknown
+  decision: Decision
+}
+
+const SWEEP_ON_FULL = 1024
+
+export class Limiter {
+  private ruleSet: RuleSet
+  private readonly limits: LimiterLimits
+  private readonly node: string
+  private readonly seeds: string[]
+  private readonly table = new Map<string, KeyState>()
+  private readonly heap = new WakeHeap<KeyState>()
+  private sweepCursor: Iterator<KeyState> | null = null
+  private lastNow = -Infinity
+  private totalWaiters = 0
+
+  constructor (opts: LimiterOptions) {
+    this.ruleSet = new RuleSet(opts.rules)
+    this.limits = opts.limits
+    this.node = opts.node
+    this.seeds = seedOrder(opts.seeds ?? [opts.node])
+  }
+
+  get keyCount (): number { return this.table.size }
+  get waiterCount (): number { return this.totalWaiters }
+  get rules (): readonly CompiledRule[] { return this.ruleSet.rules }
+
+  private clamp (nowMs: number): number {
+    if (nowMs > this.lastNow) this.lastNow = nowMs
+    return this.lastNow
+  }
+
+  /** Spend `count` tokens of `key` if this node holds them. */
+  acquire (key: string, count: number, nowMs: number): Decision {
+    const now = this.clamp(nowMs)
+    const ks = this.state(key, count, now)
+    const allowed = ks.queued === 0 && ks.bucket.trySpend(count, now)
+    return this.decision(ks, allowed, count, now)
+  }
+
+  /**
+   * Like `acquire`, but a request that cannot be admitted now and could be
+   * within `waitMs` joins the key's FIFO queue. Returns the decision, or the
+   * queued Waiter (resolved later by `poll`, withdrawn by `cancel`).
+   */
+  acquireOrWait (key: string, count: number, waitMs: number, nowMs: number, ref: unknown): Decision | Waiter {
+    const now = this.clamp(nowMs)
+    const ks = this.state(key, count, now)
+    if (ks.queued === 0 && ks.bucket.trySpend(count, now)) return this.decision(ks, true, count, now)
+    // Hopeless by the local return schedule: answer now rather than hold the
+    // client. When the queue needs more than the whole share, tokens must be
+    // reused and `waitFor` cannot say when; the waiter's deadline decides.
+    const need = ks.queued + count
+    if (waitMs <= 0 || (need <= ks.bucket.share && ks.bucket.waitFor(need, now) > waitMs)) {
+      return this.decision(ks, false, count, now)
+    }
+    if (ks.waiters !== null && ks.waiters.length >= this.limits.maxWaitersPerKey) {
+      throw new QuotadError(ErrorCodes.QUEUE_FULL, `wait queue for key is full (${this.limits.maxWaitersPerKey} waiters)`)
+    }
+    if (this.totalWaiters >= this.limits.maxWaiters) {
+      throw new QuotadError(ErrorCodes.QUEUE_FULL, `node wait queue is full (${this.limits.maxWaiters} waiters)`)
+    }
+    const w: Waiter = { count, deadline: now + waitMs, ref, keyState: ks, done: false }
+    if (ks.waiters === null) ks.waiters = []
+    ks.waiters.push(w)
+    ks.queued += count
+    this.totalWaiters++
+    this.reschedule(ks, now)
+    return w
+  }
+
+  /** Withdraw a queued waiter. Spends nothing. Idempotent. */
+  cancel (w: Waiter): void {
+    if (w.done) return
+    const ks = w.keyState
+    const ws = ks.waiters as Waiter[]
+    ws.splice(ws.indexOf(w), 1)
+    this.finish(ks, w)
+    // The next waiter may now be servable at once.
+    this.reschedule(ks, this.lastNow, true)
+  }
+
+  /** The state of `key` without spending. `allowed` says whether `count` would be admitted now. */
+  peek (key: string, count: number, nowMs: number): Decision {
+    const now = this.clamp(nowMs)
+    const ks = this.state(key, count, now)
+    ks.bucket.advance(now)
+    const allowed = ks.queued === 0 && ks.bucket.held + EPSILON >= count
+    return this.decision(ks, allowed, count, now, false)
+  }
+
+  /** Earliest time `poll` has work (Infinity: none). */
+  nextWakeAt (): number {
+    return this.heap.peekTime()
+  }
+
+  /** Serve due waiters: grant in FIFO order as tokens return, deny those past their deadline. */
+  poll (nowMs: number): Resolution[] {
+    const now = this.clamp(nowMs)
+    const out: Resolution[] = []
+    while (this.heap.peekTime() <= now) {
+      const t = this.heap.peekTime()
+      const ks = this.heap.pop() as KeyState
+      if (t !== ks.wakeAt) continue // stale entry: the key was rescheduled
+      ks.wakeAt = Infinity
+      this.serve(ks, now, out)
+      this.reschedule(ks, now)
+    }
+    return out
+  }
+
+  private serve (ks: KeyState, now: number, out: Resolution[]): void {
+    const ws = ks.waiters
+    if (ws === null) return
+    let granted = 0
+    while (granted < ws.length && ks.bucket.trySpend(ws[granted].count, now)) {
+      const w = ws[granted++]
+      this.finish(ks, w)
+      out.push({ ref: w.ref, decision: this.decision(ks, true, w.count, now) })
+    }
+    if (granted > 0) ws.splice(0, granted)
+    let kept = 0
+    for (let i = 0; i < ws.length; i++) {
+      const w = ws[i]
+      if (w.deadline <= now) {
+        this.finish(ks, w)
+        out.push({ ref: w.ref, decision: this.decision(ks, false, w.count, now) })
+      } else {
+        ws[kept++] = w
+      }
+    }
+    ws.length = kept
+  }
+
+  private finish (ks: KeyState, w: Waiter): void {
+    w.done = true
+    ks.queued -= w.count
+    this.totalWaiters--
+  }
+
+  private reschedule (ks: KeyState, now: number, force = false): void {
+    const ws = ks.waiters
+    if (ws === null || ws.length === 0) {
+      ks.waiters = null
+      ks.wakeAt = Infinity
+      return
+    }
+    let wake = now + ks.bucket.waitFor(ws[0].count, now)
+    for (const w of ws) if (w.deadline < wake) wake = w.deadline
+    if (wake !== ks.wakeAt || force) {
+      ks.wakeAt = wake
+      if (wake !== Infinity) this.heap.push(wake, ks)
+    }
+  }
+
+  private decision (ks: KeyState, allowed: boolean, count: number, now: number, record = true): Decision {
+    const b = ks.bucket
+    const rule = ks.rule
+    if (record) {
+      if (allowed) rule.stats.allowed++
+      else rule.stats.denied++
+    }
+    let retryAfterMs = 0
+    if (!allowed) {
+      const t = b.waitFor(ks.queued + count, now)
+      retryAfterMs = t === Infinity ? -1 : Math.ceil(t)
+    }
+    return {
+      allowed,
+      remaining: Math.max(0, Math.floor(b.held + EPSILON)),
+      limit: rule.stock,
+      resetMs: Math.ceil(b.resetIn(now)),
+      retryAfterMs,
+      rule: rule.name
+    }
+  }
+
+  /** Find or create the state of `key`. Throws for bad keys, counts and a full table. */
+  private state (key: string, count: number, now: number): KeyState {
+    let ks = this.table.get(key)
+    if (ks === undefined) {
+      this.checkKey(key)
+      const rule = this.ruleSet.match(key)
+      if (rule === undefined) throw new QuotadError(ErrorCodes.NO_RULE, `no rule matches key "${key}"`)
+      if (this.table.size >= this.limits.maxKeys) {
+        this.sweep(now, SWEEP_ON_FULL)
+        if (this.table.size >= this.limits.maxKeys) {
+          throw new QuotadError(ErrorCodes.KEY_TABLE_FULL, `key table is full (${this.limits.maxKeys} keys) and no key is idle`)
+        }
+      }
+      ks = this.create(key, rule, now)
+      this.table.set(key, ks)
+    }
+    if (count > ks.rule.stock) {
+      throw new QuotadError(ErrorCodes.COUNT_TOO_LARGE, `count ${count} exceeds rule "${ks.rule.name}" stock of ${ks.rule.stock}: it can never be admitted`)
+    }
+    return ks
+  }
+
+  private checkKey (key: string): void {
+    if (key.length === 0) throw new QuotadError(ErrorCodes.BAD_ARGUMENT, 'key must be a non-empty string')
+    const max = this.limits.maxKeyBytes
+    // A UTF-16 unit is at most 3 UTF-8 bytes: only long keys need counting.
+    if (key.length > max || (key.length * 3 > max && Buffer.byteLength(key) > max)) {
+      throw new QuotadError(ErrorCodes.KEY_TOO_LONG, `key is longer than ${max} bytes`)
+    }
+  }
+
+  private create (key: string, rule: CompiledRule, now: number): KeyState {
+    const c = rule.config
+    const share = initialShare(rule.stock, rule.glob, key, this.node, this.seeds)
+    const bucket = createBucket(c.algorithm, { limit: c.limit, perMs: c.perMs, burst: rule.stock, share }, now)
+    rule.stats.keys++
+    return { key, rule, bucket, initial: share, waiters: null, queued: 0, wakeAt: Infinity }
+  }
+
+  /** Whether dropping the state loses nothing: recreating it would give the same state. */
+  isIdle (ks: KeyState, nowMs: number): boolean {
+    return ks.waiters === null &&
+      ks.bucket.outstanding(nowMs) <= EPSILON &&
+      Math.abs(ks.bucket.held - ks.initial) <= EPSILON
+  }
+
+  /** Drop up to `budget` idle keys' state, resuming where the last sweep stopped. Returns how many were dropped. */
+  sweep (nowMs: number, budget: number): number {
+    const now = this.clamp(nowMs)
+    let evicted = 0
+    for (let seen = 0; seen < budget && this.table.size > 0; seen++) {
+      if (this.sweepCursor === null) this.sweepCursor = this.table.values()
+      const next = this.sweepCursor.next()
+      if (next.done === true) { this.sweepCursor = null; continue }
+      const ks = next.value
+      if (this.isIdle(ks, now)) {
+        this.table.delete(ks.key)
+        ks.rule.stats.keys--
+        evicted++
+      }
+    }
+    return evicted
+  }
+
+  /**
+   * Replace the rules (SIGHUP). Keys whose rule is unchanged keep their state.
+   * A key whose rule changed gets a bucket for the new rule that carries its
+   * outstanding spends (spent again at `now`, so they return no earlier than
+   * before): a reload can tighten a limit at once but never hand back tokens
+   * early. Keys no rule matches any more are dropped, with their waiters denied.
+   */
+  setRules (rules: RuleConfig[], nowMs: number): Resolution[] {
+    const now = this.clamp(nowMs)
+    const next = new RuleSet(rules)
+    const old = this.ruleSet
+    const out: Resolution[] = []
+    for (const r of next.rules) {
+      const prev = old.get(r.name)
+      if (prev !== undefined && prev.hash === r.hash) r.stats = prev.stats
+    }
+    for (const r of next.rules) r.stats.keys = 0
+    this.ruleSet = next
+    for (const ks of [...this.table.values()]) {
+      const rule = next.match(ks.key)
+      if (rule === undefined) {
+        for (const w of ks.waiters ?? []) {
+          this.finish(ks, w)
+          out.push({ ref: w.ref, decision: this.decision(ks, false, w.count, now) })
+        }
+        ks.waiters = null
+        ks.wakeAt = Infinity
+        this.table.delete(ks.key)
+        continue
+      }
+      if (rule.hash !== ks.rule.hash) {
+        const carried = ks.bucket.outstanding(now)
+        const fresh = this.create(ks.key, rule, now)
+        fresh.bucket.forceSpend(Math.ceil(carried - EPSILON), now)
+        ks.bucket = fresh.bucket
+        ks.initial = fresh.initial
+        rule.stats.keys--
+      }
+      ks.rule = rule
+      rule.stats.keys++
+      this.reschedule(ks, now, true)
+    }
+    this.sweepCursor = null
+    return out
+  }
+
+  /** Snapshot of up to `max` key states, for status. */
+  keys (nowMs: number, max: number): Array<{ key: string, rule: string, held: number, outstanding: number, resetMs: number, waiters: number }> {
+    const now = this.clamp(nowMs)
+    const out = []
+    for (const ks of this.table.values()) {
+      if (out.length >= max) break
+      const b = ks.bucket
+      b.advance(now)
+      out.push({
+        key: ks.key,
+        rule: ks.rule.name,
+        held: Math.round(b.held * 1000) / 1000,
+        outstanding: Math.round(b.outstanding(now) * 1000) / 1000,
+        resetMs: Math.ceil(b.resetIn(now)),
+        waiters: ks.waiters?.length ?? 0
+      })
+    }
+    return out
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * Pre-allocated shares: where a key's stock starts when the cluster forms.
+ *
+ * - An exact-key rule's stock is split over the seed nodes (the cluster file's
+ *   `nodes`, sorted by name, so every node computes the same split):
+ *   floor(stock / n) each, and the first `stock mod n` get one more.
+ * - A glob rule's key starts whole at its home node, chosen by rendezvous
+ *   (highest-random-weight) hashing of (node, key) over the seeds.
+ * - A node that is not a seed starts with nothing.
+ *
+ * The shares of all seeds sum to exactly the stock: the split creates nothing.
+ */
+
+/** 32-bit FNV-1a over UTF-16 code units, then a murmur3 finalizer for spread. */
+export function hash32 (s: string): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i)
+    h = Math.imul(h, 0x01000193)
+  }
+  h ^= h >>> 16
+  h = Math.imul(h, 0x85ebca6b)
+  h ^= h >>> 13
+  h = Math.imul(h, 0xc2b2ae35)
+  h ^= h >>> 16
+  return h >>> 0
+}
+
+/** The seed that owns `key` under rendezvous hashing. Ties break by name. */
+export function homeNode (key: string, seeds: readonly string[]): string | undefined {
+  let best: string | undefined
+  let bestScore = -1
+  for (const node of seeds) {
+    const score = hash32(node + '\u0000' + key)
+    if (score > bestScore || (score === bestScore && best !== undefined && node < best)) {
+      best = node
+      bestScore = score
+    }
+  }
+  return best
+}
+
+/** This node's starting share of `stock` for a key. */
+export function initialShare (stock: number, glob: boolean, key: string, node: string, seeds: readonly string[]): number {
+  const i = seeds.indexOf(node)
+  if (i < 0) return 0
+  if (glob) return homeNode(key, seeds) === node ? stock : 0
+  const n = seeds.length
+  return Math.floor(stock / n) + (i < stock % n ? 1 : 0)
+}
+
+/** Sorted, de-duplicated seed names: the order every node agrees on. */
+export function seedOrder (names: readonly string[]): string[] {
+  return [...new Set(names)].sort()
+}

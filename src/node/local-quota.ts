@@ -1,0 +1,146 @@
+/**
+ * The clocked shell around the pure Limiter: it implements the QuotaService
+ * the Unix-socket server calls. It owns the only timers of the decision path:
+ * one timeout for the earliest waiter wake-up, and one interval that sweeps
+ * idle keys. Everything it decides, the Limiter decides.
+ */
+import type { Clock } from '../clock.js'
+import type { LimitsConfig, RuleConfig } from '../config/types.js'
+import { Limiter, type Resolution, type Waiter } from '../core/limiter.js'
+import type { AcquireResult, Decision, QuotaService, WaitHandle } from '../core/types.js'
+
+export interface LocalQuotaOptions {
+  node: string
+  seeds: readonly string[]
+  rules: RuleConfig[]
+  limits: LimitsConfig
+  clock: Clock
+  /** How often idle keys are swept. @default 1000 */
+  sweepIntervalMs?: number
+  /** Keys examined per sweep. @default 20000 */
+  sweepBudget?: number
+}
+
+class Handle implements WaitHandle {
+  readonly waiting = true as const
+  readonly promise: Promise<Decision>
+  resolve!: (d: Decision) => void
+  waiter: Waiter | null = null
+  private readonly owner: LocalQuota
+
+  constructor (owner: LocalQuota) {
+    this.owner = owner
+    this.promise = new Promise<Decision>(resolve => { this.resolve = resolve })
+  }
+
+  cancel (): void {
+    if (this.waiter !== null) this.owner.cancelWaiter(this.waiter)
+  }
+}
+
+export class LocalQuota implements QuotaService {
+  readonly limiter: Limiter
+  private readonly clock: Clock
+  private readonly node: string
+  private timer: NodeJS.Timeout | null = null
+  private timerAt = Infinity
+  private sweeper: NodeJS.Timeout | null = null
+  private readonly sweepIntervalMs: number
+  private readonly sweepBudget: number
+  private readonly startedAt: number
+
+  constructor (opts: LocalQuotaOptions) {
+    this.clock = opts.clock
+    this.node = opts.node
+    this.limiter = new Limiter({ rules: opts.rules, limits: opts.limits, node: opts.node, seeds: opts.seeds })
+    this.sweepIntervalMs = opts.sweepIntervalMs ?? 1000
+    this.sweepBudget = opts.sweepBudget ?? 20_000
+    this.startedAt = opts.clock.now()
+  }
+
+  start (): void {
+    if (this.sweeper !== null) return
+    this.sweeper = setInterval(() => this.limiter.sweep(this.clock.now(), this.sweepBudget), this.sweepIntervalMs)
+    this.sweeper.unref()
+  }
+
+  stop (): void {
+    if (this.sweeper !== null) clearInterval(this.sweeper)
+    this.sweeper = null
+    if (this.timer !== null) clearTimeout(this.timer)
+    this.timer = null
+    this.timerAt = Infinity
+  }
+
+  acquire (key: string, count: number, waitMs: number): AcquireResult {
+    const now = this.clock.now()
+    if (waitMs <= 0) return this.limiter.acquire(key, count, now)
+    const handle = new Handle(this)
+    const r = this.limiter.acquireOrWait(key, count, waitMs, now, handle)
+    if ('allowed' in r) return r
+    handle.waiter = r
+    this.arm()
+    return handle
+  }
+
+  peek (key: string, count: number): Decision {
+    return this.limiter.peek(key, count, this.clock.now())
+  }
+
+  cancelWaiter (w: Waiter): void {
+    this.limiter.cancel(w)
+    this.arm()
+  }
+
+  /** Replace the rules; waiters on keys that no rule matches any more are answered (denied). */
+  setRules (rules: RuleConfig[]): void {
+    this.deliver(this.limiter.setRules(rules, this.clock.now()))
+    this.arm()
+  }
+
+  status (): Record<string, unknown> {
+    const now = this.clock.now()
+    return {
+      node: this.node,
+      uptimeMs: Math.round(now - this.startedAt),
+      keys: this.limiter.keyCount,
+      waiters: this.limiter.waiterCount,
+      rules: this.limiter.rules.map(r => ({
+        name: r.name,
+        match: r.config.match,
+        algorithm: r.config.algorithm,
+        limit: r.config.limit,
+        per: r.config.per,
+        burst: r.config.algorithm === 'token-bucket' ? r.config.burst : undefined,
+        mode: r.config.mode,
+        hash: r.hash,
+        keys: r.stats.keys,
+        allowed: r.stats.allowed,
+        denied: r.stats.denied
+      })),
+      activeKeys: this.limiter.keys(now, 100)
+    }
+  }
+
+  private deliver (rs: Resolution[]): void {
+    for (const r of rs) (r.ref as Handle).resolve(r.decision)
+  }
+
+  /** Keep exactly one timeout, at the limiter's earliest wake-up. */
+  private arm (): void {
+    const at = this.limiter.nextWakeAt()
+    if (at === this.timerAt) return
+    if (this.timer !== null) clearTimeout(this.timer)
+    this.timer = null
+    this.timerAt = at
+    if (at === Infinity) return
+    // Whole milliseconds, at least 1: a float wake time must not spin the loop.
+    const delay = Math.max(1, Math.ceil(at - this.clock.now()))
+    this.timer = setTimeout(() => {
+      this.timer = null
+      this.timerAt = Infinity
+      this.deliver(this.limiter.poll(this.clock.now()))
+      this.arm()
+    }, delay)
+  }
+}

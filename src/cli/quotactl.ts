@@ -1,0 +1,97 @@
+#!/usr/bin/env node
+/**
+ * `quotactl`: talk to a running node over its Unix socket.
+ * Exit status: 0 allowed (or ok), 1 denied, 2 usage or connection error.
+ */
+import { resolve } from 'node:path'
+import { QuotadClient } from '../client/index.js'
+import { loadClusterFile } from '../config/load.js'
+import { findNode } from '../config/validate.js'
+import { ExitCodes } from '../errors.js'
+import type { Decision } from '../core/types.js'
+import { fail, parseCli, intFlag, usage } from './common.js'
+
+const HELP = `usage:
+  quotactl (--socket PATH | --config FILE --node NAME) COMMAND [--json]
+commands:
+  acquire KEY [--count N] [--wait MS]   spend N tokens (exit 0 allowed, 1 denied)
+  peek KEY [--count N]                  whether N would be allowed, spending nothing
+  status                                the node's state
+  ping                                  round-trip time to the node
+options:
+  --timeout MS   reply timeout (default 5000; a waiting acquire adds its --wait)
+`
+
+async function main (argv: string[]): Promise<number> {
+  const { values, positionals } = parseCli({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      socket: { type: 'string', short: 's' },
+      config: { type: 'string', short: 'c' },
+      node: { type: 'string', short: 'n' },
+      count: { type: 'string' },
+      wait: { type: 'string' },
+      timeout: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' }
+    }
+  })
+  if (values.help === true) { process.stdout.write(HELP); return ExitCodes.OK }
+  const json = values.json === true
+  const [cmd, key] = positionals
+  if (cmd === undefined) throw usage(`a command is required\n${HELP}`)
+  const count = intFlag('count', values.count, 1, 1)
+  const waitMs = intFlag('wait', values.wait, 0)
+  const timeoutMs = intFlag('timeout', values.timeout, 5000, 1)
+  const socketPath = await findSocket(values.socket, values.config, values.node)
+
+  const client = await QuotadClient.connect({ socketPath, timeoutMs, reconnect: false })
+  try {
+    switch (cmd) {
+      case 'acquire':
+      case 'peek': {
+        if (key === undefined) throw usage(`${cmd} needs a KEY`)
+        const d = cmd === 'acquire'
+          ? await client.acquire(key, { count, waitMs })
+          : await client.peek(key, { count })
+        print(d, json)
+        return d.allowed ? ExitCodes.OK : ExitCodes.DENIED
+      }
+      case 'status': {
+        const s = await client.status()
+        process.stdout.write(json ? JSON.stringify(s) + '\n' : JSON.stringify(s, null, 2) + '\n')
+        return ExitCodes.OK
+      }
+      case 'ping': {
+        const rtt = await client.ping()
+        process.stdout.write(json ? JSON.stringify({ rttMs: rtt }) + '\n' : `pong in ${rtt.toFixed(3)} ms\n`)
+        return ExitCodes.OK
+      }
+      default:
+        throw usage(`unknown command "${cmd}"\n${HELP}`)
+    }
+  } finally {
+    await client.close()
+  }
+}
+
+async function findSocket (socket?: string, config?: string, node?: string): Promise<string> {
+  if (socket !== undefined) return resolve(socket)
+  if (config === undefined || node === undefined) throw usage(`give --socket PATH, or --config FILE and --node NAME\n${HELP}`)
+  return findNode(await loadClusterFile(resolve(config)), node).socket
+}
+
+function print (d: Decision, json: boolean): void {
+  if (json) {
+    process.stdout.write(JSON.stringify({
+      allowed: d.allowed, remaining: d.remaining, limit: d.limit, resetMs: d.resetMs, retryAfterMs: d.retryAfterMs, rule: d.rule
+    }) + '\n')
+    return
+  }
+  const head = d.allowed ? 'allowed' : 'denied'
+  const retry = d.allowed ? '' : ` retry-after=${d.retryAfterMs < 0 ? 'unknown' : d.retryAfterMs + 'ms'}`
+  process.stdout.write(`${head} remaining=${d.remaining} limit=${d.limit} reset=${d.resetMs}ms${retry} rule=${d.rule}\n`)
+}
+
+main(process.argv.slice(2)).then(code => process.exit(code), err => fail(err, process.argv.includes('--json')))

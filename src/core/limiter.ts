@@ -36,6 +36,14 @@ export interface LimiterOptions {
   node: string
   /** The seed nodes' names (the cluster file's `nodes`). @default [node] */
   seeds?: readonly string[]
+  /**
+   * Whether this node may materialize pre-allocated shares for keys it has
+   * no state for. False after an unclean restart: the node starts with
+   * nothing so that it can never spend a token twice. @default true
+   */
+  allocate?: boolean
+  /** Extra eviction veto for layers that keep per-key data (the cluster). */
+  canEvict?: (ks: KeyState, nowMs: number) => boolean
 }
 
 export interface KeyState {
@@ -49,6 +57,8 @@ export interface KeyState {
   queued: number
   /** When this key next needs `poll` (Infinity: never). */
   wakeAt: number
+  /** Per-key data of the layer above (the cluster); opaque here. */
+  ext: unknown
 }
 
 export interface Waiter {
@@ -76,12 +86,16 @@ export class Limiter {
   private sweepCursor: Iterator<KeyState> | null = null
   private lastNow = -Infinity
   private totalWaiters = 0
+  allocate: boolean
+  private readonly canEvict?: (ks: KeyState, nowMs: number) => boolean
 
   constructor (opts: LimiterOptions) {
     this.ruleSet = new RuleSet(opts.rules)
     this.limits = opts.limits
     this.node = opts.node
     this.seeds = seedOrder(opts.seeds ?? [opts.node])
+    this.allocate = opts.allocate ?? true
+    this.canEvict = opts.canEvict
   }
 
   get keyCount (): number { return this.table.size }
@@ -96,9 +110,39 @@ export class Limiter {
   /** Spend `count` tokens of `key` if this node holds them. */
   acquire (key: string, count: number, nowMs: number): Decision {
     const now = this.clamp(nowMs)
-    const ks = this.state(key, count, now)
+    return this.acquireOn(this.state(key, count, now), count, now)
+  }
+
+  /** `acquire` on a state already looked up with `keyState`. */
+  acquireOn (ks: KeyState, count: number, nowMs: number): Decision {
+    const now = this.clamp(nowMs)
     const allowed = ks.queued === 0 && ks.bucket.trySpend(count, now)
     return this.decision(ks, allowed, count, now)
+  }
+
+  /** Find or create a key's state (throws like `acquire` for bad keys, counts and a full table). */
+  keyState (key: string, count: number, nowMs: number): KeyState {
+    return this.state(key, count, this.clamp(nowMs))
+  }
+
+  /** The state of `key` if the table holds it; never creates. */
+  existing (key: string): KeyState | undefined {
+    return this.table.get(key)
+  }
+
+  /** Every key state (for the cluster's gossip and status). */
+  states (): IterableIterator<KeyState> {
+    return this.table.values()
+  }
+
+  /** A decision for a state whose admission was decided by a layer above (soft-mode policies). */
+  decide (ks: KeyState, allowed: boolean, count: number, nowMs: number): Decision {
+    return this.decision(ks, allowed, count, this.clamp(nowMs))
+  }
+
+  /** Tokens arrived from outside (a transfer): serve waiters that can now be served. */
+  touched (ks: KeyState, nowMs: number): void {
+    this.reschedule(ks, this.clamp(nowMs), true)
   }
 
   /**
@@ -271,17 +315,18 @@ export class Limiter {
 
   private create (key: string, rule: CompiledRule, now: number): KeyState {
     const c = rule.config
-    const share = initialShare(rule.stock, rule.glob, key, this.node, this.seeds)
+    const share = this.allocate ? initialShare(rule.stock, rule.glob, key, this.node, this.seeds) : 0
     const bucket = createBucket(c.algorithm, { limit: c.limit, perMs: c.perMs, burst: rule.stock, share }, now)
     rule.stats.keys++
-    return { key, rule, bucket, initial: share, waiters: null, queued: 0, wakeAt: Infinity }
+    return { key, rule, bucket, initial: share, waiters: null, queued: 0, wakeAt: Infinity, ext: null }
   }
 
   /** Whether dropping the state loses nothing: recreating it would give the same state. */
   isIdle (ks: KeyState, nowMs: number): boolean {
     return ks.waiters === null &&
       ks.bucket.outstanding(nowMs) <= EPSILON &&
-      Math.abs(ks.bucket.held - ks.initial) <= EPSILON
+      Math.abs(ks.bucket.held - ks.initial) <= EPSILON &&
+      (this.canEvict === undefined || this.canEvict(ks, nowMs))
   }
 
   /** Drop up to `budget` idle keys' state, resuming where the last sweep stopped. Returns how many were dropped. */

@@ -1,0 +1,433 @@
+/**
+ * The cluster state machine. Pure: it handles events (a local acquire, a
+ * tick, a gossip, a want, a grant, a reply or a failed request) with `nowMs`
+ * passed in, and returns the messages to send. It does no I/O and reads no
+ * clock; the daemon's driver carries its messages over libp2p, and the
+ * simulator carries them over a virtual network. Both run this same code.
+ *
+ * Safety (hard mode never admits more than the exact limiter): a node admits
+ * only by spending tokens its own bucket holds (Limiter.acquireOn). Tokens
+ * leave a bucket only by `debit` into a grant, and enter only by a grant the
+ * Ledger accepts exactly once. Nothing else creates tokens, so the sum over
+ * buckets, grants in flight and deferred credits never exceeds the stock.
+ */
+import type { LimitsConfig, RuleConfig } from '../config/types.js'
+import { Limiter, type KeyState, type Waiter } from '../core/limiter.js'
+import { homeNode, seedOrder } from '../core/share.js'
+import type { Decision } from '../core/types.js'
+import { applyDeferred, ext, keepRate, needRate, updateRate, windowed, windowStart, type KeyExt } from './key-ext.js'
+import { Ledger } from './ledger.js'
+import { CLUSTER_VERSION, type Ack, type Gossip, type Grant, type GrantItem, type None, type Want } from './messages.js'
+import { Peers, type Peer } from './peers.js'
+import { buildGossip } from './gossip-builder.js'
+import { defaultTuning, type ClusterTuning } from './tuning.js'
+
+export interface ClusterCoreOptions {
+  node: string
+  /** This incarnation's id: new at every process start. */
+  epoch: string
+  seeds: readonly string[]
+  rules: RuleConfig[]
+  limits: LimitsConfig
+  /** May this node materialize pre-allocated shares? False after an unclean restart. */
+  allocate: boolean
+  tuning?: Partial<ClusterTuning>
+}
+
+export type Outbound =
+  | { kind: 'gossip', msg: Gossip }
+  | { kind: 'request', to: string, msg: Want | Grant }
+
+export class ClusterCore {
+  readonly node: string
+  readonly epoch: string
+  readonly limiter: Limiter
+  readonly ledger: Ledger
+  readonly peers: Peers
+  readonly tuning: ClusterTuning
+  private readonly seeds: string[]
+  /** Keys with something to do on ticks (rate decay, wants, deferred, debt, gossip). */
+  private readonly active = new Set<KeyState>()
+  private lastTick = -Infinity
+  private lastGossip = -Infinity
+  private gossips = 0
+  private fullSync = true
+  /** Resumable pass over every key with cluster state, for full syncs. */
+  private syncCursor: Iterator<KeyState> | null = null
+  /** Counters for status and metrics. */
+  readonly counters = { badMessages: 0, wantsSent: 0, wantsServed: 0, grantsApplied: 0, grantsRejected: 0, tokensIn: 0, tokensOut: 0 }
+
+  constructor (opts: ClusterCoreOptions) {
+    this.node = opts.node
+    this.epoch = opts.epoch
+    this.seeds = seedOrder(opts.seeds)
+    this.tuning = { ...defaultTuning(), ...opts.tuning }
+    this.ledger = new Ledger(opts.node, opts.epoch)
+    this.peers = new Peers(this.tuning.aliveTimeoutMs)
+    this.limiter = new Limiter({
+      node: opts.node,
+      seeds: this.seeds,
+      rules: opts.rules,
+      limits: opts.limits,
+      allocate: opts.allocate,
+      canEvict: (ks) => this.canEvict(ks)
+    })
+  }
+
+  /** Materialize the exact-key rules' shares at start, so peers learn of them from the first gossip. */
+  init (nowMs: number): void {
+    for (const r of this.limiter.rules) {
+      if (!r.glob) this.touch(this.limiter.keyState(r.config.match, 1, nowMs))
+    }
+  }
+
+  // ---- local decisions -------------------------------------------------
+
+  acquire (key: string, count: number, nowMs: number): Decision {
+    const ks = this.limiter.keyState(key, count, nowMs)
+    const x = this.prepare(ks, count, nowMs)
+    const special = this.policy(ks, x, count, nowMs)
+    if (special !== undefined) return special
+    const d = this.limiter.acquireOn(ks, count, nowMs)
+    if (d.allowed && x.tight) x.pace -= count
+    return d
+  }
+
+  acquireOrWait (key: string, count: number, waitMs: number, nowMs: number, ref: unknown): Decision | Waiter {
+    const ks = this.limiter.keyState(key, count, nowMs)
+    const x = this.prepare(ks, count, nowMs)
+    const special = this.policy(ks, x, count, nowMs)
+    if (special !== undefined) return special
+    return this.limiter.acquireOrWait(key, count, waitMs, nowMs, ref)
+  }
+
+  peek (key: string, count: number, nowMs: number): Decision {
+    const ks = this.limiter.keyState(key, count, nowMs)
+    applyDeferred(ks, ext(ks), nowMs)
+    return this.limiter.peek(key, count, nowMs)
+  }
+
+  private prepare (ks: KeyState, count: number, nowMs: number): KeyExt {
+    const x = ext(ks)
+    if (x.deferred !== null) applyDeferred(ks, x, nowMs)
+    x.demand += count
+    x.lastDemandAt = nowMs
+    this.active.add(ks)
+    return x
+  }
+
+  /** Soft-mode failure policies and tightening pacing; undefined: decide normally. */
+  private policy (ks: KeyState, x: KeyExt, count: number, nowMs: number): Decision | undefined {
+    const rule = ks.rule.config
+    if (rule.mode === 'soft' && this.isolated(nowMs)) {
+      if (rule.onPartition === 'fail-closed') return this.limiter.decide(ks, false, count, nowMs)
+      if (ks.bucket.trySpend(count, nowMs)) return this.limiter.decide(ks, true, count, nowMs)
+      if (rule.onPartition === 'fail-open' || x.debt + count <= rule.maxDebt) {
+        x.debt += count
+        x.overdraft += count
+        return this.limiter.decide(ks, true, count, nowMs)
+      }
+      return this.limiter.decide(ks, false, count, nowMs)
+    }
+    if (x.tight && count > x.pace) return this.limiter.decide(ks, false, count, nowMs)
+    return undefined
+  }
+
+  /** No peer alive in a cluster that has others: the condition soft-mode policies apply to. */
+  isolated (nowMs: number): boolean {
+    if (this.seeds.length <= 1 && [...this.peers.all()].length === 0) return false
+    return this.peers.alive(nowMs).length === 0
+  }
+
+  // ---- ticks -------------------------------------------------------------
+
+  tick (nowMs: number): Outbound[] {
+    const out: Outbound[] = []
+    const dt = this.lastTick === -Infinity ? this.tuning.tickMs : nowMs - this.lastTick
+    this.lastTick = nowMs
+    const isolated = this.isolated(nowMs)
+    for (const ks of this.active) {
+      const x = ext(ks)
+      if (applyDeferred(ks, x, nowMs)) this.limiter.touched(ks, nowMs)
+      updateRate(x, dt, this.tuning.rateHalfLifeMs, 2 * this.tuning.tickMs)
+      if (x.debt > 0 && !isolated) this.repay(ks, x, nowMs)
+      this.tighten(ks, x, dt, nowMs)
+      if (!isolated) this.rebalance(ks, x, nowMs, out)
+      if (this.quiet(ks, x, nowMs)) this.active.delete(ks)
+    }
+    for (const g of this.ledger.due(nowMs, this.tuning.retransmitMs)) out.push({ kind: 'request', to: g.to, msg: g })
+    if (nowMs - this.lastGossip >= this.tuning.gossipIntervalMs) {
+      this.lastGossip = nowMs
+      if (this.fullSync || ++this.gossips % this.tuning.fullSyncEvery === 0) this.syncCursor = this.limiter.states()
+      this.fullSync = false
+      out.push({ kind: 'gossip', msg: buildGossip(this, this.candidates(), nowMs) })
+    }
+    return out
+  }
+
+  /** Active keys first, then the full-sync pass (which marks each key stale as it reaches it). */
+  private * candidates (): Generator<KeyState> {
+    yield * this.active
+    const c = this.syncCursor
+    if (c === null) return
+    while (true) {
+      const n = c.next()
+      if (n.done === true) { this.syncCursor = null; return }
+      if (n.value.ext === null) continue
+      ext(n.value).sentHeld = NaN
+      yield n.value
+    }
+  }
+
+  private quiet (ks: KeyState, x: KeyExt, nowMs: number): boolean {
+    return x.rate === 0 && x.fastRate === 0 && x.demand === 0 && x.debt === 0 && x.deferred === null &&
+      x.wantSentAt + this.tuning.wantTimeoutMs < nowMs &&
+      x.sentHeld === ks.bucket.held && !this.shouldReturnHome(ks, x, nowMs)
+  }
+
+  /** Soft-mode debt is repaid from tokens held after healing: they count as spent now. */
+  private repay (ks: KeyState, x: KeyExt, nowMs: number): void {
+    ks.bucket.advance(nowMs)
+    const n = Math.min(x.debt, Math.floor(ks.bucket.held))
+    if (n <= 0) return
+    ks.bucket.forceSpend(n, nowMs)
+    x.debt -= n
+  }
+
+  /** Cluster-wide remaining as this node sees it: its own held plus what alive agreeing peers last said. */
+  clusterRemaining (ks: KeyState, nowMs: number): number {
+    let n = ks.bucket.held
+    for (const p of this.peers.alive(nowMs)) {
+      if (!this.agrees(p, ks)) continue
+      n += p.keys.get(ks.key)?.held ?? 0
+    }
+    return n
+  }
+
+  private tighten (ks: KeyState, x: KeyExt, dt: number, nowMs: number): void {
+    const rule = ks.rule.config
+    ks.bucket.advance(nowMs)
+    const tight = windowed(rule.algorithm) && this.seeds.length > 1 &&
+      this.clusterRemaining(ks, nowMs) < this.tuning.lowWater * ks.rule.stock
+    if (!tight) { x.tight = false; return }
+    const held = ks.bucket.held
+    if (!x.tight) { x.tight = true; x.pace = Math.min(held, 1) }
+    // Pace the held tokens evenly over the rest of the window.
+    const rest = windowStart(nowMs, rule.perMs) + rule.perMs - nowMs
+    x.pace = Math.min(held, x.pace + held * dt / Math.max(dt, rest))
+  }
+
+  private rebalance (ks: KeyState, x: KeyExt, nowMs: number, out: Outbound[]): void {
+    if (nowMs - x.wantSentAt < this.tuning.wantTimeoutMs) return
+    if (this.shouldReturnHome(ks, x, nowMs)) {
+      const home = homeNode(ks.key, this.seeds) as string
+      const p = this.peers.get(home)
+      if (p !== undefined) this.give(ks, x, p, Math.floor(ks.bucket.held), nowMs, out)
+      return
+    }
+    const rate = needRate(x)
+    if (rate <= 0) return
+    const need = rate * this.tuning.horizonMs / 1000
+    const held = ks.bucket.held
+    if (held >= need && held >= 1) return
+    const donor = this.chooseDonor(ks, nowMs)
+    if (donor === undefined) return
+    const want = Math.max(1, Math.ceil(2 * need - held))
+    x.wantSentAt = nowMs
+    this.counters.wantsSent++
+    out.push({ kind: 'request', to: donor.name, msg: { v: CLUSTER_VERSION, t: 'want', node: this.node, epoch: this.epoch, key: ks.key, want } })
+  }
+
+  private shouldReturnHome (ks: KeyState, x: KeyExt, nowMs: number): boolean {
+    if (!ks.rule.glob || ks.bucket.held < 1 || nowMs - x.lastDemandAt < this.tuning.idleReturnMs) return false
+    const home = homeNode(ks.key, this.seeds)
+    if (home === undefined || home === this.node) return false
+    const p = this.peers.get(home)
+    return p !== undefined && this.peers.isAlive(p, nowMs) && this.agrees(p, ks)
+  }
+
+  /** The alive, agreeing peer with the largest surplus by its last gossip; for an unseen glob key, its home. */
+  private chooseDonor (ks: KeyState, nowMs: number): Peer | undefined {
+    let best: Peer | undefined
+    let bestSurplus = 0.999
+    for (const p of this.peers.alive(nowMs)) {
+      if (!this.agrees(p, ks)) continue
+      const k = p.keys.get(ks.key)
+      if (k === undefined) continue
+      const surplus = k.held - k.rate * this.tuning.horizonMs / 1000
+      if (surplus > bestSurplus) { best = p; bestSurplus = surplus }
+    }
+    if (best === undefined && ks.rule.glob) {
+      const home = homeNode(ks.key, this.seeds)
+      const p = home !== undefined && home !== this.node ? this.peers.get(home) : undefined
+      if (p !== undefined && this.peers.isAlive(p, nowMs) && this.agrees(p, ks) && !p.keys.has(ks.key)) best = p
+    }
+    return best
+  }
+
+  agrees (p: Peer, ks: KeyState): boolean {
+    return p.rules[ks.rule.name] === ks.rule.hash
+  }
+
+  // ---- messages in -------------------------------------------------------
+
+  onGossip (g: Gossip, nowMs: number): void {
+    if (g.node === this.node) return
+    const { isNew, restartedFrom } = this.peers.observe(g, this.node, this.epoch, nowMs)
+    const p = this.peers.get(g.node) as Peer
+    if (restartedFrom !== undefined) this.strand(this.ledger.peerEpoch(g.node, g.epoch))
+    // A peer we have not heard in this epoch needs every key, not just a delta.
+    if (isNew || restartedFrom !== undefined) this.fullSync = true
+    this.ledger.ack(g.node, g.epoch, p.appliedFromMe)
+  }
+
+  private strand (lost: Map<string, number>): void {
+    for (const [k, n] of lost) {
+      const ks = this.limiter.existing(k)
+      if (ks !== undefined) ext(ks).stranded += n
+    }
+  }
+
+  /** A peer asks for tokens. The donor debits before the grant exists. */
+  onWant (w: Want, nowMs: number): Grant | None {
+    const none: None = { v: CLUSTER_VERSION, t: 'none', node: this.node, epoch: this.epoch }
+    const p = this.peers.get(w.node)
+    if (p === undefined || p.epoch !== w.epoch || w.node === this.node) return none
+    let ks: KeyState
+    try {
+      ks = this.limiter.existing(w.key) ?? this.limiter.keyState(w.key, 1, nowMs)
+    } catch {
+      return none
+    }
+    if (!this.agrees(p, ks)) return none
+    const x = ext(ks)
+    applyDeferred(ks, x, nowMs)
+    ks.bucket.advance(nowMs)
+    const keep = keepRate(x) * this.tuning.horizonMs / 1000 + x.debt
+    let surplus = Math.floor(ks.bucket.held - keep)
+    if (this.clusterRemaining(ks, nowMs) < this.tuning.lowWater * ks.rule.stock) {
+      surplus = Math.floor(surplus * this.tuning.tightenFraction)
+    }
+    const n = Math.min(Math.floor(w.want), surplus)
+    if (n < 1) return none
+    const out: Outbound[] = []
+    const g = this.give(ks, x, p, n, nowMs, out)
+    if (g === undefined) return none
+    this.counters.wantsServed++
+    return g
+  }
+
+  /** Debit `n` tokens of a key and put them in a grant to `p`. */
+  private give (ks: KeyState, x: KeyExt, p: Peer, n: number, nowMs: number, out: Outbound[]): Grant | undefined {
+    const moved = ks.bucket.debit(n)
+    if (moved <= 0) return undefined
+    const rule = ks.rule.config
+    const at = windowed(rule.algorithm) ? windowStart(nowMs, rule.perMs) : nowMs
+    x.transfersOut += moved
+    this.counters.tokensOut += moved
+    this.active.add(ks)
+    const g = this.ledger.grant(p.name, p.epoch, [[ks.key, moved, at]], nowMs)
+    out.push({ kind: 'request', to: p.name, msg: g })
+    return g
+  }
+
+  /** Tokens arrive. The ledger lets each grant through at most once. */
+  onGrant (g: Grant, nowMs: number): Ack {
+    const result = this.ledger.apply(g)
+    if (result === 'applied') {
+      this.counters.grantsApplied++
+      for (const item of g.items) this.credit(item, nowMs)
+    } else if (result !== 'duplicate') {
+      this.counters.grantsRejected++
+    }
+    return { v: CLUSTER_VERSION, t: 'ack', node: this.node, epoch: this.epoch, applied: this.ledger.appliedFrom(g.node, g.epoch) }
+  }
+
+  private credit ([key, amount, at]: GrantItem, nowMs: number): void {
+    let ks: KeyState
+    try {
+      ks = this.limiter.existing(key) ?? this.limiter.keyState(key, 1, nowMs)
+    } catch {
+      // No rule or no room: the tokens can't be placed. They are lost, never created.
+      this.ledger.stranded += amount
+      return
+    }
+    const x = ext(ks)
+    x.transfersIn += amount
+    this.counters.tokensIn += amount
+    if (at > nowMs) {
+      (x.deferred ??= []).push([amount, at])
+    } else {
+      ks.bucket.credit(amount)
+      this.limiter.touched(ks, nowMs)
+    }
+    x.wantSentAt = -Infinity
+    this.active.add(ks)
+  }
+
+  /** The reply to a request this node sent. */
+  onReply (req: Want | Grant, reply: Grant | Ack | None, nowMs: number): void {
+    if (reply.t === 'grant') {
+      this.onGrant(reply, nowMs)
+    } else if (reply.t === 'ack') {
+      if (req.t === 'grant') this.ledger.ack(reply.node, reply.epoch, reply.applied)
+    } else if (req.t === 'want') {
+      // No surplus there: forget its gossiped holding until it says otherwise.
+      const k = this.peers.get(reply.node)?.keys.get(req.key)
+      if (k !== undefined) k.held = 0
+      const ks = this.limiter.existing(req.key)
+      if (ks !== undefined) ext(ks).wantSentAt = -Infinity
+    }
+  }
+
+  /** A request got no reply. A want may be retried elsewhere; a grant is resent by the ledger. */
+  onRequestFailed (req: Want | Grant, _nowMs: number): void {
+    if (req.t === 'want') {
+      const ks = this.limiter.existing(req.key)
+      if (ks !== undefined) ext(ks).wantSentAt = -Infinity
+    }
+  }
+
+  /** A peer sent something malformed: counted, dropped. */
+  onBadMessage (): void {
+    this.counters.badMessages++
+  }
+
+  // ---- leaving -------------------------------------------------------------
+
+  /**
+   * Graceful stop: hand every whole held token to alive agreeing peers, the
+   * fastest consumer of each key first. Returns the grants to send.
+   */
+  handoff (nowMs: number): Outbound[] {
+    const out: Outbound[] = []
+    const alive = this.peers.alive(nowMs)
+    for (const ks of this.limiter.states()) {
+      const x = ext(ks)
+      applyDeferred(ks, x, nowMs)
+      ks.bucket.advance(nowMs)
+      const n = Math.floor(ks.bucket.held)
+      if (n < 1) continue
+      let to: Peer | undefined
+      let rate = -1
+      for (const p of alive) {
+        if (!this.agrees(p, ks)) continue
+        const r = p.keys.get(ks.key)?.rate ?? 0
+        if (r > rate) { to = p; rate = r }
+      }
+      if (to !== undefined) this.give(ks, x, to, n, nowMs, out)
+    }
+    return out
+  }
+
+  private canEvict (ks: KeyState): boolean {
+    const x = ks.ext as KeyExt | null
+    return x === null || (x.debt === 0 && x.deferred === null && !this.active.has(ks))
+  }
+
+  /** Mark a key for the next gossip. */
+  touch (ks: KeyState): void {
+    ext(ks)
+    this.active.add(ks)
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * Builds one gossip message: the batched delta for this interval.
+ *
+ * A key is included when what peers know of it is stale: its held moved by
+ * at least half a token, its outstanding by a token, or its rate by 10%.
+ * A full sync marks keys stale as its cursor reaches them. At most `maxGossipKeys` keys
+ * go in one message; the rest stay stale and spill into the next one. So a
+ * message's size is bounded whatever the request rate, and traffic grows
+ * with the number of changing keys, not with requests.
+ */
+import type { KeyState } from '../core/limiter.js'
+import type { ClusterCore } from './cluster-core.js'
+import { ext } from './key-ext.js'
+import { CLUSTER_VERSION, type Gossip, type GossipKey } from './messages.js'
+
+const round = (n: number): number => Math.round(n * 1000) / 1000
+
+function stale (sent: number, now: number, tolerance: number): boolean {
+  return Number.isNaN(sent) || Math.abs(sent - now) >= tolerance
+}
+
+export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, nowMs: number): Gossip {
+  const keys: GossipKey[] = []
+  const max = core.tuning.maxGossipKeys
+  for (const ks of candidates) {
+    const x = ext(ks)
+    ks.bucket.advance(nowMs)
+    const held = ks.bucket.held
+    const outstanding = ks.bucket.outstanding(nowMs)
+    const changed = stale(x.sentHeld, held, 0.5) ||
+      stale(x.sentOutstanding, outstanding, 1) ||
+      stale(x.sentRate, x.rate, Math.max(0.1 * x.sentRate, 0.01))
+    if (!changed) continue
+    x.sentHeld = held
+    x.sentOutstanding = outstanding
+    x.sentRate = x.rate
+    keys.push([ks.key, round(Math.max(0, held)), round(outstanding), round(x.rate)])
+    // Stop right after the last one taken, so a resumable candidate source loses nothing.
+    if (keys.length >= max) break
+  }
+  const rules: Record<string, string> = {}
+  for (const r of core.limiter.rules) rules[r.name] = r.hash
+  return { v: CLUSTER_VERSION, t: 'gossip', node: core.node, epoch: core.epoch, now: nowMs, rules, keys, acks: core.ledger.acks() }
+}

@@ -1,0 +1,101 @@
+/**
+ * What the cluster keeps per key, beside the key's bucket: the demand rate,
+ * deferred credits, soft-mode debt, pacing while tight, and counters.
+ *
+ * Deferred credits are tokens received with an `at` later than this node's
+ * clock (a donor whose window already rolled over, or a handed-off token that
+ * has not returned yet). They are in transit until `at`: never spendable
+ * early, so a token can't be spent twice in one window even with skew.
+ */
+import type { KeyState } from '../core/limiter.js'
+
+export interface KeyExt {
+  /** Tokens requested (allowed or not) since the last rate update. */
+  demand: number
+  /** EWMA of demand, tokens per second (half-life `rateHalfLifeMs`): what is gossiped. */
+  rate: number
+  /** A fast EWMA (half-life of about two ticks): reacts to a shift at once. */
+  fastRate: number
+  lastDemandAt: number
+  /** When a want for this key was sent (-Infinity: none in flight). */
+  wantSentAt: number
+  deferred: Array<[amount: number, at: number]> | null
+  /** Soft mode: tokens admitted without holding them, still to repay. */
+  debt: number
+  /** Soft mode: all tokens ever overdrawn (reported). */
+  overdraft: number
+  /** Tightening: cluster-wide remaining below the low-water mark. */
+  tight: boolean
+  /** Tokens spendable before the next tick while tight. */
+  pace: number
+  transfersIn: number
+  transfersOut: number
+  /** Tokens of this key known lost (grants to a dead epoch, unplaceable credits). */
+  stranded: number
+  /** Values last gossiped, to send only what changed. */
+  sentHeld: number
+  sentOutstanding: number
+  sentRate: number
+}
+
+export function ext (ks: KeyState): KeyExt {
+  let x = ks.ext as KeyExt | null
+  if (x === null) {
+    x = {
+      demand: 0, rate: 0, fastRate: 0, lastDemandAt: -Infinity, wantSentAt: -Infinity, deferred: null, debt: 0, overdraft: 0,
+      tight: false, pace: 0, transfersIn: 0, transfersOut: 0, stranded: 0, sentHeld: NaN, sentOutstanding: NaN, sentRate: NaN
+    }
+    ks.ext = x
+  }
+  return x
+}
+
+/** Move deferred credits that are due into the bucket. Returns whether any were. */
+export function applyDeferred (ks: KeyState, x: KeyExt, nowMs: number): boolean {
+  const d = x.deferred
+  if (d === null) return false
+  let moved = false
+  let kept = 0
+  for (const item of d) {
+    if (item[1] <= nowMs) { ks.bucket.credit(item[0]); moved = true } else d[kept++] = item
+  }
+  d.length = kept
+  if (kept === 0) x.deferred = null
+  return moved
+}
+
+export function deferredTotal (x: KeyExt): number {
+  let n = 0
+  for (const [a] of x.deferred ?? []) n += a
+  return n
+}
+
+/** Whether the rule's windows are calendar-aligned (so tokens carry a window tag). */
+export function windowed (algorithm: string): boolean {
+  return algorithm === 'fixed-window' || algorithm === 'sliding-window'
+}
+
+export function windowStart (nowMs: number, perMs: number): number {
+  return Math.floor(nowMs / perMs) * perMs
+}
+
+/** Update the EWMA with the demand seen over the last `dtMs`. */
+export function updateRate (x: KeyExt, dtMs: number, halfLifeMs: number, fastHalfLifeMs: number): void {
+  if (dtMs <= 0) return
+  const inst = x.demand * 1000 / dtMs
+  x.rate += (1 - Math.pow(2, -dtMs / halfLifeMs)) * (inst - x.rate)
+  x.fastRate += (1 - Math.pow(2, -dtMs / fastHalfLifeMs)) * (inst - x.fastRate)
+  if (x.rate < 1e-3) x.rate = 0
+  if (x.fastRate < 1e-3) x.fastRate = 0
+  x.demand = 0
+}
+
+/** What a node expects to need: the higher of the two rates, so a surge is asked for at once. */
+export function needRate (x: KeyExt): number {
+  return Math.max(x.rate, x.fastRate)
+}
+
+/** What a donor keeps for itself: the lower of the two rates, so a node that went quiet gives at once. */
+export function keepRate (x: KeyExt): number {
+  return Math.min(x.rate, x.fastRate)
+}

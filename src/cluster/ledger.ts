@@ -1,0 +1,138 @@
+/**
+ * The transfer ledger: moves tokens between nodes so that no message, lost,
+ * duplicated, delayed or reordered, can ever create one.
+ *
+ * Tokens move only in grants. A grant from giver G (incarnation epoch Eg) to
+ * receiver R (epoch Er) carries a sequence number, per (G, Eg, R, Er) pair,
+ * starting at 1. G debits its bucket BEFORE the grant exists (so tokens in a
+ * grant are no longer spendable at G), and keeps the grant until R acks it.
+ *
+ * R applies grant `seq` only if seq == applied + 1 for that pair, then sets
+ * applied = seq. Each grant is therefore credited at most once (a duplicate
+ * or an old retransmit has seq <= applied) and in order (a gap waits for the
+ * retransmit). `applied` is a monotone counter only R writes; R gossips it,
+ * and G drops grants up to it and retransmits the rest after a timeout.
+ *
+ * A grant addressed to an epoch that is not R's current one is never applied:
+ * its tokens are stranded (counted), never created. Because the ledger is per
+ * node pair, not per key, key state can be evicted without losing the
+ * dedupe information. The applied marks of a giver's old epochs are kept for
+ * the life of the process (one small entry per peer restart): forgetting one
+ * would let a delayed old grant be credited twice.
+ */
+import type { Grant, GrantItem } from './messages.js'
+import { CLUSTER_VERSION } from './messages.js'
+
+interface Outbox {
+  to: string
+  toEpoch: string
+  nextSeq: number
+  acked: number
+  /** Unacked grants in seq order, with when each was last sent. */
+  grants: Array<{ grant: Grant, sentAt: number }>
+}
+
+export type ApplyResult = 'applied' | 'duplicate' | 'gap' | 'wrong-epoch'
+
+export class Ledger {
+  private readonly node: string
+  private readonly epoch: string
+  private readonly out = new Map<string, Outbox>()
+  /** `${giver}/${giverEpoch}` -> highest seq applied. */
+  private readonly applied = new Map<string, number>()
+  /** Tokens in grants that can never be applied (the receiver's epoch moved on). */
+  stranded = 0
+
+  constructor (node: string, epoch: string) {
+    this.node = node
+    this.epoch = epoch
+  }
+
+  /** Record a new grant to (to, toEpoch). The caller has already debited the items. */
+  grant (to: string, toEpoch: string, items: GrantItem[], nowMs: number): Grant {
+    const id = `${to}/${toEpoch}`
+    let box = this.out.get(id)
+    if (box === undefined) {
+      box = { to, toEpoch, nextSeq: 1, acked: 0, grants: [] }
+      this.out.set(id, box)
+    }
+    const g: Grant = { v: CLUSTER_VERSION, t: 'grant', node: this.node, epoch: this.epoch, to, toEpoch, seq: box.nextSeq++, items }
+    box.grants.push({ grant: g, sentAt: nowMs })
+    return g
+  }
+
+  /** The receiver says it has applied every grant up to `applied`. */
+  ack (to: string, toEpoch: string, applied: number): void {
+    const box = this.out.get(`${to}/${toEpoch}`)
+    if (box === undefined || applied <= box.acked) return
+    box.acked = Math.min(applied, box.nextSeq - 1)
+    let i = 0
+    while (i < box.grants.length && box.grants[i].grant.seq <= box.acked) i++
+    if (i > 0) box.grants.splice(0, i)
+  }
+
+  /** Decide whether an incoming grant may be credited; if so, mark it applied. */
+  apply (g: Grant): ApplyResult {
+    if (g.to !== this.node || g.toEpoch !== this.epoch) return 'wrong-epoch'
+    const id = `${g.node}/${g.epoch}`
+    const last = this.applied.get(id) ?? 0
+    if (g.seq <= last) return 'duplicate'
+    if (g.seq !== last + 1) return 'gap'
+    this.applied.set(id, g.seq)
+    return 'applied'
+  }
+
+  appliedFrom (giver: string, giverEpoch: string): number {
+    return this.applied.get(`${giver}/${giverEpoch}`) ?? 0
+  }
+
+  /** [giver, epoch, applied] for gossip. */
+  acks (): Array<[string, string, number]> {
+    const out: Array<[string, string, number]> = []
+    for (const [id, n] of this.applied) {
+      const i = id.lastIndexOf('/')
+      out.push([id.slice(0, i), id.slice(i + 1), n])
+    }
+    return out
+  }
+
+  /** Grants unacked for at least `afterMs`: to resend (in seq order). Marks them sent now. */
+  due (nowMs: number, afterMs: number): Grant[] {
+    const out: Grant[] = []
+    for (const box of this.out.values()) {
+      // Resend from the first unacked one: the receiver applies in order only.
+      if (box.grants.length > 0 && nowMs - box.grants[0].sentAt >= afterMs) {
+        for (const s of box.grants) { s.sentAt = nowMs; out.push(s.grant) }
+      }
+    }
+    return out
+  }
+
+  /**
+   * Peer `to` is now incarnation `epoch`: grants to its older epochs can never
+   * be applied. Returns, per key, the tokens stranded that way.
+   */
+  peerEpoch (to: string, epoch: string): Map<string, number> {
+    const lost = new Map<string, number>()
+    for (const [id, box] of this.out) {
+      if (box.to !== to || box.toEpoch === epoch) continue
+      for (const { grant } of box.grants) {
+        for (const [k, n] of grant.items) {
+          lost.set(k, (lost.get(k) ?? 0) + n)
+          this.stranded += n
+        }
+      }
+      this.out.delete(id)
+    }
+    return lost
+  }
+
+  /** Tokens sitting in unacked grants (in transit), per key. */
+  inTransit (): Map<string, number> {
+    const m = new Map<string, number>()
+    for (const box of this.out.values()) {
+      for (const { grant } of box.grants) for (const [k, n] of grant.items) m.set(k, (m.get(k) ?? 0) + n)
+    }
+    return m
+  }
+}

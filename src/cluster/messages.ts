@@ -1,0 +1,172 @@
+/**
+ * The cluster's messages, as plain objects (msgpack maps on the wire), and
+ * their validation. Every field from a peer is checked and bounded here, so
+ * the state machine only ever sees well-formed messages; anything else throws
+ * E_BAD_FRAME and the driver drops and counts it.
+ *
+ * - gossip (broadcast every interval): who I am, my rule hashes, a batched
+ *   delta of the keys that changed (held, outstanding, rate), and my ledger
+ *   high-water marks (grants applied from each peer epoch).
+ * - want (request): "send me up to `want` tokens of `key`".
+ * - grant (a reply to want, or a push: handoff, retransmit, return-home):
+ *   tokens moved from giver to receiver, with a per-pair sequence number.
+ * - ack (reply to a pushed grant), none (reply to a want with no surplus).
+ */
+import { ErrorCodes, QuotadError } from '../errors.js'
+
+export const CLUSTER_VERSION = 1
+
+/** One key's line in a gossip delta: [key, held, outstanding, rate tokens/s]. */
+export type GossipKey = [key: string, held: number, outstanding: number, rate: number]
+/** [giver name, giver epoch, highest grant seq applied from it]. */
+export type GossipAck = [node: string, epoch: string, applied: number]
+
+export interface Gossip {
+  v: number
+  t: 'gossip'
+  node: string
+  epoch: string
+  /** Sender's clock, ms. */
+  now: number
+  /** Rule name -> rule hash. */
+  rules: Record<string, string>
+  keys: GossipKey[]
+  acks: GossipAck[]
+}
+
+export interface Want {
+  v: number
+  t: 'want'
+  node: string
+  epoch: string
+  key: string
+  want: number
+}
+
+/** [key, amount, at]: credit `amount` once the receiver's clock reaches `at`. */
+export type GrantItem = [key: string, amount: number, at: number]
+
+export interface Grant {
+  v: number
+  t: 'grant'
+  node: string
+  epoch: string
+  to: string
+  toEpoch: string
+  seq: number
+  items: GrantItem[]
+}
+
+export interface Ack {
+  v: number
+  t: 'ack'
+  node: string
+  epoch: string
+  applied: number
+}
+
+export interface None {
+  v: number
+  t: 'none'
+  node: string
+  epoch: string
+}
+
+export type ClusterMessage = Gossip | Want | Grant | Ack | None
+
+export interface MessageBounds {
+  maxKeyBytes: number
+  /** Most keys (or grant items) in one message. */
+  maxEntries: number
+  /** Most rules in one gossip. */
+  maxRules: number
+  /** Most ack entries (peers) in one gossip. */
+  maxPeers: number
+}
+
+export const DEFAULT_BOUNDS: MessageBounds = { maxKeyBytes: 256, maxEntries: 4096, maxRules: 10_000, maxPeers: 1024 }
+
+function bad (what: string): never {
+  throw new QuotadError(ErrorCodes.BAD_FRAME, `cluster message: ${what}`)
+}
+
+const NAME = /^[A-Za-z0-9._:-]{1,64}$/
+
+function name (v: unknown, what: string): string {
+  if (typeof v !== 'string' || !NAME.test(v)) bad(`${what} must be a name`)
+  return v as string
+}
+
+function num (v: unknown, what: string, min = 0): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < min) bad(`${what} must be a finite number >= ${min}`)
+  return v as number
+}
+
+function seq (v: unknown, what: string): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) bad(`${what} must be a whole number`)
+  return v as number
+}
+
+function key (v: unknown, b: MessageBounds): string {
+  if (typeof v !== 'string' || v.length === 0 || v.length > b.maxKeyBytes || Buffer.byteLength(v) > b.maxKeyBytes) bad('key must be a string within the key bound')
+  return v as string
+}
+
+function list (v: unknown, max: number, what: string): unknown[] {
+  if (!Array.isArray(v)) bad(`${what} must be an array`)
+  if ((v as unknown[]).length > max) bad(`${what} has more than ${max} entries`)
+  return v as unknown[]
+}
+
+function tuple (v: unknown, n: number, what: string): unknown[] {
+  if (!Array.isArray(v) || v.length !== n) bad(`${what} must be a ${n}-tuple`)
+  return v as unknown[]
+}
+
+/** Validate a decoded message from a peer. Throws E_BAD_FRAME for anything malformed. */
+export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): ClusterMessage {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) bad('not a map')
+  const m = raw as Record<string, unknown>
+  if (m.v !== CLUSTER_VERSION) bad(`unsupported version ${String(m.v)}`)
+  const node = name(m.node, 'node')
+  const epoch = name(m.epoch, 'epoch')
+  switch (m.t) {
+    case 'gossip': {
+      if (m.rules === null || typeof m.rules !== 'object' || Array.isArray(m.rules)) bad('rules must be a map')
+      const rules: Record<string, string> = {}
+      const entries = Object.entries(m.rules as Record<string, unknown>)
+      if (entries.length > b.maxRules) bad('too many rules')
+      for (const [r, h] of entries) {
+        if (typeof h !== 'string' || h.length > 64) bad('rule hash must be a string')
+        rules[name(r, 'rule name')] = h as string
+      }
+      const keys = list(m.keys, b.maxEntries, 'keys').map(e => {
+        const t = tuple(e, 4, 'key entry')
+        return [key(t[0], b), num(t[1], 'held'), num(t[2], 'outstanding'), num(t[3], 'rate')] as GossipKey
+      })
+      const acks = list(m.acks, b.maxPeers, 'acks').map(e => {
+        const t = tuple(e, 3, 'ack entry')
+        return [name(t[0], 'ack node'), name(t[1], 'ack epoch'), seq(t[2], 'applied')] as GossipAck
+      })
+      return { v: CLUSTER_VERSION, t: 'gossip', node, epoch, now: num(m.now, 'now'), rules, keys, acks }
+    }
+    case 'want':
+      return { v: CLUSTER_VERSION, t: 'want', node, epoch, key: key(m.key, b), want: num(m.want, 'want') }
+    case 'grant': {
+      const items = list(m.items, b.maxEntries, 'items').map(e => {
+        const t = tuple(e, 3, 'grant item')
+        return [key(t[0], b), num(t[1], 'amount'), num(t[2], 'at')] as GrantItem
+      })
+      return {
+        v: CLUSTER_VERSION, t: 'grant', node, epoch, to: name(m.to, 'to'), toEpoch: name(m.toEpoch, 'toEpoch'),
+        seq: seq(m.seq, 'seq'), items
+      }
+    }
+    case 'ack':
+      return { v: CLUSTER_VERSION, t: 'ack', node, epoch, applied: seq(m.applied, 'applied') }
+    case 'none':
+      return { v: CLUSTER_VERSION, t: 'none', node, epoch }
+    default:
+      return bad(`unknown type ${String(m.t)}`)
+  }
+}

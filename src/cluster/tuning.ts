@@ -1,0 +1,44 @@
+/** The cluster's tunables, with defaults. All durations in ms. */
+export interface ClusterTuning {
+  /** Gossip publish interval. @default 250 (the cluster file's gossipIntervalMs) */
+  gossipIntervalMs: number
+  /** How often the state machine ticks (rates, rebalancing, retransmits). @default 50 */
+  tickMs: number
+  /** A peer is alive while its last gossip is younger than this. @default max(1000, 4 x gossip) */
+  aliveTimeoutMs: number
+  /** A node asks for tokens when it would run out within this horizon at its rate. @default 1000 */
+  horizonMs: number
+  /** Half-life of the demand-rate EWMA. @default 500 */
+  rateHalfLifeMs: number
+  /** Tightening starts when the cluster-wide remaining is below this fraction of the stock. @default 0.2 */
+  lowWater: number
+  /** While tight, donors give at most this fraction of their surplus per request. @default 0.25 */
+  tightenFraction: number
+  /** A want with no answer may be retried (at another donor) after this. @default 1000 */
+  wantTimeoutMs: number
+  /** Unacked grants are resent after this. @default 1000 */
+  retransmitMs: number
+  /** A glob key idle this long at a node that is not its home goes back home. @default 10000 */
+  idleReturnMs: number
+  /** Most keys per gossip message; the rest spills into the next. @default 512 */
+  maxGossipKeys: number
+  /** Every this many gossips, every active key is re-announced (anti-entropy). @default 20 */
+  fullSyncEvery: number
+}
+
+export function defaultTuning (gossipIntervalMs = 250): ClusterTuning {
+  return {
+    gossipIntervalMs,
+    tickMs: Math.min(50, gossipIntervalMs),
+    aliveTimeoutMs: Math.max(1000, 4 * gossipIntervalMs),
+    horizonMs: 1000,
+    rateHalfLifeMs: 500,
+    lowWater: 0.2,
+    tightenFraction: 0.25,
+    wantTimeoutMs: 1000,
+    retransmitMs: 1000,
+    idleReturnMs: 10_000,
+    maxGossipKeys: 512,
+    fullSyncEvery: 20
+  }
+}

@@ -3,9 +3,13 @@
  * and starts and stops them in order. CLI entry points stay thin and call
  * this; tests call it directly to run real nodes in-process.
  *
- * Start order: data dir -> decision service -> Unix socket.
- * Stop order is the reverse: the socket stops taking work first (in-flight
- * waiters are answered), then the service's timers stop.
+ * Start order: data dir -> cluster (durable state consumed, libp2p up) ->
+ * decision service -> Unix socket. Stop order is the reverse: the socket
+ * stops taking work first (in-flight waiters are answered), then the cluster
+ * hands its tokens to peers and saves what is left, then timers stop.
+ *
+ * A cluster file with one node runs without the cluster layer (no libp2p,
+ * no swarm key needed): the node holds the whole stock.
  */
 import { mkdir } from 'node:fs/promises'
 import { systemClock, type Clock } from './clock.js'
@@ -13,6 +17,7 @@ import type { ClusterConfig, NodeConfig } from './config/types.js'
 import { findNode } from './config/validate.js'
 import { LocalQuota } from './node/local-quota.js'
 import { UnixServer } from './server/unix-server.js'
+import { ClusterNode } from './cluster/cluster-node.js'
 import { createLogger, type Logger } from './util/log.js'
 
 export interface DaemonOptions {
@@ -29,21 +34,26 @@ export class Daemon {
   readonly node: NodeConfig
   readonly quota: LocalQuota
   readonly server: UnixServer
+  readonly cluster: ClusterNode | null
   private config: ClusterConfig
   private readonly log: Logger
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new'
 
-  private constructor (opts: DaemonOptions) {
+  private constructor (opts: DaemonOptions, node: NodeConfig, log: Logger, cluster: ClusterNode | null) {
     this.config = opts.config
-    this.node = findNode(opts.config, opts.node)
-    this.log = opts.logger ?? createLogger({ base: { node: this.node.name } })
+    this.node = node
+    this.log = log
+    this.cluster = cluster
     const clock = opts.clock ?? systemClock
     this.quota = new LocalQuota({
       node: this.node.name,
       seeds: opts.config.nodes.map(n => n.name),
       rules: opts.config.rules,
       limits: opts.config.limits,
-      clock
+      clock,
+      cluster: cluster === null
+        ? undefined
+        : { decider: cluster.core, limiter: cluster.core.limiter, status: now => cluster.status(now) }
     })
     this.server = new UnixServer({
       path: this.node.socket,
@@ -55,17 +65,25 @@ export class Daemon {
 
   /** Build and start a node. Rejects (with a QuotadError code) if it cannot serve. */
   static async start (opts: DaemonOptions): Promise<Daemon> {
-    const d = new Daemon(opts)
+    const node = findNode(opts.config, opts.node)
+    const log = opts.logger ?? createLogger({ base: { node: node.name } })
+    await mkdir(node.dataDir, { recursive: true, mode: 0o700 })
+    let d: Daemon | undefined
+    const cluster = opts.config.nodes.length > 1
+      ? await ClusterNode.create({ config: opts.config, node, clock: opts.clock ?? systemClock, log: log.child('cluster'), onTokens: () => d?.quota.kick() })
+      : null
+    d = new Daemon(opts, node, log, cluster)
     await d.run()
     return d
   }
 
   private async run (): Promise<void> {
-    await mkdir(this.node.dataDir, { recursive: true, mode: 0o700 })
     this.quota.start()
     try {
+      await this.cluster?.start()
       await this.server.start()
     } catch (err) {
+      await this.cluster?.stop().catch(() => {})
       this.quota.stop()
       throw err
     }
@@ -104,6 +122,7 @@ export class Daemon {
     this.state = 'stopping'
     this.log.info('stopping')
     await this.server.stop()
+    await this.cluster?.stop()
     this.quota.stop()
     this.state = 'stopped'
     this.log.info('stopped')

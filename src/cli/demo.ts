@@ -51,7 +51,7 @@ async function main (): Promise<void> {
     for (let i = 0; i < clients.length; i++) {
       credit[i] += totalRate * share(i, clients.length) * tickMs / 1000
       for (; credit[i] >= 1; credit[i]--) {
-        clients[i].acquire(rule.match).then(d => { d.allowed ? counts[i].allowed++ : counts[i].denied++ }, () => {})
+        clients[i].acquire(rule.match).then(d => { if (d.allowed) counts[i].allowed++; else counts[i].denied++ }, () => {})
       }
     }
   }, tickMs)

@@ -165,6 +165,12 @@ export class ClusterCore {
     return out
   }
 
+  /** A gossip now, outside the tick schedule (the last one before a graceful stop). */
+  gossipNow (nowMs: number): Gossip {
+    this.lastGossip = nowMs
+    return buildGossip(this, this.candidates(), nowMs)
+  }
+
   /** Active keys first, then the full-sync pass (which marks each key stale as it reaches it). */
   private * candidates (): Generator<KeyState> {
     yield * this.active

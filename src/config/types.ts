@@ -47,6 +47,12 @@ export interface NodeConfig {
   dataDir: string
   /** Permission bits of the socket file. @default 0o660 */
   socketMode: number
+  /**
+   * Whether the node is a seed: seeds split each global key's stock when the
+   * cluster forms. A node with `seed: false` joins later and gets tokens by
+   * transfer only. @default true
+   */
+  seed: boolean
 }
 
 /** Input bounds. Every untrusted input is capped by one of these. */

@@ -26,7 +26,7 @@ import { DURATION_HINT, tryParseDuration } from './duration.js'
 export const FIELDS = {
   top: ['$schema', 'cluster', 'nodes', 'rules', 'limits'],
   cluster: ['name', 'secretFile', 'gossipIntervalMs'],
-  node: ['name', 'listen', 'socket', 'dataDir', 'socketMode'],
+  node: ['name', 'listen', 'socket', 'dataDir', 'socketMode', 'seed'],
   rule: ['name', 'match', 'limit', 'per', 'algorithm', 'burst', 'mode', 'onPartition', 'maxDebt'],
   limits: Object.keys(DEFAULT_LIMITS) as Array<keyof LimitsConfig>
 } as const
@@ -239,8 +239,15 @@ function checkNode (c: Checker, v: unknown, path: string): Partial<NodeConfig> |
     listen,
     socket,
     dataDir: c.path(o, 'dataDir', path),
-    socketMode: checkSocketMode(c, o.socketMode, `${path}.socketMode`)
+    socketMode: checkSocketMode(c, o.socketMode, `${path}.socketMode`),
+    seed: checkSeed(c, o.seed, `${path}.seed`)
   }
+}
+
+function checkSeed (c: Checker, v: unknown, path: string): boolean {
+  if (v === undefined) return true
+  if (typeof v !== 'boolean') c.add(path, `must be true or false, got ${JSON.stringify(v)}`)
+  return v !== false
 }
 
 function checkRule (c: Checker, v: unknown, path: string): Partial<RuleConfig> | undefined {

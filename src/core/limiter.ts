@@ -135,6 +135,24 @@ export class Limiter {
     return this.table.values()
   }
 
+  /**
+   * Recreate a key's state from durable state: an empty bucket (the caller
+   * credits what was held) that remembers the share it was created with, so
+   * eviction still requires every token of that share to be back.
+   */
+  restore (key: string, initial: number, nowMs: number): KeyState {
+    const now = this.clamp(nowMs)
+    const rule = this.ruleSet.match(key)
+    if (rule === undefined) throw new QuotadError(ErrorCodes.NO_RULE, `no rule matches key "${key}"`)
+    const allocate = this.allocate
+    this.allocate = false
+    const ks = this.create(key, rule, now)
+    this.allocate = allocate
+    ks.initial = initial
+    this.table.set(key, ks)
+    return ks
+  }
+
   /** A decision for a state whose admission was decided by a layer above (soft-mode policies). */
   decide (ks: KeyState, allowed: boolean, count: number, nowMs: number): Decision {
     return this.decision(ks, allowed, count, this.clamp(nowMs))

@@ -7,6 +7,13 @@
 import type { Clock } from '../clock.js'
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import { Limiter, type Resolution, type Waiter } from '../core/limiter.js'
+
+/** Who makes decisions: a plain Limiter on its own, or the cluster state machine around one. */
+export interface Decider {
+  acquire: (key: string, count: number, nowMs: number) => Decision
+  acquireOrWait: (key: string, count: number, waitMs: number, nowMs: number, ref: unknown) => Decision | Waiter
+  peek: (key: string, count: number, nowMs: number) => Decision
+}
 import type { AcquireResult, Decision, QuotaService, WaitHandle } from '../core/types.js'
 
 export interface LocalQuotaOptions {
@@ -19,6 +26,8 @@ export interface LocalQuotaOptions {
   sweepIntervalMs?: number
   /** Keys examined per sweep. @default 20000 */
   sweepBudget?: number
+  /** Decide through this (the cluster) instead of a Limiter of our own; it must wrap `limiter`. */
+  cluster?: { decider: Decider, limiter: Limiter, status: (nowMs: number) => Record<string, unknown> }
 }
 
 class Handle implements WaitHandle {
@@ -40,6 +49,8 @@ class Handle implements WaitHandle {
 
 export class LocalQuota implements QuotaService {
   readonly limiter: Limiter
+  private readonly decider: Decider
+  private readonly clusterStatus?: (nowMs: number) => Record<string, unknown>
   private readonly clock: Clock
   private readonly node: string
   private timer: NodeJS.Timeout | null = null
@@ -52,7 +63,14 @@ export class LocalQuota implements QuotaService {
   constructor (opts: LocalQuotaOptions) {
     this.clock = opts.clock
     this.node = opts.node
-    this.limiter = new Limiter({ rules: opts.rules, limits: opts.limits, node: opts.node, seeds: opts.seeds })
+    if (opts.cluster !== undefined) {
+      this.limiter = opts.cluster.limiter
+      this.decider = opts.cluster.decider
+      this.clusterStatus = opts.cluster.status
+    } else {
+      this.limiter = new Limiter({ rules: opts.rules, limits: opts.limits, node: opts.node, seeds: opts.seeds })
+      this.decider = this.limiter
+    }
     this.sweepIntervalMs = opts.sweepIntervalMs ?? 1000
     this.sweepBudget = opts.sweepBudget ?? 20_000
     this.startedAt = opts.clock.now()
@@ -74,9 +92,9 @@ export class LocalQuota implements QuotaService {
 
   acquire (key: string, count: number, waitMs: number): AcquireResult {
     const now = this.clock.now()
-    if (waitMs <= 0) return this.limiter.acquire(key, count, now)
+    if (waitMs <= 0) return this.decider.acquire(key, count, now)
     const handle = new Handle(this)
-    const r = this.limiter.acquireOrWait(key, count, waitMs, now, handle)
+    const r = this.decider.acquireOrWait(key, count, waitMs, now, handle)
     if ('allowed' in r) return r
     handle.waiter = r
     this.arm()
@@ -84,7 +102,7 @@ export class LocalQuota implements QuotaService {
   }
 
   peek (key: string, count: number): Decision {
-    return this.limiter.peek(key, count, this.clock.now())
+    return this.decider.peek(key, count, this.clock.now())
   }
 
   cancelWaiter (w: Waiter): void {
@@ -118,8 +136,15 @@ export class LocalQuota implements QuotaService {
         allowed: r.stats.allowed,
         denied: r.stats.denied
       })),
-      activeKeys: this.limiter.keys(now, 100)
+      activeKeys: this.limiter.keys(now, 100),
+      ...this.clusterStatus?.(now)
     }
+  }
+
+  /** Tokens arrived from elsewhere: serve waiters that can now be served. */
+  kick (): void {
+    this.deliver(this.limiter.poll(this.clock.now()))
+    this.arm()
   }
 
   private deliver (rs: Resolution[]): void {

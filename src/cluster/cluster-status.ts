@@ -1,0 +1,77 @@
+/**
+ * The cluster part of `status`: peers, rule agreement, and per key the
+ * holdings, rate, cluster-wide remaining, transfers and stranded tokens.
+ * Plain JSON, computed from the state machine without changing it.
+ */
+import type { ClusterCore } from './cluster-core.js'
+import { deferredTotal, type KeyExt } from './key-ext.js'
+
+const r3 = (n: number): number => Math.round(n * 1000) / 1000
+
+export function clusterStatus (core: ClusterCore, nowMs: number, peerIds: Map<string, string>, maxKeys = 100): Record<string, unknown> {
+  const peers = [...core.peers.all()].map(p => ({
+    name: p.name,
+    id: peerIds.get(p.name),
+    epoch: p.epoch,
+    alive: core.peers.isAlive(p, nowMs),
+    lastHeardMs: Math.round(nowMs - p.lastHeard),
+    clockOffsetMs: Math.round(p.clockOffsetMs)
+  }))
+  const rules = core.limiter.rules.map(r => {
+    const agree: string[] = []
+    const differ: string[] = []
+    for (const p of core.peers.all()) {
+      if (!core.peers.isAlive(p, nowMs)) continue
+      if (p.rules[r.name] === r.hash) agree.push(p.name)
+      else differ.push(p.name)
+    }
+    return { name: r.name, hash: r.hash, agree, differ, shared: differ.length === 0 }
+  })
+  const inTransit = core.ledger.inTransit()
+  const keys = []
+  for (const ks of core.limiter.states()) {
+    if (keys.length >= maxKeys) break
+    const x = ks.ext as KeyExt | null
+    if (x === null) continue
+    ks.bucket.advance(nowMs)
+    keys.push({
+      key: ks.key,
+      rule: ks.rule.name,
+      held: r3(ks.bucket.held),
+      outstanding: r3(ks.bucket.outstanding(nowMs)),
+      deferred: r3(deferredTotal(x)),
+      rate: r3(x.rate),
+      clusterRemaining: r3(core.clusterRemaining(ks, nowMs)),
+      transfersIn: x.transfersIn,
+      transfersOut: x.transfersOut,
+      inTransitOut: inTransit.get(ks.key) ?? 0,
+      stranded: r3(x.stranded + strandedAtDeadPeers(core, ks.key, nowMs)),
+      tight: x.tight,
+      debt: x.debt,
+      overdraft: x.overdraft
+    })
+  }
+  return {
+    cluster: {
+      epoch: core.epoch,
+      isolated: core.isolated(nowMs),
+      allocate: core.limiter.allocate,
+      strandedInLedger: core.ledger.stranded,
+      counters: { ...core.counters }
+    },
+    peers,
+    ruleAgreement: rules,
+    clusterKeys: keys
+  }
+}
+
+/** Tokens that peers no longer alive last said they held or had outstanding. */
+function strandedAtDeadPeers (core: ClusterCore, key: string, nowMs: number): number {
+  let n = 0
+  for (const p of core.peers.all()) {
+    if (core.peers.isAlive(p, nowMs)) continue
+    const k = p.keys.get(key)
+    if (k !== undefined) n += k.held + k.outstanding
+  }
+  return n
+}

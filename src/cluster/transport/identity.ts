@@ -1,0 +1,81 @@
+/**
+ * The node's peer identity: an Ed25519 private key kept in `<dataDir>/peer-key`
+ * as a protobuf-marshalled libp2p private key (the same bytes
+ * `privateKeyToProtobuf` writes), mode 0600. The peer id is derived from it,
+ * so it must survive restarts: peers and operators recognise a node by it.
+ *
+ * The first start creates the key atomically (temp file, then `link`, which
+ * refuses to replace an existing file), so a crash never leaves a half-written
+ * key and two processes racing on one data dir end up with the same identity.
+ */
+import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys'
+import { chmod, link, mkdir, open, readFile, stat, unlink } from 'node:fs/promises'
+import { join } from 'node:path'
+import { ErrorCodes, QuotadError } from '../../errors.js'
+
+export const PEER_KEY_FILE = 'peer-key'
+
+/** Whatever `privateKeyFromProtobuf` returns (Ed25519 for keys we generate). */
+export type PeerPrivateKey = ReturnType<typeof privateKeyFromProtobuf>
+
+export interface LoadedIdentity {
+  key: PeerPrivateKey
+  path: string
+  /** True when this call generated and wrote a new key. */
+  created: boolean
+  /** Permission bits of the key file; anything beyond 0600 is worth a warning. */
+  mode: number
+}
+
+/** Load `<dataDir>/peer-key`, or create it. Throws E_CONFIG_INVALID naming the file if it is not a key. */
+export async function loadOrCreateIdentity (dataDir: string): Promise<LoadedIdentity> {
+  const path = join(dataDir, PEER_KEY_FILE)
+  const existing = await readKeyFile(path)
+  if (existing !== undefined) return existing
+
+  await mkdir(dataDir, { recursive: true, mode: 0o700 })
+  const key = await generateKeyPair('Ed25519')
+  const tmp = `${path}.${process.pid}.${Date.now()}.tmp`
+  const fh = await open(tmp, 'wx', 0o600)
+  try {
+    await fh.writeFile(privateKeyToProtobuf(key))
+    await fh.sync()
+  } finally {
+    await fh.close()
+  }
+  // the umask may have narrowed the mode, never widened it; make it exact
+  await chmod(tmp, 0o600)
+  try {
+    await link(tmp, path)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    // another process won the race: use its key
+    const theirs = await readKeyFile(path)
+    if (theirs !== undefined) return theirs
+    throw err
+  } finally {
+    await unlink(tmp).catch(() => {})
+  }
+  return { key, path, created: true, mode: 0o600 }
+}
+
+async function readKeyFile (path: string): Promise<LoadedIdentity | undefined> {
+  let bytes: Buffer
+  try {
+    bytes = await readFile(path)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw new QuotadError(ErrorCodes.CONFIG_INVALID,
+      `${path}: cannot read the peer identity file (${(err as Error).message})`)
+  }
+  let key: PeerPrivateKey
+  try {
+    key = privateKeyFromProtobuf(bytes)
+  } catch (err) {
+    throw new QuotadError(ErrorCodes.CONFIG_INVALID,
+      `${path}: not a valid peer identity file (${(err as Error).message}); ` +
+      'restore it from a backup, or delete it to give this node a new peer id')
+  }
+  const mode = (await stat(path)).mode & 0o777
+  return { key, path, created: false, mode }
+}

@@ -1,0 +1,405 @@
+/**
+ * The cluster transport over libp2p, and the ONLY module of quotad that
+ * imports libp2p (moving to the libp2p 3 line is a change here and nowhere
+ * else). It owns one libp2p node: TCP + pnet + noise + yamux, identify and
+ * gossipsub, nothing that discovers or phones out (no bootstrap, mDNS,
+ * autoNAT, relay, UPnP or DCUtR).
+ *
+ * - Private network: every connection is first wrapped by `@libp2p/pnet`
+ *   (XSalsa20 with the swarm key), so a node with another key, or none, never
+ *   gets as far as the noise handshake.
+ * - Gossip: one topic, messages signed by their origin (StrictSign). Size is
+ *   capped twice: gossipsub drops RPC frames above `maxInboundDataLength`
+ *   before decoding them, and our topic validator rejects single messages
+ *   above `maxMessageBytes` (not delivered, not forwarded, counted).
+ * - Requests: `/quotad/transfer/1.0.0`, see `framing.ts`.
+ * - Seeds: `redialer.ts` keeps every seed connected.
+ *
+ * Library code: it never logs. Events go to `onEvent` and to
+ * diagnostics_channel `quotad:transport:<name>`.
+ */
+import './polyfill.js'
+import { gossipsub } from '@chainsafe/libp2p-gossipsub'
+import { noise } from '@chainsafe/libp2p-noise'
+import { yamux } from '@chainsafe/libp2p-yamux'
+import { identify } from '@libp2p/identify'
+import { TopicValidatorResult } from '@libp2p/interface'
+import type { IncomingStreamData, Message, PeerId, PubSub } from '@libp2p/interface'
+import { peerIdFromString } from '@libp2p/peer-id'
+import { preSharedKey } from '@libp2p/pnet'
+import { tcp } from '@libp2p/tcp'
+import { multiaddr } from '@multiformats/multiaddr'
+import { createLibp2p } from 'libp2p'
+import type { Libp2p, Libp2pOptions } from 'libp2p'
+import { ErrorCodes, QuotadError } from '../../errors.js'
+import { formatSwarmKey } from '../../config/swarm-key.js'
+import { emitTransportEvent } from './events.js'
+import { encodeFrame, readFrame } from './framing.js'
+import { loadOrCreateIdentity } from './identity.js'
+import type { PeerPrivateKey } from './identity.js'
+import { Redialer } from './redialer.js'
+import { stripPeer, validateOptions } from './options.js'
+import type { ResolvedOptions as Resolved } from './options.js'
+import { TRANSFER_PROTOCOL } from './types.js'
+import type { Transport, TransportOptions } from './types.js'
+
+/** Room for signature, key, seqno, topic and protobuf overhead around one message's data. */
+const RPC_OVERHEAD_BYTES = 16 * 1024
+/** One RPC may carry several messages (IWANT replies); allow a few full ones per frame. */
+const MESSAGES_PER_RPC = 4
+const MAX_INBOUND_REQUEST_STREAMS = 64
+/** How often to look for connected peers that gossipsub has silently dropped. */
+const GOSSIP_CHECK_INTERVAL_MS = 1000
+/** A new connection gets this long to show up in gossipsub (identify, then topology). */
+const GOSSIP_GRACE_MS = 2000
+
+type Node = Libp2p<{ identify: unknown, pubsub: PubSub }>
+
+export async function createTransport (opts: TransportOptions): Promise<Transport> {
+  const o = validateOptions(opts)
+  const identity = await loadOrCreateIdentity(o.dataDir)
+  const t = new Libp2pTransport(o, await buildNode(o, identity.key))
+  t.emit('identity', { path: identity.path, created: identity.created, mode: identity.mode, peerId: t.peerId })
+  return t
+}
+
+async function buildNode (o: Resolved, privateKey: PeerPrivateKey): Promise<Node> {
+  const node = await createLibp2p({
+    start: false,
+    // @libp2p/crypto 5.1.23 (the one installed, also used by libp2p itself)
+    // types its keys with @libp2p/interface 3, libp2p 2.10 with interface 2.
+    // Same runtime objects; only the declared types differ.
+    privateKey: privateKey as unknown as NonNullable<Libp2pOptions['privateKey']>,
+    addresses: { listen: [o.listen] },
+    transports: [tcp()],
+    connectionEncrypters: [noise()],
+    streamMuxers: [yamux()],
+    ...(o.psk === null ? {} : { connectionProtector: preSharedKey({ psk: new TextEncoder().encode(formatSwarmKey(o.psk)) }) }),
+    connectionManager: {
+      dialTimeout: o.dialTimeoutMs,
+      // A dialler without our key never finishes the upgrade; it gives up
+      // after its dial timeout, and so do we instead of holding a pending slot.
+      inboundUpgradeTimeout: o.dialTimeoutMs,
+      // The defaults (5 new connections/s per IP, 10 pending) suit the public
+      // network; here several nodes may share one host, and keyless dialers
+      // must not crowd out cluster members.
+      inboundConnectionThreshold: 50,
+      maxIncomingPendingConnections: 32,
+      // no /dnsaddr/ lookups: seeds are literal addresses
+      resolvers: {}
+    },
+    peerDiscovery: [],
+    services: {
+      identify: identify(),
+      pubsub: gossipsub({
+        allowPublishToZeroTopicPeers: true,
+        emitSelf: false,
+        globalSignaturePolicy: 'StrictSign',
+        allowedTopics: [o.topic],
+        maxInboundDataLength: MESSAGES_PER_RPC * o.maxMessageBytes + RPC_OVERHEAD_BYTES,
+        // a peer that stops reading must not make us buffer without bound
+        maxOutboundBufferSize: 64 * (o.maxMessageBytes + RPC_OVERHEAD_BYTES)
+      })
+    }
+  })
+  return node as unknown as Node
+}
+
+export class Libp2pTransport implements Transport {
+  onGossip: Transport['onGossip'] = () => {}
+  onRequest: Transport['onRequest'] = () => { throw new Error('no request handler') }
+  onPeer: Transport['onPeer'] = () => {}
+
+  private readonly o: Resolved
+  private readonly node: Node
+  private readonly redialer: Redialer
+  private readonly ownAddrs = new Set<string>()
+  private readonly counters = {
+    published: 0,
+    received: 0,
+    droppedOversize: 0,
+    requestsIn: 0,
+    requestsOut: 0,
+    requestErrors: 0,
+    requestsInFailed: 0,
+    requestsOversize: 0,
+    dials: 0,
+    dialFailures: 0,
+    handlerErrors: 0,
+    gossipResets: 0
+  }
+
+  private gossipCheck: NodeJS.Timeout | undefined
+
+  private state: 'new' | 'started' | 'stopped' = 'new'
+
+  constructor (o: Resolved, node: Node) {
+    this.o = o
+    this.node = node
+    this.ownAddrs.add(stripPeer(o.listen))
+    this.redialer = new Redialer({
+      seeds: o.seeds.map(stripPeer),
+      dial: async (addr, peerId) => await this.dialSeed(addr, peerId),
+      isConnected: id => this.node.getConnections(peerIdFromString(id)).some(c => c.status === 'open'),
+      selfId: this.peerId,
+      minBackoffMs: o.minBackoffMs,
+      maxBackoffMs: o.maxBackoffMs,
+      onEvent: (name, fields) => { this.emit(name, fields) }
+    })
+  }
+
+  get peerId (): string { return this.node.peerId.toString() }
+
+  get listenAddrs (): string[] { return this.node.getMultiaddrs().map(String) }
+
+  async start (): Promise<void> {
+    if (this.state !== 'new') throw new QuotadError(ErrorCodes.INTERNAL, `transport cannot start: it is ${this.state}`)
+    this.state = 'started'
+    const { node, o } = this
+    node.addEventListener('peer:connect', evt => { this.peerEvent(evt.detail, true) })
+    node.addEventListener('peer:disconnect', evt => { this.peerEvent(evt.detail, false) })
+    const pubsub = node.services.pubsub
+    pubsub.topicValidators.set(o.topic, (from, msg) => {
+      if (msg.data.byteLength <= o.maxMessageBytes) return TopicValidatorResult.Accept
+      this.counters.droppedOversize++
+      this.emit('gossip-oversize', { from: from.toString(), bytes: msg.data.byteLength, limit: o.maxMessageBytes })
+      return TopicValidatorResult.Reject
+    })
+    pubsub.addEventListener('message', evt => { this.gossipIn(evt.detail) })
+    await node.handle(TRANSFER_PROTOCOL, data => { void this.serve(data) }, {
+      maxInboundStreams: MAX_INBOUND_REQUEST_STREAMS
+    })
+    try {
+      await node.start()
+    } catch (err) {
+      this.state = 'stopped'
+      await node.stop().catch(() => {})
+      throw new QuotadError(ErrorCodes.CONFIG_INVALID, `cannot listen on ${o.listen}: ${(err as Error)?.message ?? String(err)}`)
+    }
+    pubsub.subscribe(o.topic)
+    for (const a of node.getMultiaddrs()) this.ownAddrs.add(stripPeer(a.toString()))
+    this.emit('started', { peerId: this.peerId, listenAddrs: this.listenAddrs })
+    this.redialer.start()
+    this.gossipCheck = setInterval(() => { this.resetLostGossipPeers() }, GOSSIP_CHECK_INTERVAL_MS)
+    this.gossipCheck.unref()
+  }
+
+  async stop (): Promise<void> {
+    if (this.state === 'stopped') return
+    const wasStarted = this.state === 'started'
+    this.state = 'stopped'
+    this.redialer.stop()
+    clearInterval(this.gossipCheck)
+    if (wasStarted) await this.node.stop()
+    this.emit('stopped', {})
+  }
+
+  async publish (data: Uint8Array): Promise<number> {
+    this.assertStarted()
+    if (data.byteLength > this.o.maxMessageBytes) {
+      throw new QuotadError(ErrorCodes.FRAME_TOO_LARGE,
+        `gossip message of ${data.byteLength} bytes is above maxMessageBytes ${this.o.maxMessageBytes}`)
+    }
+    const result = await this.node.services.pubsub.publish(this.o.topic, data)
+    this.counters.published++
+    return result.recipients.length
+  }
+
+  async request (peerId: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
+    this.assertStarted()
+    const max = this.o.maxRequestBytes
+    this.counters.requestsOut++
+    const signal = AbortSignal.timeout(timeoutMs)
+    let abortStream: (() => void) | undefined
+    try {
+      if (data.byteLength > max) {
+        throw new QuotadError(ErrorCodes.FRAME_TOO_LARGE, `request of ${data.byteLength} bytes is above maxRequestBytes ${max}`)
+      }
+      const target = parsePeerId(peerId)
+      const stream = await this.node.dialProtocol(target, TRANSFER_PROTOCOL, { signal })
+      abortStream = () => { stream.abort(new Error('request timed out')) }
+      signal.addEventListener('abort', abortStream, { once: true })
+      await stream.sink([encodeFrame(data)])
+      const reply = await readFrame(stream.source, max)
+      stream.close().catch(() => {})
+      return reply
+    } catch (err) {
+      this.counters.requestErrors++
+      const e = classify(err, signal, `request to ${peerId}`)
+      if (e.code === ErrorCodes.FRAME_TOO_LARGE) this.counters.requestsOversize++
+      this.emit('request-failed', { peerId, direction: 'out', code: e.code, error: e.message })
+      throw e
+    } finally {
+      if (abortStream !== undefined) signal.removeEventListener('abort', abortStream)
+    }
+  }
+
+  connectedPeers (): string[] {
+    return this.node.getPeers().map(String)
+  }
+
+  stats (): Record<string, number> {
+    return { ...this.counters, peers: this.state === 'started' ? this.node.getPeers().length : 0 }
+  }
+
+  async dial (addr: string): Promise<void> {
+    this.assertStarted()
+    let ma
+    try {
+      ma = multiaddr(addr)
+    } catch (err) {
+      throw new QuotadError(ErrorCodes.BAD_ARGUMENT, `not a multiaddr: ${JSON.stringify(addr)} (${(err as Error).message})`)
+    }
+    const peerId = await this.dialAddr(ma.toString())
+    if (peerId === this.peerId) throw new QuotadError(ErrorCodes.BAD_ARGUMENT, `${addr} is this node's own address`)
+    this.redialer.learned(stripPeer(addr), peerId)
+  }
+
+  /**
+   * Dial one address with a timeout; resolves with the remote peer id, or
+   * with our own id when the address turns out to be ours (libp2p learns
+   * that only after the handshake when the address has no /p2p/ part).
+   */
+  private async dialAddr (addr: string): Promise<string> {
+    const signal = AbortSignal.timeout(this.o.dialTimeoutMs)
+    this.counters.dials++
+    try {
+      const conn = await this.node.dial(multiaddr(addr), { signal })
+      return conn.remotePeer.toString()
+    } catch (err) {
+      if ((err as Error)?.name === 'InvalidPeerIdError' && /dial self/i.test((err as Error).message)) return this.peerId
+      this.counters.dialFailures++
+      throw classify(err, signal, `dial ${addr}`)
+    }
+  }
+
+  private async dialSeed (addr: string, peerId: string | undefined): Promise<string> {
+    if (this.ownAddrs.has(addr)) return this.peerId
+    return await this.dialAddr(peerId === undefined ? addr : `${addr}/p2p/${peerId}`)
+  }
+
+  private peerEvent (peer: PeerId, connected: boolean): void {
+    const id = peer.toString()
+    this.emit('peer', { peerId: id, connected })
+    if (!connected) this.redialer.peerDisconnected(id)
+    this.callHandler('onPeer', () => { this.onPeer(id, connected) })
+  }
+
+  private gossipIn (msg: Message): void {
+    if (msg.topic !== this.o.topic || msg.type !== 'signed') return
+    const from = msg.from.toString()
+    if (from === this.peerId) return
+    // the validator already rejected these; this guards against a gossipsub
+    // path that skips validation
+    if (msg.data.byteLength > this.o.maxMessageBytes) return
+    this.counters.received++
+    this.callHandler('onGossip', () => { this.onGossip(from, msg.data) })
+  }
+
+  /**
+   * Gossipsub drops a peer whose inbound RPC stream fails (a frame above
+   * `maxInboundDataLength`, or garbage) but leaves the connection open, and
+   * the peer keeps "sending" into a dead stream: gossip between the two stops
+   * for good while both still look connected. Closing the connection makes
+   * both sides start over (the redialer reconnects), with fresh streams.
+   */
+  private resetLostGossipPeers (): void {
+    const inGossip = new Set(this.node.services.pubsub.getPeers().map(String))
+    const now = Date.now()
+    const lost = new Set<string>()
+    for (const conn of this.node.getConnections()) {
+      const id = conn.remotePeer.toString()
+      if (conn.status !== 'open' || inGossip.has(id) || now - conn.timeline.open < GOSSIP_GRACE_MS) continue
+      lost.add(id)
+    }
+    for (const id of lost) {
+      this.counters.gossipResets++
+      this.emit('gossip-reset', { peerId: id })
+      this.node.hangUp(peerIdFromString(id)).catch(() => {})
+    }
+  }
+
+  /** Serve one inbound request. Never throws: any failure resets the stream. */
+  private async serve ({ stream, connection }: IncomingStreamData): Promise<void> {
+    const from = connection.remotePeer.toString()
+    const max = this.o.maxRequestBytes
+    this.counters.requestsIn++
+    const signal = AbortSignal.timeout(this.o.inboundTimeoutMs)
+    // the deadline resets the stream (ending a stalled read) and settles a
+    // handler that never does, so a stuck request cannot pin this call
+    let onAbort = (): void => {}
+    const deadline = new Promise<never>((_resolve, reject) => {
+      onAbort = () => {
+        stream.abort(new Error('inbound request timed out'))
+        reject(new QuotadError(ErrorCodes.TIMEOUT, 'inbound request timed out'))
+      }
+    })
+    deadline.catch(() => {})
+    signal.addEventListener('abort', onAbort, { once: true })
+    try {
+      const req = await readFrame(stream.source, max)
+      const reply = await Promise.race([this.runRequestHandler(from, req), deadline])
+      if (!(reply instanceof Uint8Array)) throw new QuotadError(ErrorCodes.INTERNAL, 'onRequest did not return bytes')
+      if (reply.byteLength > max) {
+        throw new QuotadError(ErrorCodes.FRAME_TOO_LARGE, `reply of ${reply.byteLength} bytes is above maxRequestBytes ${max}`)
+      }
+      await stream.sink([encodeFrame(reply)])
+      stream.close().catch(() => {})
+    } catch (err) {
+      this.counters.requestsInFailed++
+      const e = classify(err, signal, `request from ${from}`)
+      if (e.code === ErrorCodes.FRAME_TOO_LARGE) this.counters.requestsOversize++
+      this.emit('request-failed', { peerId: from, direction: 'in', code: e.code, error: e.message })
+      stream.abort(e)
+    } finally {
+      signal.removeEventListener('abort', onAbort)
+    }
+  }
+
+  /** onRequest, with its failures counted as handler errors (the wire has no error reply: the stream is reset). */
+  private async runRequestHandler (from: string, req: Uint8Array): Promise<Uint8Array> {
+    try {
+      return await this.onRequest(from, req)
+    } catch (err) {
+      this.counters.handlerErrors++
+      this.emit('handler-error', { handler: 'onRequest', peerId: from, error: (err as Error)?.message ?? String(err) })
+      throw new QuotadError(ErrorCodes.INTERNAL, `onRequest failed: ${(err as Error)?.message ?? String(err)}`)
+    }
+  }
+
+  private callHandler (name: string, fn: () => void): void {
+    try {
+      fn()
+    } catch (err) {
+      this.counters.handlerErrors++
+      this.emit('handler-error', { handler: name, error: (err as Error)?.message ?? String(err) })
+    }
+  }
+
+  private assertStarted (): void {
+    if (this.state !== 'started') {
+      throw new QuotadError(ErrorCodes.SHUTTING_DOWN, `transport is ${this.state === 'new' ? 'not started' : 'stopped'}`)
+    }
+  }
+
+  /** @internal */
+  emit (name: string, fields: Record<string, unknown>): void {
+    emitTransportEvent(this.o.onEvent, name, fields)
+  }
+}
+
+/** Map any failure to a QuotadError with a stable code. */
+function classify (err: unknown, signal: AbortSignal, what: string): QuotadError {
+  if (err instanceof QuotadError) return err
+  const message = (err as Error)?.message ?? String(err)
+  if (signal.aborted) return new QuotadError(ErrorCodes.TIMEOUT, `${what}: timed out`)
+  return new QuotadError(ErrorCodes.CONNECTION, `${what}: ${message}`)
+}
+
+function parsePeerId (id: string): PeerId {
+  try {
+    return peerIdFromString(id)
+  } catch {
+    throw new QuotadError(ErrorCodes.BAD_ARGUMENT, `not a peer id: ${JSON.stringify(id)}`)
+  }
+}

@@ -1,0 +1,231 @@
+/**
+ * The request and reply shapes of the Unix-socket protocol, their validation
+ * and their encoding. docs/protocol.md is the prose version of this file.
+ *
+ * Bodies are standard msgpack maps (one shared msgpackr `Packr` with
+ * `useRecords: false`), so any language's msgpack library can speak it. The
+ * Packr is module-wide because msgpackr keeps per-instance state and encodes
+ * into a shared slab: one instance is both the fast and the correct choice.
+ *
+ * Hot-path notes: `decodeRequest` validates the decoded map in place and
+ * returns it (no second object), and every `encode*` writes the frame header
+ * into 4 bytes reserved in front of the msgpack body (`RESERVE_START_SPACE`),
+ * so a reply frame costs one msgpack encode and no copy. The most frequent
+ * messages (flat requests, decision replies) skip msgpackr altogether: see
+ * fast-codec.ts, which reads and writes the same bytes by hand.
+ */
+import { Packr, RESERVE_START_SPACE } from 'msgpackr'
+import { ErrorCodes, QuotadError, isQuotadError, type ErrorCode } from '../errors.js'
+import type { Decision } from '../core/types.js'
+import type { LimitsConfig } from '../config/types.js'
+import { FRAME_HEADER_BYTES } from './frame.js'
+import { readRequest } from './fast-codec.js'
+
+export const packr = new Packr({
+  useRecords: false,
+  // Small maps as fixmap (0x80-0x8f) rather than msgpackr's default map16.
+  variableMapSize: true,
+  // Other languages send small ids and counts as uint64 without a second thought.
+  int64AsType: 'number',
+  encodeUndefinedAsNil: true
+})
+
+const RESERVE_HEADER = RESERVE_START_SPACE | FRAME_HEADER_BYTES
+/** Largest request id (ids are unsigned 32-bit). */
+export const MAX_REQUEST_ID = 0xffff_ffff
+
+export type Op = 'acquire' | 'peek' | 'batch' | 'status' | 'ping'
+export const OPS: readonly Op[] = ['acquire', 'peek', 'batch', 'status', 'ping']
+
+export interface AcquireRequest { id: number, op: 'acquire', key: string, count: number, waitMs: number }
+export interface PeekRequest { id: number, op: 'peek', key: string, count: number }
+/** Batch items are validated one by one by `checkBatchItem`, so each can fail alone. */
+export interface BatchRequest { id: number, op: 'batch', items: unknown[] }
+export interface StatusRequest { id: number, op: 'status' }
+export interface PingRequest { id: number, op: 'ping' }
+export type Request = AcquireRequest | PeekRequest | BatchRequest | StatusRequest | PingRequest
+
+export interface BatchItem { key: string, count: number }
+
+export interface WireError { code: string, message: string }
+export type BatchResult = Decision | { error: WireError }
+
+export interface DecisionReply extends Decision { id: number, ok: true }
+export interface BatchReply { id: number, ok: true, results: BatchResult[] }
+export interface StatusReply { id: number, ok: true, status: Record<string, unknown> }
+export interface PongReply { id: number, ok: true, pong: true, time: number }
+/** `id` is null when the request's id could not be read (see docs/protocol.md). */
+export interface ErrorReply { id: number | null, ok: false, error: WireError }
+export type Reply = DecisionReply | BatchReply | StatusReply | PongReply | ErrorReply
+
+/** A request that failed validation. `id` is what the reply must echo (null: unreadable). */
+export class RequestError extends QuotadError {
+  readonly id: number | null
+
+  constructor (code: ErrorCode, message: string, id: number | null) {
+    super(code, message)
+    this.name = 'RequestError'
+    this.id = id
+  }
+}
+
+type Limits = Pick<LimitsConfig, 'maxKeyBytes' | 'maxBatchItems' | 'maxWaitMs'>
+
+// ---------------------------------------------------------------------------
+// Requests (server side)
+
+/**
+ * Decode and validate one request body `buf[start, end)`. Returns the decoded
+ * map itself, with `count` and `waitMs` defaults filled in. Throws
+ * `RequestError` with the stable code and the id to echo.
+ */
+export function decodeRequest (buf: Buffer, start: number, end: number, limits: Limits): Request {
+  if (end <= start) throw new RequestError(ErrorCodes.BAD_FRAME, 'empty request body', null)
+  // The common flat requests skip msgpackr; anything else (batch, odd encodings) takes it.
+  let msg = readRequest(buf, start, end) as Record<string, unknown> | undefined
+  if (msg === undefined) {
+    try {
+      msg = packr.unpack(buf, { start, end }) as Record<string, unknown>
+    } catch (err) {
+      throw new RequestError(ErrorCodes.BAD_FRAME, `undecodable msgpack: ${(err as Error).message}`, null)
+    }
+  }
+  if (msg === null || typeof msg !== 'object' || Array.isArray(msg) || msg instanceof Map || Buffer.isBuffer(msg)) {
+    throw new RequestError(ErrorCodes.BAD_FRAME, 'request body must be a msgpack map', null)
+  }
+  const id = msg.id
+  if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > MAX_REQUEST_ID) {
+    throw new RequestError(ErrorCodes.BAD_FRAME, 'request id must be an unsigned integer < 2^32', null)
+  }
+  switch (msg.op) {
+    case 'acquire': {
+      checkKey(msg.key, limits, id)
+      msg.count = checkCount(msg.count, id)
+      msg.waitMs = checkWaitMs(msg.waitMs, limits, id)
+      break
+    }
+    case 'peek':
+      checkKey(msg.key, limits, id)
+      msg.count = checkCount(msg.count, id)
+      break
+    case 'batch': {
+      const items = msg.items
+      if (!Array.isArray(items)) throw new RequestError(ErrorCodes.BAD_ARGUMENT, 'items must be an array', id)
+      if (items.length > limits.maxBatchItems) {
+        throw new RequestError(ErrorCodes.BATCH_TOO_LARGE, `batch has ${items.length} items; the limit is ${limits.maxBatchItems}`, id)
+      }
+      break
+    }
+    case 'status':
+    case 'ping':
+      break
+    default:
+      throw new RequestError(ErrorCodes.UNKNOWN_OP, `unknown op ${JSON.stringify(msg.op) ?? 'undefined'}; expected one of ${OPS.join(', ')}`, id)
+  }
+  return msg as unknown as Request
+}
+
+/** Validate one batch item; throws `RequestError` (with the batch's id) for this item only. */
+export function checkBatchItem (item: unknown, limits: Limits, id: number): BatchItem {
+  if (item === null || typeof item !== 'object' || Array.isArray(item)) {
+    throw new RequestError(ErrorCodes.BAD_ARGUMENT, 'batch item must be a map {key, count?}', id)
+  }
+  const it = item as Record<string, unknown>
+  checkKey(it.key, limits, id)
+  return { key: it.key as string, count: checkCount(it.count, id) }
+}
+
+function checkKey (key: unknown, limits: Limits, id: number): void {
+  if (typeof key !== 'string') throw new RequestError(ErrorCodes.BAD_ARGUMENT, 'key must be a string', id)
+  if (key.length === 0) throw new RequestError(ErrorCodes.BAD_ARGUMENT, 'key must not be empty', id)
+  // A UTF-16 code unit is at most 3 UTF-8 bytes, and at least 1: count bytes only when it matters.
+  if (key.length * 3 <= limits.maxKeyBytes) return
+  const bytes = key.length > limits.maxKeyBytes ? key.length : Buffer.byteLength(key, 'utf8')
+  if (bytes > limits.maxKeyBytes) {
+    throw new RequestError(ErrorCodes.KEY_TOO_LONG, `key is longer than ${limits.maxKeyBytes} UTF-8 bytes`, id)
+  }
+}
+
+function checkCount (count: unknown, id: number): number {
+  if (count === undefined || count === null) return 1
+  if (typeof count === 'number' && Number.isSafeInteger(count) && count > 0) return count
+  throw new RequestError(ErrorCodes.BAD_ARGUMENT, `count must be a positive integer, got ${describe(count)}`, id)
+}
+
+function checkWaitMs (waitMs: unknown, limits: Limits, id: number): number {
+  if (waitMs === undefined || waitMs === null) return 0
+  if (typeof waitMs === 'number' && waitMs >= 0 && waitMs <= limits.maxWaitMs) return waitMs
+  throw new RequestError(ErrorCodes.BAD_ARGUMENT, `waitMs must be a number in [0, ${limits.maxWaitMs}], got ${describe(waitMs)}`, id)
+}
+
+function describe (v: unknown): string {
+  return typeof v === 'number' || typeof v === 'boolean' ? String(v) : typeof v === 'string' ? JSON.stringify(v.slice(0, 32)) : typeof v
+}
+
+/** The `{code, message}` sent for any exception: QuotadError passes through, anything else is E_INTERNAL. */
+export function toWireError (err: unknown): WireError {
+  if (isQuotadError(err)) return { code: err.code, message: err.message }
+  return { code: ErrorCodes.INTERNAL, message: `internal error: ${err instanceof Error ? err.message : String(err)}` }
+}
+
+// ---------------------------------------------------------------------------
+// Encoding (both sides)
+
+/** Encode any value as one complete frame (header + msgpack body), without a copy. */
+export function encodeMessage (value: unknown): Buffer {
+  const frame = packr.pack(value, RESERVE_HEADER)
+  frame.writeUInt32BE(frame.length - FRAME_HEADER_BYTES, 0)
+  return frame
+}
+
+export function encodeDecisionReply (id: number, d: Decision): Buffer {
+  return encodeMessage({
+    id,
+    ok: true,
+    allowed: d.allowed,
+    remaining: d.remaining,
+    limit: d.limit,
+    resetMs: d.resetMs,
+    retryAfterMs: d.retryAfterMs,
+    rule: d.rule
+  })
+}
+
+export function encodeErrorReply (id: number | null, code: string, message: string): Buffer {
+  return encodeMessage({ id, ok: false, error: { code, message } })
+}
+
+export function encodeBatchReply (id: number, results: BatchResult[]): Buffer {
+  return encodeMessage({ id, ok: true, results })
+}
+
+export function encodeStatusReply (id: number, status: Record<string, unknown>): Buffer {
+  return encodeMessage({ id, ok: true, status })
+}
+
+export function encodePongReply (id: number, time: number): Buffer {
+  return encodeMessage({ id, ok: true, pong: true, time })
+}
+
+// ---------------------------------------------------------------------------
+// Replies (client side)
+
+/**
+ * Decode one reply body. The server is trusted to send well-formed replies, so
+ * this checks only what the client needs to route it (`id`, `ok`); a reply
+ * failing that throws E_BAD_FRAME and the client drops the connection.
+ */
+export function decodeReply (buf: Buffer, start: number, end: number): Reply {
+  if (end <= start) throw new QuotadError(ErrorCodes.BAD_FRAME, 'empty reply body')
+  let msg: Record<string, unknown>
+  try {
+    msg = packr.unpack(buf, { start, end })
+  } catch (err) {
+    throw new QuotadError(ErrorCodes.BAD_FRAME, `undecodable reply: ${(err as Error).message}`)
+  }
+  if (msg === null || typeof msg !== 'object' || typeof msg.ok !== 'boolean' ||
+      (typeof msg.id !== 'number' && msg.id !== null)) {
+    throw new QuotadError(ErrorCodes.BAD_FRAME, 'reply is not a map with id and ok')
+  }
+  return msg as unknown as Reply
+}

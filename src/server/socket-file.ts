@@ -1,0 +1,165 @@
+/**
+ * The life of the socket file on disk: who may take the path, with which
+ * permission bits it appears, and when it goes away.
+ *
+ * - Before listening (`prepareSocketPath`): a regular file, directory or
+ *   symlink at the path is never touched (E_SOCKET_IN_USE); a socket that
+ *   accepts a connection belongs to a live daemon (E_SOCKET_IN_USE); a socket
+ *   that refuses (ECONNREFUSED) is stale and is unlinked. A missing parent
+ *   directory is created with mode 0o750.
+ * - While listening (`listenOnSocket`): the process umask is narrowed around
+ *   the synchronous bind, so the file is born with at most `mode` and there is
+ *   no window in which a wider set of users could connect; then chmod makes
+ *   the bits exact (umask can only remove bits, and default ACLs may differ).
+ *   The bind happens at a temporary name that is then hard-linked into place
+ *   (see `listenOnSocket` for why).
+ * - On close (`removeSocketFile`): unlink only if the path still holds our
+ *   inode, so a daemon that started after us on the same path keeps its file.
+ */
+import fs from 'node:fs'
+import net from 'node:net'
+import path from 'node:path'
+import { randomBytes } from 'node:crypto'
+import { ErrorCodes, QuotadError } from '../errors.js'
+
+/** Longest `sun_path` the kernel accepts (108 bytes with the terminating NUL on Linux). */
+export const MAX_SOCKET_PATH_BYTES = 107
+const PROBE_TIMEOUT_MS = 1000
+
+/** What identifies the file we created, to tell it apart from a successor's. */
+export interface SocketFileIdentity {
+  dev: number
+  ino: number
+}
+
+export async function prepareSocketPath (socketPath: string): Promise<void> {
+  if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {
+    throw new QuotadError(ErrorCodes.BAD_ARGUMENT,
+      `socket path ${socketPath} is ${Buffer.byteLength(socketPath)} bytes; Unix sockets allow at most ${MAX_SOCKET_PATH_BYTES}`)
+  }
+  let st: fs.Stats
+  try {
+    st = await fs.promises.lstat(socketPath)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+    await fs.promises.mkdir(path.dirname(socketPath), { recursive: true, mode: 0o750 })
+    return
+  }
+  if (!st.isSocket()) {
+    throw new QuotadError(ErrorCodes.SOCKET_IN_USE,
+      `${socketPath} exists and is not a socket; refusing to replace it (remove it or choose another socket path)`)
+  }
+  const probe = await probeSocket(socketPath)
+  if (probe === 'live') {
+    throw new QuotadError(ErrorCodes.SOCKET_IN_USE, `another quotad is serving ${socketPath}`)
+  }
+  if (probe === 'stale') {
+    try {
+      await fs.promises.unlink(socketPath)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+    }
+    return
+  }
+  throw new QuotadError(ErrorCodes.SOCKET_IN_USE, `cannot tell whether ${socketPath} is in use: ${probe}`)
+}
+
+/** 'live': something accepted; 'stale': nobody listens; anything else: why we could not tell. */
+function probeSocket (socketPath: string): Promise<'live' | 'stale' | string> {
+  return new Promise(resolve => {
+    const sock = net.connect(socketPath)
+    const timer = setTimeout(() => { sock.destroy(); resolve(`no answer within ${PROBE_TIMEOUT_MS} ms`) }, PROBE_TIMEOUT_MS)
+    sock.once('connect', () => {
+      clearTimeout(timer)
+      sock.destroy()
+      resolve('live')
+    })
+    sock.once('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer)
+      sock.destroy()
+      // ENOENT: it vanished between lstat and connect, which is as good as stale.
+      resolve(err.code === 'ECONNREFUSED' || err.code === 'ENOENT' ? 'stale' : (err.code ?? err.message))
+    })
+  })
+}
+
+/**
+ * Listen on `socketPath` so that the file appears with exactly `mode`.
+ * Call `prepareSocketPath` first. Resolves with the file's identity.
+ *
+ * The socket is bound at a private temporary name in the same directory,
+ * chmod'ed, and then hard-linked to `socketPath`: link(2) fails if the path
+ * exists, so taking the path is atomic and exclusive, and the path never
+ * shows other permission bits. The temporary name matters for another reason:
+ * libuv unlinks the name it bound when the server closes, unconditionally, so
+ * binding `socketPath` itself would let a stopping daemon delete the socket of
+ * a daemon that replaced it. (If the temporary name would be too long for
+ * sun_path, this falls back to binding `socketPath` directly.)
+ */
+export async function listenOnSocket (server: net.Server, socketPath: string, mode: number): Promise<SocketFileIdentity> {
+  if (!Number.isInteger(mode) || mode < 0 || mode > 0o777) {
+    throw new QuotadError(ErrorCodes.BAD_ARGUMENT, `socketMode must be permission bits in [0, 0o777], got ${mode}`)
+  }
+  const tmp = path.join(path.dirname(socketPath), `.qd-${process.pid.toString(36)}-${randomBytes(3).toString('hex')}`)
+  const direct = Buffer.byteLength(tmp) > MAX_SOCKET_PATH_BYTES
+  const bindPath = direct ? socketPath : tmp
+  await bind(server, bindPath, mode, socketPath)
+  try {
+    await fs.promises.chmod(bindPath, mode)
+    if (!direct) {
+      try {
+        await fs.promises.link(tmp, socketPath)
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
+          throw new QuotadError(ErrorCodes.SOCKET_IN_USE, `another quotad is serving ${socketPath}`)
+        }
+        throw err
+      } finally {
+        await fs.promises.unlink(tmp).catch(() => {})
+      }
+    }
+    const st = await fs.promises.lstat(socketPath)
+    return { dev: st.dev, ino: st.ino }
+  } catch (err) {
+    await new Promise(resolve => server.close(resolve))
+    throw err
+  }
+}
+
+function bind (server: net.Server, bindPath: string, mode: number, socketPath: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      server.removeListener('listening', onListening)
+      if (err.code === 'EADDRINUSE') {
+        reject(new QuotadError(ErrorCodes.SOCKET_IN_USE, `another quotad is serving ${socketPath}`))
+      } else {
+        reject(err)
+      }
+    }
+    const onListening = (): void => {
+      server.removeListener('error', onError)
+      resolve()
+    }
+    server.once('error', onError)
+    server.once('listening', onListening)
+    // bind(2) runs synchronously inside listen() for a pipe (outside cluster
+    // workers), so the umask is back to normal before any other JavaScript
+    // runs, and the file is never created with more than `mode`.
+    const previous = process.umask(~mode & 0o777)
+    try {
+      server.listen(bindPath)
+    } finally {
+      process.umask(previous)
+    }
+  })
+}
+
+/** Unlink the socket file if it is still the one we created. Never throws. */
+export function removeSocketFile (socketPath: string, identity: SocketFileIdentity): void {
+  try {
+    const st = fs.lstatSync(socketPath)
+    if (st.isSocket() && st.ino === identity.ino && st.dev === identity.dev) fs.unlinkSync(socketPath)
+  } catch {
+    // Already gone, or not ours to judge: either way nothing to clean up.
+  }
+}

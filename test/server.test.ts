@@ -1,0 +1,439 @@
+/**
+ * The Unix-socket server over real sockets in a temp dir, against a fake
+ * QuotaService: pipelining, out-of-order replies, every bad input and its
+ * code, disconnects mid-frame and mid-wait, limits, the socket file's rules.
+ */
+import test from 'ava'
+import diagnosticsChannel from 'node:diagnostics_channel'
+import fs from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import { spawnSync } from 'node:child_process'
+import { UnixServer, type UnixServerOptions } from '../src/server/unix-server.js'
+import { FrameDecoder } from '../src/protocol/frame.js'
+import { decodeReply, encodeMessage, packr, type Reply } from '../src/protocol/messages.js'
+import { DEFAULT_LIMITS, type LimitsConfig } from '../src/config/types.js'
+import type { AcquireResult, Decision, QuotaService } from '../src/core/types.js'
+import { ErrorCodes, QuotadError } from '../src/errors.js'
+
+/**
+ * Keys: any key has `limit` tokens. `wait:*` keys with waitMs > 0 always
+ * queue, and resolve allowed after waitMs. `throw:quotad` / `throw:plain` throw.
+ */
+class FakeService implements QuotaService {
+  readonly limit = 10
+  readonly used = new Map<string, number>()
+  readonly cancelled: string[] = []
+  readonly timers = new Set<NodeJS.Timeout>()
+
+  acquire (key: string, count: number, waitMs: number): AcquireResult {
+    if (key === 'throw:quotad') throw new QuotadError(ErrorCodes.NO_RULE, `no rule matches ${key}`)
+    if (key === 'throw:plain') throw new TypeError('kaboom')
+    if (key.startsWith('wait:') && waitMs > 0) {
+      let timer: NodeJS.Timeout | undefined
+      let settle!: (d: Decision) => void
+      const promise = new Promise<Decision>(resolve => { settle = resolve })
+      timer = setTimeout(() => {
+        this.timers.delete(timer!)
+        this.spend(key, count)
+        settle(this.decision(key, true))
+      }, waitMs)
+      this.timers.add(timer)
+      return {
+        waiting: true,
+        promise,
+        cancel: () => {
+          if (timer === undefined) return
+          clearTimeout(timer)
+          this.timers.delete(timer)
+          timer = undefined
+          this.cancelled.push(key)
+        }
+      }
+    }
+    const used = this.used.get(key) ?? 0
+    if (used + count > this.limit) return this.decision(key, false)
+    this.spend(key, count)
+    return this.decision(key, true)
+  }
+
+  peek (key: string, count: number): Decision {
+    return this.decision(key, (this.used.get(key) ?? 0) + count <= this.limit)
+  }
+
+  status (): Record<string, unknown> {
+    return { keys: this.used.size, node: 'fake' }
+  }
+
+  private spend (key: string, count: number): void {
+    this.used.set(key, (this.used.get(key) ?? 0) + count)
+  }
+
+  private decision (key: string, allowed: boolean): Decision {
+    const remaining = this.limit - (this.used.get(key) ?? 0)
+    return { allowed, remaining, limit: this.limit, resetMs: 1000, retryAfterMs: allowed ? 0 : 500, rule: 'fake' }
+  }
+}
+
+/** A raw protocol client: send any bytes, read replies in arrival order. */
+class Raw {
+  readonly replies: Reply[] = []
+  private wake: (() => void) | null = null
+  readonly closed: Promise<void>
+  private constructor (readonly socket: net.Socket) {
+    const decoder = new FrameDecoder({
+      onFrame: (b, s, e) => { this.replies.push(decodeReply(b, s, e)); this.wake?.() },
+      onFrameTooLarge: () => { throw new Error('reply too large') }
+    }, 64 * 1024 * 1024)
+    socket.on('data', c => decoder.push(c))
+    socket.on('error', () => {})
+    this.closed = new Promise(resolve => socket.once('close', () => { this.wake?.(); resolve() }))
+  }
+
+  static open (p: string): Promise<Raw> {
+    return new Promise((resolve, reject) => {
+      const s = net.connect(p)
+      s.once('connect', () => resolve(new Raw(s)))
+      s.once('error', reject)
+    })
+  }
+
+  send (...msgs: unknown[]): void {
+    this.socket.write(Buffer.concat(msgs.map(m => Buffer.isBuffer(m) ? m : encodeMessage(m))))
+  }
+
+  /** Wait until `n` replies arrived in total (or the socket closed). */
+  async waitFor (n: number, ms = 5000): Promise<Reply[]> {
+    const deadline = Date.now() + ms
+    while (this.replies.length < n && !this.socket.destroyed && Date.now() < deadline) {
+      await new Promise<void>(resolve => {
+        this.wake = resolve
+        setTimeout(resolve, 50)
+      })
+    }
+    return this.replies
+  }
+
+  async request (msg: Record<string, unknown>): Promise<Reply> {
+    const n = this.replies.length
+    this.send(msg)
+    await this.waitFor(n + 1)
+    return this.replies[n]
+  }
+
+  destroy (): void {
+    this.socket.destroy()
+  }
+}
+
+function frameOf (body: Buffer): Buffer {
+  const h = Buffer.alloc(4)
+  h.writeUInt32BE(body.length)
+  return Buffer.concat([h, body])
+}
+
+type Teardown = { teardown: (fn: () => unknown) => void }
+
+function tmpDir (t: Teardown): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qd-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+function tmpSocket (t: Teardown): string {
+  return path.join(tmpDir(t), 'q.sock')
+}
+
+async function startServer (t: Teardown, opts: Omit<Partial<UnixServerOptions>, 'limits'> & { limits?: Partial<LimitsConfig> } = {}): Promise<{ server: UnixServer, service: FakeService, path: string }> {
+  const service = opts.service as FakeService | undefined ?? new FakeService()
+  const p = opts.path ?? tmpSocket(t)
+  const server = new UnixServer({ ...opts, path: p, service, limits: { ...DEFAULT_LIMITS, ...opts.limits } })
+  await server.start()
+  t.teardown(async () => {
+    await server.stop()
+    for (const timer of service.timers) clearTimeout(timer)
+  })
+  return { server, service, path: p }
+}
+
+async function until (cond: () => boolean, ms = 3000): Promise<boolean> {
+  const deadline = Date.now() + ms
+  while (!cond() && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 10))
+  return cond()
+}
+
+function errCode (r: Reply): string | undefined {
+  return r.ok ? undefined : r.error.code
+}
+
+test('acquire, peek, status and ping', async t => {
+  const { path: p } = await startServer(t)
+  const c = await Raw.open(p)
+  t.like(await c.request({ id: 1, op: 'acquire', key: 'a', count: 3 }), { id: 1, ok: true, allowed: true, remaining: 7, limit: 10, rule: 'fake' })
+  t.like(await c.request({ id: 2, op: 'peek', key: 'a', count: 8 }), { id: 2, ok: true, allowed: false, remaining: 7 })
+  t.like(await c.request({ id: 3, op: 'acquire', key: 'a', count: 8 }), { id: 3, ok: true, allowed: false, retryAfterMs: 500 })
+  t.like(await c.request({ id: 4, op: 'status' }), { id: 4, ok: true, status: { node: 'fake' } })
+  const pong = await c.request({ id: 0xffffffff, op: 'ping' })
+  t.like(pong, { id: 0xffffffff, ok: true, pong: true })
+  t.true(typeof (pong as { time: number }).time === 'number')
+  c.destroy()
+})
+
+test('1000 pipelined requests in one write; a waiting acquire answers after later requests', async t => {
+  const { path: p } = await startServer(t)
+  const c = await Raw.open(p)
+  const msgs: unknown[] = [{ id: 0, op: 'acquire', key: 'wait:slow', waitMs: 80 }]
+  for (let i = 1; i < 1000; i++) msgs.push(i % 2 === 0 ? { id: i, op: 'ping' } : { id: i, op: 'acquire', key: `k${i % 7}` })
+  c.send(...msgs)
+  const replies = await c.waitFor(1000)
+  t.is(replies.length, 1000)
+  t.deepEqual(replies.map(r => r.id).sort((a, b) => (a ?? 0) - (b ?? 0)), Array.from({ length: 1000 }, (_, i) => i))
+  t.is(replies[999].id, 0, 'the waiting acquire answers last')
+  t.like(replies[999], { ok: true, allowed: true })
+  t.deepEqual(replies.slice(0, 999).map(r => r.id), Array.from({ length: 999 }, (_, i) => i + 1), 'immediate replies keep request order')
+  c.destroy()
+})
+
+test('batch: each item gets its own answer or error', async t => {
+  const { path: p } = await startServer(t, { limits: { maxKeyBytes: 16 } })
+  const c = await Raw.open(p)
+  const r = await c.request({
+    id: 5,
+    op: 'batch',
+    items: [{ key: 'a' }, { key: 'a', count: 20 }, { key: '' }, { key: 'b', count: 0 }, 'nope', { key: 'x'.repeat(17) },
+      { key: 'throw:quotad' }, { key: 'throw:plain' }, { key: 'c', count: 2 }]
+  })
+  t.true(r.ok)
+  const results = (r as { results: Array<Record<string, unknown>> }).results
+  t.like(results[0], { allowed: true, remaining: 9 })
+  t.like(results[1], { allowed: false })
+  const codes = results.map(x => (x.error as { code?: string } | undefined)?.code)
+  t.deepEqual(codes, [undefined, undefined, 'E_BAD_ARGUMENT', 'E_BAD_ARGUMENT', 'E_BAD_ARGUMENT', 'E_KEY_TOO_LONG', 'E_NO_RULE', 'E_INTERNAL', undefined])
+  t.like(results[8], { allowed: true, remaining: 8 })
+  t.like(await c.request({ id: 6, op: 'batch', items: [] }), { id: 6, ok: true, results: [] })
+  c.destroy()
+})
+
+test('every bad request gets its code and the connection stays usable', async t => {
+  const { path: p, server } = await startServer(t, { limits: { maxKeyBytes: 12, maxBatchItems: 3, maxWaitMs: 1000 } })
+  const c = await Raw.open(p)
+  const cases: Array<[Buffer | Record<string, unknown>, string, number | null]> = [
+    [frameOf(Buffer.from([0xc1, 0xc1])), ErrorCodes.BAD_FRAME, null],
+    [frameOf(Buffer.from([0x85, 0xa2])), ErrorCodes.BAD_FRAME, null],
+    [frameOf(Buffer.alloc(0)), ErrorCodes.BAD_FRAME, null],
+    [frameOf(packr.pack([1, 2, 3])), ErrorCodes.BAD_FRAME, null],
+    [frameOf(packr.pack(42)), ErrorCodes.BAD_FRAME, null],
+    [{ op: 'ping' }, ErrorCodes.BAD_FRAME, null],
+    [{ id: 'seven', op: 'ping' }, ErrorCodes.BAD_FRAME, null],
+    [{ id: 11, op: 'launch' }, ErrorCodes.UNKNOWN_OP, 11],
+    [{ id: 12, op: 'acquire', key: 'k', count: 0 }, ErrorCodes.BAD_ARGUMENT, 12],
+    [{ id: 13, op: 'acquire', key: 'k', count: -2 }, ErrorCodes.BAD_ARGUMENT, 13],
+    [{ id: 14, op: 'acquire', key: 'k', count: 2.5 }, ErrorCodes.BAD_ARGUMENT, 14],
+    [{ id: 15, op: 'acquire', key: 'k', waitMs: -1 }, ErrorCodes.BAD_ARGUMENT, 15],
+    [{ id: 16, op: 'acquire', key: 'k', waitMs: 1001 }, ErrorCodes.BAD_ARGUMENT, 16],
+    [{ id: 17, op: 'acquire', key: '' }, ErrorCodes.BAD_ARGUMENT, 17],
+    [{ id: 18, op: 'acquire' }, ErrorCodes.BAD_ARGUMENT, 18],
+    [{ id: 19, op: 'peek', key: 'abcdefghijklm' }, ErrorCodes.KEY_TOO_LONG, 19],
+    [{ id: 19, op: 'peek', key: 'ééééééé' }, ErrorCodes.KEY_TOO_LONG, 19],
+    [{ id: 20, op: 'batch', items: [{ key: 'a' }, { key: 'b' }, { key: 'c' }, { key: 'd' }] }, ErrorCodes.BATCH_TOO_LARGE, 20],
+    [{ id: 21, op: 'acquire', key: 'throw:quotad' }, ErrorCodes.NO_RULE, 21],
+    [{ id: 22, op: 'acquire', key: 'throw:plain' }, ErrorCodes.INTERNAL, 22]
+  ]
+  for (const [msg, code, id] of cases) {
+    const r = await c.request(msg as Record<string, unknown>)
+    t.is(errCode(r), code, JSON.stringify(msg))
+    t.is(r.id, id, JSON.stringify(msg))
+  }
+  t.like(await c.request({ id: 99, op: 'ping' }), { id: 99, ok: true })
+  t.false(c.socket.destroyed)
+  t.is(server.stats().badFrames, 7)
+  t.is(server.stats().internalErrors, 1)
+  c.destroy()
+})
+
+test('an oversized frame gets E_FRAME_TOO_LARGE and closes only that connection', async t => {
+  const { path: p } = await startServer(t, { limits: { maxFrameBytes: 1024 } })
+  const other = await Raw.open(p)
+  other.send({ id: 1, op: 'acquire', key: 'wait:o', waitMs: 300 })
+  const bad = await Raw.open(p)
+  const header = Buffer.alloc(4)
+  header.writeUInt32BE(1025)
+  bad.send(encodeMessage({ id: 7, op: 'ping' }), Buffer.concat([header, Buffer.alloc(100)]))
+  await bad.closed
+  t.like(bad.replies[0], { id: 7, ok: true })
+  t.like(bad.replies[1], { id: null, ok: false, error: { code: ErrorCodes.FRAME_TOO_LARGE } })
+  other.send({ id: 2, op: 'ping' })
+  await other.waitFor(2)
+  t.like(other.replies.find(r => r.id === 2), { ok: true, pong: true })
+  t.like(other.replies.find(r => r.id === 1), { ok: true, allowed: true }, 'the other connection\'s waiter still answers')
+  const late = await Raw.open(p)
+  t.like(await late.request({ id: 3, op: 'ping' }), { id: 3, ok: true })
+  other.destroy()
+  late.destroy()
+})
+
+test('a client that disconnects mid-frame affects nobody', async t => {
+  const { path: p, server } = await startServer(t)
+  const other = await Raw.open(p)
+  const c = await Raw.open(p)
+  const f = encodeMessage({ id: 1, op: 'acquire', key: 'half' })
+  c.send(f.subarray(0, 2))
+  await new Promise(resolve => setTimeout(resolve, 20))
+  c.send(f.subarray(2, 9))
+  await new Promise(resolve => setTimeout(resolve, 20))
+  c.destroy()
+  t.true(await until(() => server.stats().connections === 1))
+  t.like(await other.request({ id: 2, op: 'acquire', key: 'half' }), { ok: true, remaining: 9 }, 'the half request spent nothing')
+  other.destroy()
+})
+
+test('a client that disconnects mid-wait: its waiters are cancelled and spend nothing', async t => {
+  const { path: p, service, server } = await startServer(t)
+  const c = await Raw.open(p)
+  c.send({ id: 1, op: 'acquire', key: 'wait:gone', waitMs: 300 }, { id: 2, op: 'acquire', key: 'wait:gone2', waitMs: 300 })
+  t.true(await until(() => server.stats().waiting === 2))
+  c.destroy()
+  t.true(await until(() => service.cancelled.length === 2))
+  t.deepEqual(service.cancelled.sort(), ['wait:gone', 'wait:gone2'])
+  t.is(server.stats().waiting, 0)
+  await new Promise(resolve => setTimeout(resolve, 350))
+  t.is(service.used.get('wait:gone'), undefined)
+  const other = await Raw.open(p)
+  t.like(await other.request({ id: 3, op: 'ping' }), { ok: true })
+  other.destroy()
+})
+
+test('maxInflightPerConnection bounds waiting requests', async t => {
+  const { path: p } = await startServer(t, { limits: { maxInflightPerConnection: 2 } })
+  const c = await Raw.open(p)
+  c.send(...[1, 2, 3].map(id => ({ id, op: 'acquire', key: 'wait:x', waitMs: 100 })), { id: 4, op: 'acquire', key: 'now' })
+  const replies = await c.waitFor(4)
+  t.like(replies[0], { id: 3, ok: false, error: { code: ErrorCodes.OVERLOADED } })
+  t.like(replies[1], { id: 4, ok: true })
+  t.deepEqual(replies.slice(2).map(r => r.id).sort(), [1, 2])
+  c.destroy()
+})
+
+test('maxConnections: the extra connection gets E_OVERLOADED with id null, then is closed', async t => {
+  const { path: p, server } = await startServer(t, { limits: { maxConnections: 2 } })
+  const a = await Raw.open(p)
+  const b = await Raw.open(p)
+  await a.request({ id: 1, op: 'ping' })
+  await b.request({ id: 1, op: 'ping' })
+  const c = await Raw.open(p)
+  await c.closed
+  t.like(c.replies[0], { id: null, ok: false, error: { code: ErrorCodes.OVERLOADED } })
+  t.is(server.stats().connectionsRefused, 1)
+  t.like(await a.request({ id: 2, op: 'ping' }), { ok: true })
+  a.destroy()
+  t.true(await until(() => server.stats().connections === 1))
+  const d = await Raw.open(p)
+  t.like(await d.request({ id: 3, op: 'ping' }), { ok: true })
+  b.destroy()
+  d.destroy()
+})
+
+test('a client that stops reading: the server pauses it and keeps serving others', async t => {
+  const { path: p } = await startServer(t)
+  const hog = await Raw.open(p)
+  hog.socket.pause()
+  const ping = encodeMessage({ id: 1, op: 'acquire', key: 'hog' })
+  const chunk = Buffer.concat(Array.from({ length: 2000 }, () => ping))
+  for (let i = 0; i < 100; i++) hog.socket.write(chunk)
+  await new Promise(resolve => setTimeout(resolve, 200))
+  const other = await Raw.open(p)
+  t.like(await other.request({ id: 2, op: 'ping' }), { ok: true })
+  hog.socket.resume()
+  t.is((await hog.waitFor(200_000, 20_000)).length, 200_000)
+  hog.destroy()
+  other.destroy()
+})
+
+test('stop(): waiters get E_SHUTTING_DOWN, connections close, the socket file goes', async t => {
+  const { path: p, server, service } = await startServer(t)
+  const c = await Raw.open(p)
+  c.send({ id: 1, op: 'acquire', key: 'wait:s', waitMs: 5000 })
+  t.true(await until(() => server.stats().waiting === 1))
+  await server.stop()
+  await c.closed
+  t.like(c.replies[0], { id: 1, ok: false, error: { code: ErrorCodes.SHUTTING_DOWN } })
+  t.deepEqual(service.cancelled, ['wait:s'])
+  t.false(fs.existsSync(p))
+})
+
+test('the socket file gets mode 0660 by default, and a configured mode exactly', async t => {
+  const a = await startServer(t)
+  t.is(fs.statSync(a.path).mode & 0o777, 0o660)
+  t.true(fs.statSync(a.path).isSocket())
+  const b = await startServer(t, { socketMode: 0o600 })
+  t.is(fs.statSync(b.path).mode & 0o777, 0o600)
+  const c = await startServer(t, { socketMode: 0o666 })
+  t.is(fs.statSync(c.path).mode & 0o777, 0o666)
+})
+
+test('a missing parent directory is created with mode 0750', async t => {
+  const dir = path.join(tmpDir(t), 'run', 'q')
+  const { path: p } = await startServer(t, { path: path.join(dir, 's.sock') })
+  t.true(fs.statSync(p).isSocket())
+  t.is(fs.statSync(dir).mode & 0o777, 0o750 & ~process.umask())
+})
+
+test('a stale socket file is replaced', async t => {
+  const p = tmpSocket(t)
+  // A listener killed with SIGKILL leaves its socket file behind.
+  const r = spawnSync(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(p)}, () => process.kill(process.pid, 'SIGKILL'))`])
+  t.is(r.signal, 'SIGKILL')
+  t.true(fs.lstatSync(p).isSocket())
+  await startServer(t, { path: p })
+  const c = await Raw.open(p)
+  t.like(await c.request({ id: 1, op: 'ping' }), { ok: true })
+  c.destroy()
+})
+
+test('a live socket is refused with E_SOCKET_IN_USE and keeps serving', async t => {
+  const { path: p } = await startServer(t)
+  const second = new UnixServer({ path: p, limits: DEFAULT_LIMITS, service: new FakeService() })
+  await t.throwsAsync(second.start(), { code: ErrorCodes.SOCKET_IN_USE })
+  const c = await Raw.open(p)
+  t.like(await c.request({ id: 1, op: 'ping' }), { ok: true })
+  c.destroy()
+})
+
+test('a regular file at the path is refused and left alone', async t => {
+  const p = tmpSocket(t)
+  fs.writeFileSync(p, 'precious')
+  const server = new UnixServer({ path: p, limits: DEFAULT_LIMITS, service: new FakeService() })
+  await t.throwsAsync(server.start(), { code: ErrorCodes.SOCKET_IN_USE })
+  t.is(fs.readFileSync(p, 'utf8'), 'precious')
+})
+
+test('stop() leaves a successor\'s socket file alone', async t => {
+  const { path: p, server } = await startServer(t)
+  // Simulate another daemon having replaced the file after us.
+  fs.unlinkSync(p)
+  const successor = net.createServer()
+  await new Promise<void>(resolve => successor.listen(p, resolve))
+  const ino = fs.statSync(p).ino
+  await server.stop()
+  t.is(fs.statSync(p).ino, ino)
+  await new Promise(resolve => successor.close(resolve))
+})
+
+test('events reach onEvent and diagnostics_channel', async t => {
+  const seen: string[] = []
+  const published: unknown[] = []
+  const onBadFrame = (msg: unknown): void => { published.push(msg) }
+  diagnosticsChannel.subscribe('quotad:server:bad-frame', onBadFrame)
+  t.teardown(() => diagnosticsChannel.unsubscribe('quotad:server:bad-frame', onBadFrame))
+  const { path: p } = await startServer(t, { onEvent: name => seen.push(name) })
+  const c = await Raw.open(p)
+  await c.request({ id: 1, op: 'ping' })
+  c.send(frameOf(Buffer.from([0xc1])))
+  await c.waitFor(2)
+  c.destroy()
+  t.true(await until(() => seen.includes('disconnect')))
+  t.true(seen.includes('connection'))
+  t.true(seen.includes('bad-frame'))
+  t.like(published[0], { code: ErrorCodes.BAD_FRAME })
+})

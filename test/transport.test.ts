@@ -1,0 +1,277 @@
+/**
+ * The libp2p cluster transport on loopback: real TCP, pnet, noise, yamux and
+ * gossipsub between nodes in this process, on `tcp/0` ports. Seeds are the
+ * listen addresses of nodes already started, with the `/p2p/` part removed
+ * (the config file has no peer ids).
+ */
+import test from 'ava'
+import type { ExecutionContext } from 'ava'
+import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { QuotadError } from '../src/errors.js'
+import { createTransport } from '../src/cluster/transport/libp2p-transport.js'
+import type { Transport, TransportOptions } from '../src/cluster/transport/types.js'
+
+const TOPIC = 'quotad/test/gossip/1'
+const LISTEN = '/ip4/127.0.0.1/tcp/0'
+
+interface Node {
+  t: Transport
+  dir: string
+  gossip: Array<{ from: string, text: string }>
+  requests: string[]
+}
+
+function tempDir (t: ExecutionContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'quotad-transport-'))
+  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
+  return dir
+}
+
+/** The listen address without `/p2p/<id>`, as it would appear in the cluster file. */
+function seedOf (n: Node): string {
+  return n.t.listenAddrs[0].replace(/\/p2p\/[^/]+$/, '')
+}
+
+async function startNode (t: ExecutionContext, psk: Uint8Array | null, seeds: Array<Node | string>, extra: Partial<TransportOptions> = {}): Promise<Node> {
+  const dir = extra.dataDir ?? tempDir(t)
+  const tr = await createTransport({
+    listen: LISTEN,
+    seeds: seeds.map(s => typeof s === 'string' ? s : seedOf(s)),
+    psk,
+    dataDir: dir,
+    topic: TOPIC,
+    minBackoffMs: 100,
+    maxBackoffMs: 1000,
+    dialTimeoutMs: 1500,
+    ...extra
+  })
+  const node: Node = { t: tr, dir, gossip: [], requests: [] }
+  tr.onGossip = (from, data) => { node.gossip.push({ from, text: Buffer.from(data).toString() }) }
+  tr.onRequest = (from, data) => {
+    const text = Buffer.from(data).toString()
+    node.requests.push(from)
+    if (text === 'throw') throw new Error('handler failed')
+    if (text === 'hang') return new Promise<Uint8Array>(() => {})
+    if (text.startsWith('big:')) return new Uint8Array(Number(text.slice(4)))
+    return Buffer.from(`${text}<-${tr.peerId.slice(-4)}`)
+  }
+  await tr.start()
+  t.teardown(async () => { await tr.stop() })
+  return node
+}
+
+async function waitFor (what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise(resolve => setTimeout(resolve, 25))
+  }
+}
+
+/** Publish `text` until a publish reaches `peers` subscribers (subscriptions take ~100 ms to exchange). */
+async function publishUntilReached (n: Node, text: string, peers: number): Promise<void> {
+  await waitFor(`a publish from ${n.t.peerId} to reach ${peers} peers`,
+    async () => await n.t.publish(Buffer.from(text)) >= peers)
+}
+
+const sleep = async (ms: number): Promise<void> => { await new Promise(resolve => setTimeout(resolve, ms)) }
+
+test('three nodes with one key connect, gossip and make requests both ways', async t => {
+  const psk = randomBytes(32)
+  const a = await startNode(t, psk, [])
+  const b = await startNode(t, psk, [a])
+  // c lists every node, itself included, as the cluster file would
+  const c = await startNode(t, psk, [a, b, '/ip4/127.0.0.1/tcp/0'])
+  t.regex(a.t.listenAddrs[0], /^\/ip4\/127\.0\.0\.1\/tcp\/\d+\/p2p\/12D3Koo/)
+  t.not(a.t.listenAddrs[0], '/ip4/127.0.0.1/tcp/0')
+
+  await waitFor('a full mesh', () => [a, b, c].every(n => n.t.connectedPeers().length === 2))
+  t.deepEqual(new Set(a.t.connectedPeers()), new Set([b.t.peerId, c.t.peerId]))
+
+  await publishUntilReached(a, 'hello from a', 2)
+  await waitFor('b and c to get a\'s gossip', () => [b, c].every(n => n.gossip.some(g => g.text === 'hello from a')))
+  t.true(b.gossip.every(g => g.from === a.t.peerId))
+  t.deepEqual(a.gossip, [], 'gossip from ourselves is never delivered')
+  await publishUntilReached(c, 'hello from c', 2)
+  await waitFor('a and b to get c\'s gossip', () => [a, b].every(n => n.gossip.some(g => g.text === 'hello from c')))
+
+  const fromB = await b.t.request(a.t.peerId, Buffer.from('ping'), 2000)
+  t.is(Buffer.from(fromB).toString(), `ping<-${a.t.peerId.slice(-4)}`)
+  const fromA = await a.t.request(b.t.peerId, Buffer.from('pong'), 2000)
+  t.is(Buffer.from(fromA).toString(), `pong<-${b.t.peerId.slice(-4)}`)
+  t.deepEqual(a.requests, [b.t.peerId])
+  t.deepEqual(b.requests, [a.t.peerId])
+  // c to b, over the connection c opened to its seed b
+  t.is(Buffer.from(await c.t.request(b.t.peerId, Buffer.from('x'), 2000)).toString(), `x<-${b.t.peerId.slice(-4)}`)
+  // an empty request is fine
+  t.is(Buffer.from(await a.t.request(c.t.peerId, new Uint8Array(0), 2000)).toString(), `<-${c.t.peerId.slice(-4)}`)
+
+  // failures have stable codes, and the transport carries on
+  const threw = await t.throwsAsync<QuotadError>(a.t.request(b.t.peerId, Buffer.from('throw'), 2000))
+  t.is(threw?.code, 'E_CONNECTION')
+  const hung = await t.throwsAsync<QuotadError>(a.t.request(b.t.peerId, Buffer.from('hang'), 300))
+  t.is(hung?.code, 'E_TIMEOUT')
+  const tooBigOut = await t.throwsAsync<QuotadError>(a.t.request(b.t.peerId, new Uint8Array(64 * 1024 + 1), 2000))
+  t.is(tooBigOut?.code, 'E_FRAME_TOO_LARGE')
+  const tooBigBack = await t.throwsAsync<QuotadError>(a.t.request(b.t.peerId, Buffer.from('big:70000'), 2000))
+  t.is(tooBigBack?.code, 'E_CONNECTION', 'the responder refuses to send an oversized reply')
+  const badPeer = await t.throwsAsync<QuotadError>(a.t.request('not-a-peer', Buffer.from('x'), 2000))
+  t.is(badPeer?.code, 'E_BAD_ARGUMENT')
+  t.is(Buffer.from(await a.t.request(b.t.peerId, Buffer.from('again'), 2000)).toString(), `again<-${b.t.peerId.slice(-4)}`)
+
+  const sa = a.t.stats()
+  t.like(sa, { requestsOut: 8, requestErrors: 5, requestsOversize: 1, handlerErrors: 0, peers: 2 })
+  t.true(sa.published >= 1)
+  // the hung request fails on b only at its inboundTimeoutMs
+  t.like(b.t.stats(), { requestsIn: 6, handlerErrors: 1 })
+  t.true(b.t.stats().requestsInFailed >= 2)
+  t.true(b.t.stats().received >= 2)
+})
+
+test('the peer identity is created once (mode 0600) and reused on restart; a corrupt key file is refused', async t => {
+  const dir = tempDir(t)
+  const psk = randomBytes(32)
+  const first = await createTransport({ listen: LISTEN, seeds: [], psk, dataDir: dir, topic: TOPIC })
+  await first.start()
+  const id = first.peerId
+  const addr = first.listenAddrs[0]
+  await first.stop()
+  await first.stop() // idempotent
+  await t.throwsAsync(first.publish(Buffer.from('x')), { any: true, message: /stopped/ })
+  t.is(statSync(join(dir, 'peer-key')).mode & 0o777, 0o600)
+
+  // restart on the same port, with our own address among the seeds: it is skipped
+  const events: string[] = []
+  const second = await createTransport({
+    listen: addr.replace(/\/p2p\/.*$/, ''), seeds: [addr.replace(/\/p2p\/.*$/, '')], psk, dataDir: dir, topic: TOPIC,
+    onEvent: (name, fields) => { events.push(`${name}:${String(fields.created ?? '')}`) }
+  })
+  t.is(second.peerId, id)
+  await second.start()
+  t.is(second.listenAddrs[0], addr)
+  await sleep(200)
+  t.like(second.stats(), { dials: 0, dialFailures: 0 })
+  t.true(events.includes('identity:false'))
+  const self = await t.throwsAsync<QuotadError>(second.dial(addr))
+  t.is(self?.code, 'E_BAD_ARGUMENT')
+  await second.stop()
+
+  writeFileSync(join(dir, 'peer-key'), 'not a key')
+  const corrupt = await t.throwsAsync<QuotadError>(createTransport({ listen: LISTEN, seeds: [], psk, dataDir: dir, topic: TOPIC }))
+  t.is(corrupt?.code, 'E_CONFIG_INVALID')
+  t.true(corrupt?.message.includes(join(dir, 'peer-key')))
+
+  const invalid = await t.throwsAsync<QuotadError>(createTransport({
+    listen: 'tcp:0', seeds: ['nope'], psk: new Uint8Array(16), dataDir: dir, topic: '', dialTimeoutMs: -1
+  }))
+  t.is(invalid?.code, 'E_CONFIG_INVALID')
+  t.deepEqual((invalid?.details as Array<{ path: string }>).map(i => i.path).sort(),
+    ['dialTimeoutMs', 'listen', 'psk', 'seeds[0]', 'topic'])
+})
+
+test('pnet: nodes with another key or no key never connect, deliver gossip or make requests', async t => {
+  const psk = randomBytes(32)
+  const a = await startNode(t, psk, [])
+  const b = await startNode(t, psk, [a])
+  await waitFor('a and b to connect', () => a.t.connectedPeers().length === 1 && b.t.connectedPeers().length === 1)
+  await publishUntilReached(a, 'keyed', 1)
+
+  const wrong = await startNode(t, randomBytes(32), [a, b])
+  const none = await startNode(t, null, [a, b])
+  const outsiders = [wrong, none]
+  const outsiderIds = outsiders.map(n => n.t.peerId)
+  // keyed nodes dialling the outsiders fail as well (a bounded dial, never a hang)
+  for (const o of outsiders) {
+    const err = await t.throwsAsync<QuotadError>(a.t.dial(seedOf(o)))
+    t.true(['E_CONNECTION', 'E_TIMEOUT'].includes(err?.code ?? ''), err?.code)
+  }
+
+  const until = Date.now() + 2000
+  while (Date.now() < until) {
+    for (const o of outsiders) {
+      await o.t.publish(Buffer.from('intruder'))
+      await t.throwsAsync(o.t.request(a.t.peerId, Buffer.from('let me in'), 200), { any: true })
+    }
+    await sleep(100)
+  }
+
+  for (const k of [a, b]) {
+    t.deepEqual(k.gossip.filter(g => outsiderIds.includes(g.from) || g.text === 'intruder'), [])
+    t.deepEqual(k.requests, [])
+    t.false(k.t.connectedPeers().some(id => outsiderIds.includes(id)))
+  }
+  for (const o of outsiders) {
+    t.deepEqual(o.t.connectedPeers(), [])
+    t.deepEqual(o.gossip, [])
+    t.true(o.t.stats().dialFailures >= 2, 'the outsider kept redialling its seeds')
+  }
+  // the keyed pair still works
+  await publishUntilReached(b, 'still here', 1)
+  await waitFor('a to get b\'s gossip', () => a.gossip.some(g => g.text === 'still here'))
+})
+
+test('oversized gossip is dropped and counted, and the receiver keeps getting gossip', async t => {
+  const psk = randomBytes(32)
+  const receiver = await startNode(t, psk, [], { maxMessageBytes: 1024 })
+  // the sender allows itself bigger messages than the receiver accepts
+  const sender = await startNode(t, psk, [receiver], { maxMessageBytes: 1024 * 1024 })
+  await publishUntilReached(sender, 'warm-up', 1)
+  await waitFor('warm-up gossip', () => receiver.gossip.length > 0)
+
+  t.is(await sender.t.publish(new Uint8Array(4000).fill(65)), 1)
+  await waitFor('the oversized message to be counted', () => receiver.t.stats().droppedOversize === 1)
+  await publishUntilReached(sender, 'after big', 1)
+  await waitFor('the next normal message', () => receiver.gossip.some(g => g.text === 'after big'))
+  t.false(receiver.gossip.some(g => g.text.length > 1024), 'oversized gossip is never delivered')
+
+  // A message far above the receiver's gossipsub frame cap kills the gossip
+  // stream under a live connection; the transport notices and reconnects.
+  t.is(await sender.t.publish(new Uint8Array(200_000).fill(66)), 1)
+  let n = 0
+  await waitFor('gossip after a frame-level drop', async () => {
+    await sender.t.publish(Buffer.from(`recovered ${n++}`))
+    return receiver.gossip.some(g => g.text.startsWith('recovered'))
+  }, 8000)
+  t.false(receiver.gossip.some(g => g.text.length > 1024))
+  t.true(receiver.t.stats().gossipResets >= 1)
+
+  // our own publish refuses what the cluster would drop
+  const own = await t.throwsAsync<QuotadError>(receiver.t.publish(new Uint8Array(1025)))
+  t.is(own?.code, 'E_FRAME_TOO_LARGE')
+})
+
+test('stop() leaves no handles behind: a process that used the transport exits by itself', async t => {
+  const dir = tempDir(t)
+  const moduleUrl = new URL('../src/cluster/transport/libp2p-transport.js', import.meta.url).href
+  const script = `
+    import { createTransport } from ${JSON.stringify(moduleUrl)}
+    import { randomBytes } from 'node:crypto'
+    const psk = randomBytes(32)
+    const opts = (name, seeds) => ({ listen: '/ip4/127.0.0.1/tcp/0', seeds, psk, dataDir: ${JSON.stringify(dir)} + '/' + name, topic: 't' })
+    const a = await createTransport(opts('a', []))
+    a.onRequest = (_from, d) => d
+    await a.start()
+    const b = await createTransport(opts('b', [a.listenAddrs[0].replace(/\\/p2p\\/.*/, ''), '/ip4/127.0.0.1/tcp/1']))
+    await b.start()
+    while (await b.publish(new Uint8Array([1])) === 0) await new Promise(r => setTimeout(r, 20))
+    await b.request(a.peerId, new Uint8Array([1, 2, 3]), 2000)
+    await Promise.all([a.stop(), b.stop()])
+    console.log('stopped')
+  `
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  child.stdout.on('data', d => { out += String(d) })
+  child.stderr.on('data', d => { out += String(d) })
+  const started = Date.now()
+  const code = await new Promise<number | null>(resolve => {
+    const kill = setTimeout(() => { child.kill('SIGKILL') }, 10_000)
+    child.on('exit', c => { clearTimeout(kill); resolve(c) })
+  })
+  t.is(code, 0, out)
+  t.regex(out, /stopped/)
+  t.true(Date.now() - started < 10_000)
+})

@@ -12,7 +12,9 @@ import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { QuotadError } from '../src/errors.js'
+import { encodeFrame, readFrame } from '../src/cluster/transport/framing.js'
 import { createTransport } from '../src/cluster/transport/libp2p-transport.js'
+import { Redialer } from '../src/cluster/transport/redialer.js'
 import type { Transport, TransportOptions } from '../src/cluster/transport/types.js'
 
 const TOPIC = 'quotad/test/gossip/1'
@@ -274,4 +276,37 @@ test('stop() leaves no handles behind: a process that used the transport exits b
   t.is(code, 0, out)
   t.regex(out, /stopped/)
   t.true(Date.now() - started < 10_000)
+})
+
+async function * chunks (...parts: Uint8Array[]): AsyncGenerator<Uint8Array> {
+  for (const p of parts) yield p
+}
+
+test('framing: split and joined chunks, size cap from the header, truncation and trailing bytes', async t => {
+  const frame = encodeFrame(Buffer.from('hello'))
+  t.deepEqual([...frame.subarray(0, 4)], [0, 0, 0, 5])
+  const bytewise = [...frame].map(b => Uint8Array.of(b))
+  t.is(Buffer.from(await readFrame(chunks(...bytewise), 5)).toString(), 'hello')
+  t.is(Buffer.from(await readFrame(chunks(frame), 5)).toString(), 'hello')
+  t.is((await readFrame(chunks(encodeFrame(new Uint8Array(0))), 5)).byteLength, 0)
+  // the cap is enforced on the header, before any body arrives
+  const big = await t.throwsAsync<QuotadError>(readFrame(chunks(frame.subarray(0, 4)), 4))
+  t.is(big?.code, 'E_FRAME_TOO_LARGE')
+  const short = await t.throwsAsync<QuotadError>(readFrame(chunks(frame.subarray(0, 7)), 5))
+  t.is(short?.code, 'E_BAD_FRAME')
+  // bytes after the frame in the same chunk are a protocol error (later chunks are never read)
+  const trailing = await t.throwsAsync<QuotadError>(readFrame(chunks(Buffer.concat([frame, Uint8Array.of(1)])), 5))
+  t.is(trailing?.code, 'E_BAD_FRAME')
+  const empty = await t.throwsAsync<QuotadError>(readFrame(chunks(), 5))
+  t.is(empty?.code, 'E_BAD_FRAME')
+})
+
+test('redialer backoff doubles from min, caps at max, with equal jitter', t => {
+  const at = (random: number): Redialer => new Redialer({
+    seeds: [], dial: async () => 'x', isConnected: () => false, selfId: 'me', minBackoffMs: 250, maxBackoffMs: 10_000, random: () => random
+  })
+  const low = at(0)
+  const high = at(0.999999)
+  t.deepEqual([1, 2, 3, 4, 5, 6, 7, 8].map(f => low.backoff(f)), [125, 250, 500, 1000, 2000, 4000, 5000, 5000])
+  t.deepEqual([1, 2, 3, 6, 7, 50].map(f => high.backoff(f)), [250, 500, 1000, 8000, 10_000, 10_000])
 })

@@ -12,11 +12,13 @@
  *   capped twice: gossipsub drops RPC frames above `maxInboundDataLength`
  *   before decoding them, and our topic validator rejects single messages
  *   above `maxMessageBytes` (not delivered, not forwarded, counted).
- * - Requests: `/quotad/transfer/1.0.0`, see `framing.ts`.
+ *   A watchdog resets connections on which gossipsub silently gave up.
+ * - Requests: `/quotad/transfer/1.0.0`, see `transfer.ts` and `framing.ts`.
  * - Seeds: `redialer.ts` keeps every seed connected.
+ * - Identity: `identity.ts`; option checks: `options.ts`.
  *
  * Library code: it never logs. Events go to `onEvent` and to
- * diagnostics_channel `quotad:transport:<name>`.
+ * diagnostics_channel `quotad:transport:<name>` (`events.ts`).
  */
 import './polyfill.js'
 import { gossipsub } from '@chainsafe/libp2p-gossipsub'
@@ -34,12 +36,12 @@ import type { Libp2p, Libp2pOptions } from 'libp2p'
 import { ErrorCodes, QuotadError } from '../../errors.js'
 import { formatSwarmKey } from '../../config/swarm-key.js'
 import { emitTransportEvent } from './events.js'
-import { encodeFrame, readFrame } from './framing.js'
 import { loadOrCreateIdentity } from './identity.js'
 import type { PeerPrivateKey } from './identity.js'
 import { Redialer } from './redialer.js'
 import { stripPeer, validateOptions } from './options.js'
 import type { ResolvedOptions as Resolved } from './options.js'
+import { callTransfer, classify, serveTransfer } from './transfer.js'
 import { TRANSFER_PROTOCOL } from './types.js'
 import type { Transport, TransportOptions } from './types.js'
 
@@ -173,8 +175,11 @@ export class Libp2pTransport implements Transport {
       await node.start()
     } catch (err) {
       this.state = 'stopped'
-      await node.stop().catch(() => {})
-      throw new QuotadError(ErrorCodes.CONFIG_INVALID, `cannot listen on ${o.listen}: ${(err as Error)?.message ?? String(err)}`)
+      await Promise.resolve().then(async () => { await node.stop() }).catch(() => {})
+      // libp2p's message lists every address with a stack trace; keep the cause
+      const text = (err as Error)?.message ?? String(err)
+      const cause = /Error: (.*)/.exec(text)?.[1] ?? text.split('\n')[0]
+      throw new QuotadError(ErrorCodes.CONFIG_INVALID, `cannot listen on ${o.listen}: ${cause}`)
     }
     pubsub.subscribe(o.topic)
     for (const a of node.getMultiaddrs()) this.ownAddrs.add(stripPeer(a.toString()))
@@ -207,30 +212,16 @@ export class Libp2pTransport implements Transport {
 
   async request (peerId: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
     this.assertStarted()
-    const max = this.o.maxRequestBytes
     this.counters.requestsOut++
-    const signal = AbortSignal.timeout(timeoutMs)
-    let abortStream: (() => void) | undefined
     try {
-      if (data.byteLength > max) {
-        throw new QuotadError(ErrorCodes.FRAME_TOO_LARGE, `request of ${data.byteLength} bytes is above maxRequestBytes ${max}`)
-      }
-      const target = parsePeerId(peerId)
-      const stream = await this.node.dialProtocol(target, TRANSFER_PROTOCOL, { signal })
-      abortStream = () => { stream.abort(new Error('request timed out')) }
-      signal.addEventListener('abort', abortStream, { once: true })
-      await stream.sink([encodeFrame(data)])
-      const reply = await readFrame(stream.source, max)
-      stream.close().catch(() => {})
-      return reply
+      return await callTransfer(async signal => await this.node.dialProtocol(parsePeerId(peerId), TRANSFER_PROTOCOL, { signal }),
+        data, this.o.maxRequestBytes, timeoutMs, `request to ${peerId}`)
     } catch (err) {
+      const e = err as QuotadError
       this.counters.requestErrors++
-      const e = classify(err, signal, `request to ${peerId}`)
       if (e.code === ErrorCodes.FRAME_TOO_LARGE) this.counters.requestsOversize++
       this.emit('request-failed', { peerId, direction: 'out', code: e.code, error: e.message })
       throw e
-    } finally {
-      if (abortStream !== undefined) signal.removeEventListener('abort', abortStream)
     }
   }
 
@@ -322,37 +313,15 @@ export class Libp2pTransport implements Transport {
   /** Serve one inbound request. Never throws: any failure resets the stream. */
   private async serve ({ stream, connection }: IncomingStreamData): Promise<void> {
     const from = connection.remotePeer.toString()
-    const max = this.o.maxRequestBytes
     this.counters.requestsIn++
-    const signal = AbortSignal.timeout(this.o.inboundTimeoutMs)
-    // the deadline resets the stream (ending a stalled read) and settles a
-    // handler that never does, so a stuck request cannot pin this call
-    let onAbort = (): void => {}
-    const deadline = new Promise<never>((_resolve, reject) => {
-      onAbort = () => {
-        stream.abort(new Error('inbound request timed out'))
-        reject(new QuotadError(ErrorCodes.TIMEOUT, 'inbound request timed out'))
-      }
-    })
-    deadline.catch(() => {})
-    signal.addEventListener('abort', onAbort, { once: true })
     try {
-      const req = await readFrame(stream.source, max)
-      const reply = await Promise.race([this.runRequestHandler(from, req), deadline])
-      if (!(reply instanceof Uint8Array)) throw new QuotadError(ErrorCodes.INTERNAL, 'onRequest did not return bytes')
-      if (reply.byteLength > max) {
-        throw new QuotadError(ErrorCodes.FRAME_TOO_LARGE, `reply of ${reply.byteLength} bytes is above maxRequestBytes ${max}`)
-      }
-      await stream.sink([encodeFrame(reply)])
-      stream.close().catch(() => {})
+      await serveTransfer(stream, async req => await this.runRequestHandler(from, req),
+        this.o.maxRequestBytes, this.o.inboundTimeoutMs, `request from ${from}`)
     } catch (err) {
+      const e = err as QuotadError
       this.counters.requestsInFailed++
-      const e = classify(err, signal, `request from ${from}`)
       if (e.code === ErrorCodes.FRAME_TOO_LARGE) this.counters.requestsOversize++
       this.emit('request-failed', { peerId: from, direction: 'in', code: e.code, error: e.message })
-      stream.abort(e)
-    } finally {
-      signal.removeEventListener('abort', onAbort)
     }
   }
 
@@ -386,14 +355,6 @@ export class Libp2pTransport implements Transport {
   emit (name: string, fields: Record<string, unknown>): void {
     emitTransportEvent(this.o.onEvent, name, fields)
   }
-}
-
-/** Map any failure to a QuotadError with a stable code. */
-function classify (err: unknown, signal: AbortSignal, what: string): QuotadError {
-  if (err instanceof QuotadError) return err
-  const message = (err as Error)?.message ?? String(err)
-  if (signal.aborted) return new QuotadError(ErrorCodes.TIMEOUT, `${what}: timed out`)
-  return new QuotadError(ErrorCodes.CONNECTION, `${what}: ${message}`)
 }
 
 function parsePeerId (id: string): PeerId {

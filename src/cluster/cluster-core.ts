@@ -13,7 +13,7 @@
  */
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import { Limiter, type KeyState, type Waiter } from '../core/limiter.js'
-import { homeNode, seedOrder } from '../core/share.js'
+import { homeNode, initialShare, seedOrder } from '../core/share.js'
 import type { Decision } from '../core/types.js'
 import { applyDeferred, ext, keepRate, needRate, updateRate, windowed, windowStart, type KeyExt } from './key-ext.js'
 import { Ledger } from './ledger.js'
@@ -200,14 +200,24 @@ export class ClusterCore {
     x.debt -= n
   }
 
-  /** Cluster-wide remaining as this node sees it: its own held plus what alive agreeing peers last said. */
+  /** Cluster-wide remaining as this node sees it: its own held plus what alive agreeing peers hold. */
   clusterRemaining (ks: KeyState, nowMs: number): number {
     let n = ks.bucket.held
     for (const p of this.peers.alive(nowMs)) {
-      if (!this.agrees(p, ks)) continue
-      n += p.keys.get(ks.key)?.held ?? 0
+      if (this.agrees(p, ks)) n += this.peerHeld(p, ks)
     }
     return n
+  }
+
+  /**
+   * What a peer holds of a key: what it last gossiped, or, if it never
+   * gossiped the key (it has no state for it, e.g. evicted as idle), the
+   * pre-allocated share it would create the key with.
+   */
+  private peerHeld (p: Peer, ks: KeyState): number {
+    const k = p.keys.get(ks.key)
+    if (k !== undefined) return k.held
+    return initialShare(ks.rule.stock, ks.rule.glob, ks.key, p.name, this.seeds)
   }
 
   private tighten (ks: KeyState, x: KeyExt, dt: number, nowMs: number): void {
@@ -252,21 +262,15 @@ export class ClusterCore {
     return p !== undefined && this.peers.isAlive(p, nowMs) && this.agrees(p, ks)
   }
 
-  /** The alive, agreeing peer with the largest surplus by its last gossip; for an unseen glob key, its home. */
+  /** The alive, agreeing peer with the largest surplus, by its last gossip or its pre-allocated share. */
   private chooseDonor (ks: KeyState, nowMs: number): Peer | undefined {
     let best: Peer | undefined
     let bestSurplus = 0.999
     for (const p of this.peers.alive(nowMs)) {
       if (!this.agrees(p, ks)) continue
-      const k = p.keys.get(ks.key)
-      if (k === undefined) continue
-      const surplus = k.held - k.rate * this.tuning.horizonMs / 1000
+      const rate = p.keys.get(ks.key)?.rate ?? 0
+      const surplus = this.peerHeld(p, ks) - rate * this.tuning.horizonMs / 1000
       if (surplus > bestSurplus) { best = p; bestSurplus = surplus }
-    }
-    if (best === undefined && ks.rule.glob) {
-      const home = homeNode(ks.key, this.seeds)
-      const p = home !== undefined && home !== this.node ? this.peers.get(home) : undefined
-      if (p !== undefined && this.peers.isAlive(p, nowMs) && this.agrees(p, ks) && !p.keys.has(ks.key)) best = p
     }
     return best
   }
@@ -426,9 +430,10 @@ export class ClusterCore {
     return out
   }
 
+  /** Only glob keys are evicted (exact keys are bounded by the rules); never with cluster work pending. */
   private canEvict (ks: KeyState): boolean {
     const x = ks.ext as KeyExt | null
-    return x === null || (x.debt === 0 && x.deferred === null && !this.active.has(ks))
+    return ks.rule.glob && (x === null || (x.debt === 0 && x.deferred === null && !this.active.has(ks)))
   }
 
   /** Mark a key for the next gossip. */

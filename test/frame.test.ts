@@ -7,7 +7,9 @@ import { encodeFrame, FrameDecoder, type FrameHandler } from '../src/protocol/fr
 import {
   decodeReply, decodeRequest, encodeDecisionReply, encodeMessage, packr, RequestError
 } from '../src/protocol/messages.js'
-import { OutBuffer, readDecisionReply, readRequest, writeAcquireRequest, writeDecisionReply } from '../src/protocol/fast-codec.js'
+import { OutBuffer } from '../src/protocol/out-buffer.js'
+import { writeAcquireRequest, writeBatchReply, writeBatchRequest, writeDecisionReply } from '../src/protocol/fast-write.js'
+import { readBatchReply, readDecisionReply, readRequest } from '../src/protocol/fast-read.js'
 import { DEFAULT_LIMITS } from '../src/config/types.js'
 import { ErrorCodes } from '../src/errors.js'
 
@@ -171,10 +173,10 @@ test('readRequest agrees with msgpackr on flat requests and declines the rest', 
     const f = encodeMessage(v)
     const r = readRequest(f, 4, f.length)
     t.truthy(r, JSON.stringify(v))
-    t.deepEqual({ ...r }, Object.assign({ id: undefined, op: undefined, key: undefined, count: undefined, waitMs: undefined }, v))
+    t.deepEqual({ ...r }, Object.assign({ id: undefined, op: undefined, key: undefined, count: undefined, waitMs: undefined, items: undefined }, v))
   }
   // Unknown ops, batches and anything unusual go to msgpackr, which reports the precise error.
-  for (const v of [{ id: 1, op: 'nope' }, { id: 1, op: 'batch', items: [] }, { id: 1, op: 'ping', other: 1 }, [1, 2], 5, { id: 1, op: 'acquire', key: ['a'] }, {}]) {
+  for (const v of [{ id: 1, op: 'nope' }, { id: 1, op: 'batch', items: [{ key: 'a', x: 1 }] }, { id: 1, op: 'ping', other: 1 }, [1, 2], 5, { id: 1, op: 'acquire', key: ['a'] }, {}]) {
     const f = encodeMessage(v)
     t.is(readRequest(f, 4, f.length), undefined, JSON.stringify(v))
   }
@@ -221,4 +223,39 @@ test('decodeReply accepts error replies with a null id', t => {
   const f = encodeMessage({ id: null, ok: false, error: { code: 'E_BAD_FRAME', message: 'x' } })
   t.like(decodeReply(f, 4, f.length), { id: null, ok: false })
   t.throws(() => decodeReply(Buffer.from([0x01]), 0, 1), { code: ErrorCodes.BAD_FRAME })
+})
+
+test('batch replies: hand-written bytes match msgpackr, with error items and slab growth', t => {
+  const out = new OutBuffer()
+  writeDecisionReply(out, 1, decision) // leave untaken bytes in front, so growth has to move them
+  const results = Array.from({ length: 700 }, (_, i) => i % 7 === 3
+    ? { error: { code: 'E_BAD_ARGUMENT', message: 'ключ '.repeat(i % 50) } }
+    : { ...decision, remaining: i, rule: `rule-${i % 5}` })
+  writeBatchReply(out, 77, results)
+  const all = out.take()
+  const first = all.readUInt32BE(0) + 4
+  const f = all.subarray(first)
+  t.is(f.readUInt32BE(0), f.length - 4)
+  t.deepEqual(packr.unpack(f.subarray(4)), { id: 77, ok: true, results })
+  t.is(readBatchReply(f, 4, f.length), undefined, 'error items take msgpackr')
+  const clean = results.filter(r => !('error' in r))
+  writeBatchReply(out, 78, clean)
+  const g = out.take()
+  t.deepEqual(readBatchReply(g, 4, g.length), { id: 78, results: clean })
+  for (let cut = 5; cut < 200; cut++) t.is(readBatchReply(g, 4, cut), undefined)
+})
+
+test('batch requests: hand-written bytes match msgpackr and the fast reader', t => {
+  const out = new OutBuffer()
+  const items = [{ key: 'a' }, { key: 'b', count: 3 }, { key: 'é'.repeat(40), count: 2 ** 40 }]
+  t.true(writeBatchRequest(out, 5, items))
+  const f = out.take()
+  t.deepEqual(packr.unpack(f.subarray(4)), { id: 5, op: 'batch', items })
+  const r = readRequest(f, 4, f.length)
+  t.is(r?.op, 'batch')
+  t.deepEqual(r?.items?.map(i => ({ ...i })), items.map(i => ({ key: i.key, count: i.count })))
+  t.false(writeBatchRequest(out, 6, [{ key: 'a' }, { key: 5 } as unknown as { key: string }]))
+  t.is(out.length, 0, 'nothing written for a batch the fast writer declines')
+  const lying = Buffer.from([0x83, 0xa2, 0x69, 0x64, 0x01, 0xa2, 0x6f, 0x70, 0xa5, ...Buffer.from('batch'), 0xa5, ...Buffer.from('items'), 0xdd, 0xff, 0xff, 0xff, 0xff])
+  t.is(readRequest(lying, 0, lying.length), undefined, 'a lying array header allocates nothing')
 })

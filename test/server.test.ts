@@ -358,6 +358,7 @@ test('stop(): waiters get E_SHUTTING_DOWN, connections close, the socket file go
   await server.stop()
   await c.closed
   t.like(c.replies[0], { id: 1, ok: false, error: { code: ErrorCodes.SHUTTING_DOWN } })
+  t.like(c.replies[1], { id: null, ok: false, error: { code: ErrorCodes.SHUTTING_DOWN } }, 'and why the connection closes')
   t.deepEqual(service.cancelled, ['wait:s'])
   t.false(fs.existsSync(p))
 })

@@ -10,14 +10,19 @@ import { findNode } from '../config/validate.js'
 import { ExitCodes } from '../errors.js'
 import type { Decision } from '../core/types.js'
 import { fail, parseCli, intFlag, usage } from './common.js'
+import { runTop, topTargets } from './top.js'
 
 const HELP = `usage:
   quotactl (--socket PATH | --config FILE --node NAME) COMMAND [--json]
+  quotactl (--socket PATH | --config FILE [--node NAME]) top [--interval MS] [--once [--json]]
 commands:
   acquire KEY [--count N] [--wait MS]   spend N tokens (exit 0 allowed, 1 denied)
   peek KEY [--count N]                  whether N would be allowed, spending nothing
   status                                the node's state
   ping                                  round-trip time to the node
+  top                                   live view of every node of --config (or of --socket),
+                                        refreshed every --interval MS (default 1000); q quits.
+                                        --once: one frame (rates over one interval), exit 0
 options:
   --timeout MS   reply timeout (default 5000; a waiting acquire adds its --wait)
 `
@@ -34,6 +39,8 @@ async function main (argv: string[]): Promise<number> {
       wait: { type: 'string' },
       timeout: { type: 'string' },
       json: { type: 'boolean' },
+      interval: { type: 'string' },
+      once: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' }
     }
   })
@@ -44,6 +51,10 @@ async function main (argv: string[]): Promise<number> {
   const count = intFlag('count', values.count, 1, 1)
   const waitMs = intFlag('wait', values.wait, 0)
   const timeoutMs = intFlag('timeout', values.timeout, 5000, 1)
+  if (cmd === 'top') {
+    const intervalMs = intFlag('interval', values.interval, 1000, 100)
+    return await runTop(await topTargets(values.socket, values.config, values.node), { intervalMs, once: values.once === true, json })
+  }
   const socketPath = await findSocket(values.socket, values.config, values.node)
 
   const client = await QuotadClient.connect({ socketPath, timeoutMs, reconnect: false })

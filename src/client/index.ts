@@ -3,82 +3,45 @@
  * the benchmarks. A slow client makes the server look slow, so the request
  * path is kept short:
  *
- * - `pending` maps request id -> Pending (resolve, reject, deadline, kind).
- *   Ids are a wrapping uint32 counter; replies may arrive in any order.
- * - Frames are encoded straight into `out`, a slab writer (fast-codec.ts:
- *   acquire by hand, the rest with msgpackr); one process.nextTick flush
- *   writes everything issued in the tick with a single socket.write, so N
- *   requests issued in one tick cost one syscall.
- * - No timer per request: one unref'd sweeper interval rejects requests past
- *   their deadline with E_TIMEOUT (deadline = timeoutMs, plus waitMs for a
- *   waiting acquire; precision is the sweep period, at most 250 ms).
- * - Replies are decoded in place by the FrameDecoder, straight from the chunk.
+ * - `pending` (pending.ts) maps request id -> Pending; replies may arrive in
+ *   any order and are routed by id.
+ * - Frames are encoded straight into `out`, a slab writer (out-buffer.ts):
+ *   acquire and batch by hand (fast-write.ts), the rest with msgpackr. One
+ *   process.nextTick flush writes everything issued in the tick with a single
+ *   socket.write, so N requests issued in one tick cost one syscall.
+ * - Replies are decoded in place from the socket chunk; decision and batch
+ *   replies by hand (fast-read.ts), anything else with msgpackr.
+ * - No timer per request: one unref'd sweeper interval fails requests past
+ *   their deadline with E_TIMEOUT (deadline: timeoutMs, plus waitMs for a
+ *   waiting acquire; precision: the sweep period, timeoutMs / 4 capped to
+ *   [5, 250] ms).
  *
- * Connection loss rejects every pending request with E_CONNECTION (or with
- * the server's own code when it said why before closing, e.g. E_OVERLOADED).
- * With `reconnect` (default) the next request dials again, after a backoff
- * that grows with consecutive failures (0, 25, 50, ... up to 1000 ms).
+ * Connection loss fails every pending request with E_CONNECTION, or with the
+ * server's own code when it said why before closing (E_OVERLOADED,
+ * E_FRAME_TOO_LARGE, E_SHUTTING_DOWN). With `reconnect` (the default) the next
+ * request dials again, after a backoff that grows with consecutive failed
+ * dials (0, 25, 50, ... 1000 ms).
  */
 import net from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { ErrorCodes, QuotadError, type ErrorCode } from '../errors.js'
 import type { Decision } from '../core/types.js'
 import { FrameDecoder, type FrameHandler } from '../protocol/frame.js'
-import { OutBuffer, readDecisionReply, writeAcquireRequest } from '../protocol/fast-codec.js'
-import { decodeReply, encodeMessage, MAX_REQUEST_ID, type BatchResult, type Reply } from '../protocol/messages.js'
+import { OutBuffer } from '../protocol/out-buffer.js'
+import { writeAcquireRequest, writeBatchRequest } from '../protocol/fast-write.js'
+import { readBatchReply, readDecisionReply } from '../protocol/fast-read.js'
+import { decodeReply, encodeMessage, type BatchResult, type Reply } from '../protocol/messages.js'
+import {
+  resolveClientOptions, type AcquireOptions, type BatchItemInput, type ClientOptions, type PeekOptions
+} from './options.js'
+import { KIND_BATCH, KIND_DECISION, KIND_PONG, KIND_STATUS, Pending, PendingTable } from './pending.js'
 
 export type { Decision } from '../core/types.js'
 export type { BatchResult, WireError } from '../protocol/messages.js'
+export type { AcquireOptions, BatchItemInput, ClientOptions, PeekOptions } from './options.js'
+export { CLIENT_DEFAULTS } from './options.js'
 
-export interface ClientOptions {
-  /** Path of the daemon's Unix socket. */
-  socketPath: string
-  /** Per-request timeout in ms; a waiting acquire gets `timeoutMs + waitMs`. @default 5000 */
-  timeoutMs?: number
-  /** Dial again on the next request after the connection drops. @default true */
-  reconnect?: boolean
-  /** Largest reply frame accepted; a larger one drops the connection. @default 64 MiB */
-  maxFrameBytes?: number
-}
-
-export interface AcquireOptions {
-  /** Tokens to spend. @default 1 */
-  count?: number
-  /** How long the daemon may queue the request for tokens, in ms. @default 0 */
-  waitMs?: number
-}
-
-export interface PeekOptions {
-  /** @default 1 */
-  count?: number
-}
-
-export interface BatchItemInput {
-  key: string
-  count?: number
-}
-
-const DEFAULT_TIMEOUT_MS = 5000
-const DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
 const MAX_BACKOFF_MS = 1000
-
-/** What a reply is turned into for the caller. */
-const KIND_DECISION = 0
-const KIND_BATCH = 1
-const KIND_STATUS = 2
-const KIND_PONG = 3
-
-class Pending {
-  resolve!: (value: never) => void
-  reject!: (err: QuotadError) => void
-  readonly kind: number
-  readonly deadline: number
-
-  constructor (kind: number, deadline: number) {
-    this.kind = kind
-    this.deadline = deadline
-  }
-}
 
 function connectionError (message: string, details?: unknown): QuotadError {
   return new QuotadError(ErrorCodes.CONNECTION, message, details)
@@ -90,29 +53,26 @@ export class QuotadClient {
   readonly reconnect: boolean
   readonly maxFrameBytes: number
 
-  private readonly pending = new Map<number, Pending>()
-  /** Frames not yet written: everything issued since the last flush. */
+  private readonly pending = new PendingTable()
+  /** Frames issued since the last flush. */
   private readonly out = new OutBuffer()
   private flushScheduled = false
-  private seq = 0
   private socket: net.Socket | null = null
   private connected = false
-  private connectWaiters: Array<(err: QuotadError | null) => void> = []
+  private dialWaiters: Array<(err: QuotadError | null) => void> = []
   private failures = 0
+  /** Why the server said it would close this connection (a reply with id null). */
   private serverError: QuotadError | null = null
   private closed = false
   private readonly sweeper: NodeJS.Timeout
 
   private constructor (opts: ClientOptions) {
-    if (typeof opts.socketPath !== 'string' || opts.socketPath.length === 0) {
-      throw new QuotadError(ErrorCodes.BAD_ARGUMENT, 'socketPath must be a non-empty string')
-    }
-    this.socketPath = opts.socketPath
-    this.timeoutMs = positive(opts.timeoutMs, DEFAULT_TIMEOUT_MS, 'timeoutMs')
-    this.reconnect = opts.reconnect ?? true
-    this.maxFrameBytes = positive(opts.maxFrameBytes, DEFAULT_MAX_FRAME_BYTES, 'maxFrameBytes')
-    const period = Math.max(5, Math.min(250, Math.floor(this.timeoutMs / 4)))
-    this.sweeper = setInterval(this.sweep, period)
+    const o = resolveClientOptions(opts)
+    this.socketPath = o.socketPath
+    this.timeoutMs = o.timeoutMs
+    this.reconnect = o.reconnect
+    this.maxFrameBytes = o.maxFrameBytes
+    this.sweeper = setInterval(this.sweep, Math.max(5, Math.min(250, Math.floor(this.timeoutMs / 4))))
     this.sweeper.unref()
   }
 
@@ -128,53 +88,63 @@ export class QuotadClient {
     return client
   }
 
-  /** Number of requests sent and not yet answered. */
+  /** Requests sent and not yet answered. */
   get inflight (): number {
     return this.pending.size
   }
 
+  /** Spend `count` tokens of `key`, waiting up to `waitMs` for them. */
   acquire (key: string, opts?: AcquireOptions): Promise<Decision> {
     const count = opts?.count
     const waitMs = opts?.waitMs
-    const promise = this.register<Decision>(KIND_DECISION, typeof waitMs === 'number' && waitMs > 0 ? waitMs : 0)
-    // The server validates arguments; an odd type simply takes the generic encoder.
+    const id = this.pending.nextId()
+    const promise = this.register<Decision>(id, KIND_DECISION, typeof waitMs === 'number' && waitMs > 0 ? waitMs : 0)
+    // Odd argument types take the generic encoder, and the server answers E_BAD_ARGUMENT.
     if (typeof key === 'string' && (count === undefined || typeof count === 'number') && (waitMs === undefined || typeof waitMs === 'number')) {
-      writeAcquireRequest(this.out, this.seq, key, count, waitMs)
+      writeAcquireRequest(this.out, id, key, count, waitMs)
     } else {
-      this.out.append(encodeMessage({ id: this.seq, op: 'acquire', key, count, waitMs }))
+      this.out.append(encodeMessage({ id, op: 'acquire', key, count, waitMs }))
     }
     this.kick()
     return promise
   }
 
+  /** Would `count` tokens of `key` be granted now? Spends nothing. */
   peek (key: string, opts?: PeekOptions): Promise<Decision> {
-    const msg: Record<string, unknown> = { id: 0, op: 'peek', key }
+    const msg: Record<string, unknown> = { op: 'peek', key }
     if (opts?.count !== undefined) msg.count = opts.count
-    return this.send(msg, KIND_DECISION, 0)
+    return this.send(msg, KIND_DECISION)
   }
 
   /** Acquire several keys at once, without waiting. Each item succeeds or fails alone. */
   batch (items: BatchItemInput[]): Promise<BatchResult[]> {
-    return this.send({ id: 0, op: 'batch', items }, KIND_BATCH, 0)
+    const id = this.pending.nextId()
+    const promise = this.register<BatchResult[]>(id, KIND_BATCH, 0)
+    if (!Array.isArray(items) || !writeBatchRequest(this.out, id, items)) {
+      this.out.append(encodeMessage({ id, op: 'batch', items }))
+    }
+    this.kick()
+    return promise
   }
 
+  /** The daemon's status snapshot. */
   status (): Promise<Record<string, unknown>> {
-    return this.send({ id: 0, op: 'status' }, KIND_STATUS, 0)
+    return this.send({ op: 'status' }, KIND_STATUS)
   }
 
   /** Round-trip time in milliseconds. */
   async ping (): Promise<number> {
     const t0 = performance.now()
-    await this.send<number>({ id: 0, op: 'ping' }, KIND_PONG, 0)
+    await this.send<number>({ op: 'ping' }, KIND_PONG)
     return performance.now() - t0
   }
 
-  /** Reject what is pending with E_CONNECTION and close the socket. Idempotent. */
+  /** Fail what is pending with E_CONNECTION and close the socket. Idempotent. */
   async close (): Promise<void> {
     if (this.closed) return
     this.closed = true
     clearInterval(this.sweeper)
-    this.failAll(connectionError('client closed'))
+    this.fail(connectionError('client closed'))
     const socket = this.socket
     if (socket === null || socket.destroyed) return
     await new Promise<void>(resolve => {
@@ -186,29 +156,20 @@ export class QuotadClient {
 
   // -------------------------------------------------------------------------
 
-  private nextId (): number {
-    do {
-      this.seq = this.seq >= MAX_REQUEST_ID ? 1 : this.seq + 1
-    } while (this.pending.has(this.seq))
-    return this.seq
-  }
-
-  /** Send a generic request: the id is allocated here and put into `msg`. */
-  private send<T> (msg: Record<string, unknown>, kind: number, extraMs: number): Promise<T> {
-    const promise = this.register<T>(kind, extraMs)
-    msg.id = this.seq
+  private send<T> (msg: Record<string, unknown>, kind: number): Promise<T> {
+    const id = this.pending.nextId()
+    const promise = this.register<T>(id, kind, 0)
+    msg.id = id
     this.out.append(encodeMessage(msg))
     this.kick()
     return promise
   }
 
   /**
-   * Allocate the next id (left in `this.seq`) and its pending entry. When the
-   * client cannot send, the entry is failed at once and the caller's frame is
-   * simply dropped by the next flush or failAll.
+   * Create the pending entry of request `id`. When the client cannot send, the
+   * promise is rejected at once and `kick` drops the frame the caller writes.
    */
-  private register<T> (kind: number, extraMs: number): Promise<T> {
-    const id = this.nextId()
+  private register<T> (id: number, kind: number, extraMs: number): Promise<T> {
     const p = new Pending(kind, Date.now() + this.timeoutMs + extraMs)
     const promise = new Promise<T>((resolve, reject) => {
       p.resolve = resolve as (value: never) => void
@@ -219,47 +180,45 @@ export class QuotadClient {
     } else if (!this.connected && this.socket === null && !this.reconnect) {
       p.reject(connectionError(`not connected to ${this.socketPath} (reconnect is off)`))
     } else {
-      this.pending.set(id, p)
+      this.pending.add(id, p)
     }
     return promise
   }
 
-  /** Make sure what was just queued gets written: this tick, or once connected. */
+  /** Get what was just queued written: this tick, or once connected. */
   private kick (): void {
-    if (this.closed) {
-      this.out.take()
-    } else if (this.connected) {
+    if (this.connected) {
       if (!this.flushScheduled) {
         this.flushScheduled = true
         process.nextTick(this.flush)
       }
+    } else if (this.closed || (this.socket === null && !this.reconnect)) {
+      this.out.take()
     } else if (this.socket === null) {
-      if (!this.reconnect) this.out.take()
-      else this.dial().catch(() => { /* pending requests were rejected by the dial */ })
+      this.dial().catch(() => { /* the dial failed the pending requests itself */ })
     }
   }
 
   private readonly flush = (): void => {
     this.flushScheduled = false
-    if (!this.connected || this.out.length === 0) return
+    if (!this.connected || this.closed || this.out.length === 0) return
     this.socket?.write(this.out.take())
   }
 
   private readonly sweep = (): void => {
-    if (this.pending.size === 0) return
-    const now = Date.now()
-    for (const [id, p] of this.pending) {
-      if (p.deadline <= now) {
-        this.pending.delete(id)
-        p.reject(new QuotadError(ErrorCodes.TIMEOUT, `no reply within the timeout (timeoutMs ${this.timeoutMs}, plus waitMs)`))
-      }
-    }
+    this.pending.sweep(Date.now(), () =>
+      new QuotadError(ErrorCodes.TIMEOUT, `no reply within timeoutMs (${this.timeoutMs} ms, plus waitMs for a waiting acquire)`))
   }
 
-  /** Open a connection (after the backoff, if the last attempts failed). */
+  private fail (err: QuotadError): void {
+    this.out.take()
+    this.pending.failAll(err)
+  }
+
+  /** Open a connection (after the backoff, if the last dials failed). */
   private dial (): Promise<void> {
     const done = new Promise<void>((resolve, reject) => {
-      this.connectWaiters.push(err => err === null ? resolve() : reject(err))
+      this.dialWaiters.push(err => err === null ? resolve() : reject(err))
     })
     if (this.connected) this.settleDial(null)
     if (this.socket !== null) return done
@@ -283,30 +242,26 @@ export class QuotadClient {
       this.connected = false
       decoder.stop()
       if (!wasConnected) this.failures++
+      const code = lastError?.code
       const err = this.serverError ?? (wasConnected
-        ? connectionError(`connection to ${this.socketPath} closed`, lastError?.code)
-        : connectionError(`cannot connect to ${this.socketPath}: ${lastError?.code ?? 'closed'}`, lastError?.code))
+        ? connectionError(`connection to ${this.socketPath} closed${code !== undefined ? ` (${code})` : ''}`, code)
+        : connectionError(`cannot connect to ${this.socketPath}: ${code ?? 'closed'}`, code))
       this.settleDial(err)
-      this.failAll(err)
+      this.fail(err)
     })
-    const go = (): void => { if (this.closed) socket.destroy(); else socket.connect(this.socketPath) }
+    const go = (): void => {
+      if (this.closed) socket.destroy()
+      else socket.connect(this.socketPath)
+    }
     if (delay === 0) go()
     else setTimeout(go, delay).unref()
     return done
   }
 
   private settleDial (err: QuotadError | null): void {
-    const waiters = this.connectWaiters
-    this.connectWaiters = []
+    const waiters = this.dialWaiters
+    this.dialWaiters = []
     for (const w of waiters) w(err)
-  }
-
-  private failAll (err: QuotadError): void {
-    this.out.take()
-    if (this.pending.size === 0) return
-    const pending = [...this.pending.values()]
-    this.pending.clear()
-    for (const p of pending) p.reject(err)
   }
 
   private readonly handler: FrameHandler = {
@@ -318,12 +273,14 @@ export class QuotadClient {
   }
 
   private onReply (buf: Buffer, start: number, end: number): void {
-    const fast = readDecisionReply(buf, start, end)
+    // The two frequent replies, read by hand.
+    const fast = readDecisionReply(buf, start, end) ?? readBatchReply(buf, start, end)
     if (fast !== undefined) {
       const p = this.pending.get(fast.id)
-      if (p !== undefined && p.kind === KIND_DECISION) {
-        this.pending.delete(fast.id)
-        p.resolve(fast.decision as never)
+      const value = 'decision' in fast ? fast.decision : fast.results
+      if (p !== undefined && p.kind === ('decision' in fast ? KIND_DECISION : KIND_BATCH)) {
+        this.pending.take(fast.id)
+        p.resolve(value as never)
         return
       }
     }
@@ -331,26 +288,26 @@ export class QuotadClient {
     try {
       reply = decodeReply(buf, start, end)
     } catch (err) {
-      this.serverError = connectionError(`bad reply from server: ${(err as Error).message}`)
+      this.serverError = connectionError(`bad reply from the server: ${(err as Error).message}`)
       this.socket?.destroy()
       return
     }
     if (reply.id === null) {
-      // A connection-level complaint (too many connections, oversized frame,
-      // shutting down): the server closes next, and pending requests fail with it.
+      // A complaint about the connection itself (too many connections, an
+      // oversized frame, shutting down): the server closes it next, and the
+      // pending requests fail with this code.
       if (!reply.ok) this.serverError = new QuotadError(reply.error.code as ErrorCode, reply.error.message)
       return
     }
-    const p = this.pending.get(reply.id)
+    const p = this.pending.take(reply.id)
     if (p === undefined) return // timed out already
-    this.pending.delete(reply.id)
     if (!reply.ok) {
       p.reject(new QuotadError(reply.error.code as ErrorCode, reply.error.message))
       return
     }
+    const r = reply as unknown as Record<string, unknown>
     switch (p.kind) {
-      case KIND_DECISION: {
-        const r = reply as Decision
+      case KIND_DECISION:
         p.resolve({
           allowed: r.allowed,
           remaining: r.remaining,
@@ -360,23 +317,14 @@ export class QuotadClient {
           rule: r.rule
         } as never)
         return
-      }
       case KIND_BATCH:
-        p.resolve((reply as { results: BatchResult[] }).results as never)
+        p.resolve(r.results as never)
         return
       case KIND_STATUS:
-        p.resolve((reply as { status: Record<string, unknown> }).status as never)
+        p.resolve(r.status as never)
         return
-      case KIND_PONG:
-        p.resolve((reply as { time: number }).time as never)
+      default:
+        p.resolve(r.time as never)
     }
   }
-}
-
-function positive (value: number | undefined, fallback: number, name: string): number {
-  if (value === undefined) return fallback
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new QuotadError(ErrorCodes.BAD_ARGUMENT, `${name} must be a positive number, got ${String(value)}`)
-  }
-  return value
 }

@@ -56,10 +56,9 @@ export class Peers {
     p.lastHeard = nowMs
     p.clockOffsetMs = g.now - nowMs
     p.rules = g.rules
-    for (const [k, held, outstanding, rate] of g.keys) {
-      if (held === 0 && outstanding === 0 && rate === 0) p.keys.delete(k)
-      else p.keys.set(k, { held, outstanding, rate })
-    }
+    // Zero entries are kept: "holds nothing" is information. A key a peer never
+    // gossiped is assumed to be at its pre-allocated share instead.
+    for (const [k, held, outstanding, rate] of g.keys) p.keys.set(k, { held, outstanding, rate })
     for (const [node, epoch, applied] of g.acks) {
       if (node === myNode && epoch === myEpoch) p.appliedFromMe = applied
     }

@@ -5,12 +5,14 @@
  * Hot path and its data structures:
  *
  * - A socket 'data' chunk goes through the FrameDecoder, which calls
- *   `onFrame` for every complete frame in it, synchronously. Each request is
- *   decoded, validated and answered right there, and its reply frame (header
- *   already in place, see messages.ts) is appended to `out`.
- * - When the chunk is consumed, `flush` writes everything in `out` with ONE
- *   socket.write (one Buffer.concat when there are several replies). So a
- *   client pipelining 500 requests in one chunk costs one syscall each way.
+ *   `onFrame` for every complete frame in it, synchronously, with the bytes
+ *   still in the chunk. Each request is decoded (fast-read.ts for the usual
+ *   flat maps, msgpackr otherwise), validated and answered right there: its
+ *   reply frame is encoded straight into `out`, the connection's slab writer
+ *   (out-buffer.ts; decisions and batches by hand in fast-write.ts).
+ * - When the chunk is consumed, `flush` hands everything in `out` to ONE
+ *   socket.write, as one Buffer view, without a copy. So a client pipelining
+ *   500 requests in one chunk costs one syscall each way.
  * - A waiting acquire (`service.acquire` returned a WaitHandle) is kept in the
  *   `waiters` set until its promise settles. Its reply joins `out` and a flush
  *   is scheduled with process.nextTick; waiters that settle in the same tick
@@ -26,55 +28,22 @@
  */
 import type net from 'node:net'
 import { ErrorCodes, isQuotadError } from '../errors.js'
-import { isWaitHandle, type Decision, type QuotaService, type WaitHandle } from '../core/types.js'
-import type { LimitsConfig } from '../config/types.js'
-import type { Clock } from '../clock.js'
+import { isWaitHandle, type Decision, type WaitHandle } from '../core/types.js'
 import { FrameDecoder, type FrameHandler } from '../protocol/frame.js'
 import {
-  checkBatchItem, decodeRequest, encodeBatchReply, encodeErrorReply, encodePongReply,
+  checkBatchItem, decodeRequest, encodeErrorReply, encodePongReply,
   encodeStatusReply, RequestError, toWireError, type BatchResult, type Request
 } from '../protocol/messages.js'
-import { OutBuffer, writeDecisionReply } from '../protocol/fast-codec.js'
-import type { EventSink } from './events.js'
+import { OutBuffer } from '../protocol/out-buffer.js'
+import { writeBatchReply, writeDecisionReply } from '../protocol/fast-write.js'
+import { closeSocketSoon, type ConnectionHost } from './host.js'
 
 /** Pause reading while the socket holds more than this many unwritten bytes. */
 export const WRITE_HIGH_WATER = 1024 * 1024
-/** How long a closing connection may take to flush before it is destroyed. */
-const CLOSE_GRACE_MS = 2000
-
-/** What a connection needs from its server. */
-export interface ConnectionHost {
-  readonly limits: LimitsConfig
-  readonly service: QuotaService
-  readonly clock: Clock
-  readonly events: EventSink
-  readonly stopping: boolean
-  readonly counters: ServerCounters
-  connectionClosed: (conn: Connection) => void
-}
-
-export interface ServerCounters {
-  requests: number
-  errorReplies: number
-  badFrames: number
-  framesTooLarge: number
-  waiting: number
-  overloaded: number
-  internalErrors: number
-}
 
 interface Waiter {
   readonly id: number
   readonly handle: WaitHandle
-}
-
-/** Close `socket` after what was written reaches the kernel, or after a grace period. */
-export function closeSocketSoon (socket: net.Socket, last?: Buffer): void {
-  if (socket.destroyed) return
-  socket.once('finish', () => socket.destroy())
-  setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref()
-  if (last !== undefined && socket.writable) socket.end(last)
-  else socket.end()
 }
 
 export class Connection implements FrameHandler {
@@ -146,7 +115,12 @@ export class Connection implements FrameHandler {
     try {
       req = decodeRequest(buf, start, end, this.host.limits)
     } catch (err) {
-      const e = err as RequestError
+      if (!(err instanceof RequestError)) {
+        this.noteInternal(err)
+        this.replyError(null, ErrorCodes.INTERNAL, toWireError(err).message)
+        return
+      }
+      const e = err
       if (e.code === ErrorCodes.BAD_FRAME) {
         this.host.counters.badFrames++
         if (this.host.events.wants('bad-frame')) {
@@ -185,7 +159,7 @@ export class Connection implements FrameHandler {
         const r = service.acquire(req.key, req.count, req.waitMs)
         if (!isWaitHandle(r)) {
           this.pushDecision(req.id, r)
-        } else if (this.waiters.size >= this.host.limits.maxInflightPerConnection || this.closing) {
+        } else if (this.waiters.size >= this.host.limits.maxInflightPerConnection) {
           r.cancel()
           this.host.counters.overloaded++
           this.replyError(req.id, ErrorCodes.OVERLOADED,
@@ -198,9 +172,18 @@ export class Connection implements FrameHandler {
       case 'peek':
         this.pushDecision(req.id, service.peek(req.key, req.count))
         return
-      case 'batch':
-        this.push(encodeBatchReply(req.id, this.runBatch(req.id, req.items)))
+      case 'batch': {
+        const results = this.runBatch(req.id, req.items)
+        if (this.closed) return
+        const mark = this.out.length
+        try {
+          writeBatchReply(this.out, req.id, results)
+        } catch (err) {
+          this.out.truncate(mark) // never leave half a frame in the stream
+          throw err
+        }
         return
+      }
       case 'status':
         this.push(encodeStatusReply(req.id, service.status()))
         return
@@ -288,7 +271,14 @@ export class Connection implements FrameHandler {
   }
 
   private pushDecision (id: number, d: Decision): void {
-    if (!this.closed) writeDecisionReply(this.out, id, d)
+    if (this.closed) return
+    const mark = this.out.length
+    try {
+      writeDecisionReply(this.out, id, d)
+    } catch (err) {
+      this.out.truncate(mark) // a malformed Decision: never leave half a frame in the stream
+      throw err
+    }
   }
 
   /** Queue a frame encoded elsewhere (msgpackr); rarer than decisions, so one small copy is fine. */
@@ -319,10 +309,15 @@ export class Connection implements FrameHandler {
     closeSocketSoon(this.socket)
   }
 
-  /** Server stop: waiters get E_SHUTTING_DOWN, then the connection closes. */
+  /**
+   * Server stop: each waiter gets E_SHUTTING_DOWN, then one E_SHUTTING_DOWN
+   * with id null says why the connection closes (for requests still in
+   * flight, which will not be read), then the connection closes.
+   */
   shutdown (): void {
     if (this.closing) return
     this.cancelWaiters(ErrorCodes.SHUTTING_DOWN)
+    this.replyError(null, ErrorCodes.SHUTTING_DOWN, 'quotad is shutting down; closing the connection')
     this.close()
   }
 

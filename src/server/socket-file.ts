@@ -94,36 +94,45 @@ function probeSocket (socketPath: string): Promise<'live' | 'stale' | string> {
  * libuv unlinks the name it bound when the server closes, unconditionally, so
  * binding `socketPath` itself would let a stopping daemon delete the socket of
  * a daemon that replaced it. (If the temporary name would be too long for
- * sun_path, this falls back to binding `socketPath` directly.)
+ * sun_path, or the filesystem has no hard links, this falls back to binding
+ * `socketPath` directly.)
  */
 export async function listenOnSocket (server: net.Server, socketPath: string, mode: number): Promise<SocketFileIdentity> {
   if (!Number.isInteger(mode) || mode < 0 || mode > 0o777) {
     throw new QuotadError(ErrorCodes.BAD_ARGUMENT, `socketMode must be permission bits in [0, 0o777], got ${mode}`)
   }
   const tmp = path.join(path.dirname(socketPath), `.qd-${process.pid.toString(36)}-${randomBytes(3).toString('hex')}`)
-  const direct = Buffer.byteLength(tmp) > MAX_SOCKET_PATH_BYTES
-  const bindPath = direct ? socketPath : tmp
-  await bind(server, bindPath, mode, socketPath)
-  try {
-    await fs.promises.chmod(bindPath, mode)
-    if (!direct) {
-      try {
-        await fs.promises.link(tmp, socketPath)
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
-          throw new QuotadError(ErrorCodes.SOCKET_IN_USE, `another quotad is serving ${socketPath}`)
-        }
-        throw err
-      } finally {
-        await fs.promises.unlink(tmp).catch(() => {})
+  if (Buffer.byteLength(tmp) <= MAX_SOCKET_PATH_BYTES) {
+    await bind(server, tmp, mode, socketPath)
+    let linked = false
+    try {
+      await fs.promises.chmod(tmp, mode)
+      await fs.promises.link(tmp, socketPath)
+      linked = true
+    } catch (err) {
+      await new Promise(resolve => server.close(resolve))
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
+        throw new QuotadError(ErrorCodes.SOCKET_IN_USE, `another quotad is serving ${socketPath}`)
       }
+      // A filesystem without hard links: bind the path itself below.
+    } finally {
+      await fs.promises.unlink(tmp).catch(() => {})
     }
-    const st = await fs.promises.lstat(socketPath)
-    return { dev: st.dev, ino: st.ino }
+    if (linked) return identify(socketPath)
+  }
+  await bind(server, socketPath, mode, socketPath)
+  try {
+    await fs.promises.chmod(socketPath, mode)
+    return await identify(socketPath)
   } catch (err) {
     await new Promise(resolve => server.close(resolve))
     throw err
   }
+}
+
+async function identify (socketPath: string): Promise<SocketFileIdentity> {
+  const st = await fs.promises.lstat(socketPath)
+  return { dev: st.dev, ino: st.ino }
 }
 
 function bind (server: net.Server, bindPath: string, mode: number, socketPath: string): Promise<void> {
@@ -145,13 +154,22 @@ function bind (server: net.Server, bindPath: string, mode: number, socketPath: s
     // bind(2) runs synchronously inside listen() for a pipe (outside cluster
     // workers), so the umask is back to normal before any other JavaScript
     // runs, and the file is never created with more than `mode`.
-    const previous = process.umask(~mode & 0o777)
+    const previous = setUmask(~mode & 0o777)
     try {
       server.listen(bindPath)
     } finally {
-      process.umask(previous)
+      if (previous !== null) setUmask(previous)
     }
   })
+}
+
+/** Set the umask; null where it cannot be set (worker threads): chmod still makes the bits exact. */
+function setUmask (mask: number): number | null {
+  try {
+    return process.umask(mask)
+  } catch {
+    return null
+  }
 }
 
 /** Unlink the socket file if it is still the one we created. Never throws. */

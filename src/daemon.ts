@@ -68,11 +68,12 @@ export class Daemon {
     const node = findNode(opts.config, opts.node)
     const log = opts.logger ?? createLogger({ base: { node: node.name } })
     await mkdir(node.dataDir, { recursive: true, mode: 0o700 })
-    let d: Daemon | undefined
+    // The cluster is built first (it reads durable state) but reports arriving tokens to the quota built after it.
+    const ref: { d?: Daemon } = {}
     const cluster = opts.config.nodes.length > 1
-      ? await ClusterNode.create({ config: opts.config, node, clock: opts.clock ?? systemClock, log: log.child('cluster'), onTokens: () => d?.quota.kick() })
+      ? await ClusterNode.create({ config: opts.config, node, clock: opts.clock ?? systemClock, log: log.child('cluster'), onTokens: () => ref.d?.quota.kick() })
       : null
-    d = new Daemon(opts, node, log, cluster)
+    const d = ref.d = new Daemon(opts, node, log, cluster)
     await d.run()
     return d
   }

@@ -76,7 +76,7 @@ test('a minimal file gets every default, and relative paths resolve against base
   t.is(config.source, undefined)
   t.deepEqual(config.cluster, { name: 'test', secretFile: '/etc/quotad/swarm.key', gossipIntervalMs: 250 })
   t.deepEqual(config.nodes[0], {
-    name: 'a', listen: '/ip4/127.0.0.1/tcp/0', socket: '/etc/quotad/a.sock', dataDir: '/etc/quotad/data/a', socketMode: DEFAULT_SOCKET_MODE
+    name: 'a', listen: '/ip4/127.0.0.1/tcp/0', socket: '/etc/quotad/a.sock', dataDir: '/etc/quotad/data/a', socketMode: DEFAULT_SOCKET_MODE, seed: true
   })
   t.deepEqual(config.rules[0], {
     name: 'r', match: 'k', limit: 10, per: '1s', perMs: 1000, algorithm: 'fixed-window', burst: 10, mode: 'hard', onPartition: 'local-share', maxDebt: 10
@@ -348,4 +348,14 @@ test('the schema describes every property and allows exactly the fields the vali
       t.is(typeof deref(schema, prop).description, 'string', `${key} has no description`)
     }
   }
+})
+
+test('a cluster needs at least one seed; seed must be a boolean', t => {
+  const raw = minimal() as { nodes: Array<Record<string, unknown>> }
+  raw.nodes[0].seed = false
+  const err = t.throws<ConfigError>(() => validateClusterFile(raw, '/etc/quotad'))
+  t.is(err?.code, 'E_CONFIG_INVALID')
+  t.true(err?.issues.some(i => i.path === 'nodes'))
+  raw.nodes[0].seed = 'yes'
+  t.true(t.throws<ConfigError>(() => validateClusterFile(raw, '/etc/quotad'))?.issues.some(i => i.path === 'nodes[0].seed'))
 })

@@ -1,9 +1,21 @@
 #!/usr/bin/env node
 /**
  * `npm start`: run every node of a cluster file as a real `quotad` process and
- * drive a small skewed load at them through their Unix sockets, printing what
- * each node allowed and denied every second. Ctrl-C (or --duration) stops the
- * load, then every node with SIGTERM.
+ * drive a skewed load at them through their Unix sockets, so a newcomer sees
+ * the product work. Every second it prints, per node, what it allowed and
+ * denied, the tokens it holds of the demo key and the tokens moved in/out
+ * since start (read from each node's `status`), and the cluster total.
+ *
+ * The load runs in phases, over and over:
+ * 1. the first exact-key rule (payments), node 0 hot: tokens flow to it;
+ * 2. the same key, the last node hot: the tokens follow the demand;
+ * 3. only if the file has an exact-key fixed-window rule with a window of 10 s
+ *    to 1 h (e.g. reports, 300 per 1m): a load that nearly exhausts it, so the
+ *    cluster gets tight (*) and paces its last tokens over the window.
+ *
+ * The nodes run in their own process group, so Ctrl-C reaches only the demo:
+ * it stops the load first, then every node with SIGTERM, and exits 0.
+ * --duration S does the same by itself after S seconds.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
@@ -12,15 +24,32 @@ import { fileURLToPath } from 'node:url'
 import { QuotadClient } from '../client/index.js'
 import { loadClusterFile } from '../config/load.js'
 import { writeSwarmKey } from '../config/swarm-key.js'
-import type { ClusterConfig } from '../config/types.js'
+import type { ClusterConfig, RuleConfig } from '../config/types.js'
 import { fail, parseCli, intFlag } from './common.js'
+import { summarize, type KeyView } from './top.js'
 
 const QUOTAD = resolve(dirname(fileURLToPath(import.meta.url)), 'quotad.js')
 
-/** Demand per second per node: node 0 is hot, the last is nearly idle. */
-const SKEW = [0.6, 0.3, 0.1]
+/** Seconds per phase. */
+const SHIFT_S = 10
+const TIGHT_S = 20
+/** Phase 3 spends this fraction of the stock in about TIGHT_RAMP_S seconds, then the cluster is tight. */
+const TIGHT_RAMP_S = 6
+const NODE_STOP_TIMEOUT_MS = 10_000
+
+interface Phase {
+  rule: RuleConfig
+  seconds: number
+  /** Total requests per second, split by `weights`. */
+  rate: number
+  weights: number[]
+  banner: (startedAt: number) => string
+}
 
 interface Counts { allowed: number, denied: number }
+
+/** Set once Ctrl-C (or --duration) began the shutdown: startup steps give up quietly. */
+let stopping = false
 
 async function main (): Promise<void> {
   const { values } = parseCli({
@@ -33,74 +62,208 @@ async function main (): Promise<void> {
   const file = resolve(values.config as string)
   const cfg = await loadClusterFile(file)
   const durationS = intFlag('duration', values.duration, 0)
+  const mainRule = pickRule(cfg)
+  const totalRate = intFlag('rate', values.rate, Math.round(mainRule.limit * 1.5 * 1000 / mainRule.perMs), 1)
   if (!existsSync(cfg.cluster.secretFile)) await writeSwarmKey(cfg.cluster.secretFile)
+  const names = cfg.nodes.map(n => n.name)
+  const phases = makePhases(cfg, mainRule, totalRate)
 
   const children = cfg.nodes.map(n => startNode(file, n.name))
-  const clients = await Promise.all(cfg.nodes.map(async n => await connectWhenUp(n.socket)))
-  process.stdout.write(`quotad demo: ${cfg.nodes.length} nodes (${cfg.nodes.map(n => n.name).join(', ')}) from ${file}\n`)
+  // Whatever happens to the demo, its nodes do not outlive it.
+  process.on('exit', () => { for (const c of children) if (running(c)) c.kill('SIGTERM') })
+  let shutdown = async (): Promise<void> => {
+    if (stopping) return
+    stopping = true
+    process.stdout.write('stopping every node (SIGTERM)\n')
+    process.exit(await stopAll(children) ? 0 : 1)
+  }
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => { void shutdown() })
 
-  const rule = pickRule(cfg)
-  const totalRate = intFlag('rate', values.rate, Math.round(rule.limit * 1.5 * 1000 / rule.perMs), 1)
-  process.stdout.write(`load: ${totalRate} req/s on "${rule.match}" (rule ${rule.name}: ${rule.limit} per ${rule.per}, ${rule.algorithm}), split ${cfg.nodes.map((n, i) => `${n.name} ${Math.round(share(i, cfg.nodes.length) * 100)}%`).join(', ')}\n\n`)
-  process.stdout.write(`${'second'.padEnd(8)}${cfg.nodes.map(n => `${n.name}: allowed/denied`.padEnd(24)).join('')}cluster allowed\n`)
+  process.stdout.write(`quotad demo: ${names.length} nodes (${names.join(', ')}) from ${file}\n`)
+  const clients = await Promise.all(cfg.nodes.map(async n => await connectWhenUp(n.socket, () => stopping)))
+  await waitForPeers(clients, names.length - 1)
+  if (stopping) return
+  process.stdout.write('Watch: held tokens follow the busy node (in/out); the cluster never tops its limit; * = tight\n')
+  if (phases.length < 3) {
+    process.stdout.write(`(To also see tightening, add a fixed-window rule to ${file}, e.g.\n` +
+      ' { "name": "reports", "match": "reports", "limit": 300, "per": "1m", "algorithm": "fixed-window" })\n')
+  }
 
-  const counts: Counts[] = cfg.nodes.map(() => ({ allowed: 0, denied: 0 }))
-  const credit = cfg.nodes.map(() => 0)
+  const counts: Counts[] = names.map(() => ({ allowed: 0, denied: 0 }))
+  const credit = names.map(() => 0)
+  let phase = phases[0]
+  let phaseIndex = 0
+  let phaseLeft = phase.seconds
+  let window = windowIndex(phase.rule)
+  process.stdout.write(phase.banner(0) + '\n' + header(names))
   const tickMs = 10
   const load = setInterval(() => {
     for (let i = 0; i < clients.length; i++) {
-      credit[i] += totalRate * share(i, clients.length) * tickMs / 1000
+      credit[i] += phase.rate * phase.weights[i] * tickMs / 1000
+      const key = phase.rule.match
       for (; credit[i] >= 1; credit[i]--) {
-        clients[i].acquire(rule.match).then(d => { if (d.allowed) counts[i].allowed++; else counts[i].denied++ }, () => {})
+        clients[i].acquire(key).then(d => { if (d.allowed) counts[i].allowed++; else counts[i].denied++ }, () => {})
       }
     }
   }, tickMs)
+
   let second = 0
+  let reporting = false
   const report = setInterval(() => {
+    if (reporting || stopping) return
+    reporting = true
     second++
-    const row = counts.map(c => `${c.allowed}/${c.denied}`.padEnd(24)).join('')
-    const total = counts.reduce((n, c) => n + c.allowed, 0)
-    process.stdout.write(`${String(second).padEnd(8)}${row}${total}\n`)
+    const done = counts.map(c => ({ ...c }))
     for (const c of counts) { c.allowed = 0; c.denied = 0 }
-    if (durationS > 0 && second >= durationS) void shutdown()
+    const key = phase.rule.match
+    void Promise.all(clients.map(async (c, i) => await keyAt(c, names[i], key))).then(keys => {
+      if (stopping) return
+      process.stdout.write(line(second, done, keys))
+      if (durationS > 0 && second >= durationS) { void shutdown(); return }
+      const w = windowIndex(phase.rule)
+      if (w !== window && phaseIndex === 2) process.stdout.write(`-- the ${phase.rule.per} window of "${key}" rolled over: the spent tokens are back\n`)
+      window = w
+      if (--phaseLeft <= 0) {
+        phaseIndex = (phaseIndex + 1) % phases.length
+        phase = phases[phaseIndex]
+        phaseLeft = phase.seconds
+        window = windowIndex(phase.rule)
+        credit.fill(0)
+        process.stdout.write(phase.banner(second) + '\n' + header(names))
+      }
+    }).finally(() => { reporting = false })
   }, 1000)
 
-  let stopping = false
-  const shutdown = async (): Promise<void> => {
+  shutdown = async () => {
     if (stopping) return
     stopping = true
     clearInterval(load)
     clearInterval(report)
+    process.stdout.write('stopping: the load, then every node (SIGTERM)\n')
     await Promise.all(clients.map(async c => await c.close()))
-    await Promise.all(children.map(async c => await stopChild(c)))
-    process.stdout.write('stopped every node\n')
-    process.exit(0)
+    const ok = await stopAll(children)
+    process.stdout.write(ok ? 'stopped every node\n' : 'some node did not stop cleanly (see above)\n')
+    process.exit(ok ? 0 : 1)
   }
-  process.on('SIGINT', () => { void shutdown() })
-  process.on('SIGTERM', () => { void shutdown() })
 }
 
-function share (i: number, n: number): number {
-  const weights = Array.from({ length: n }, (_, j) => SKEW[j] ?? SKEW[SKEW.length - 1])
-  return weights[i] / weights.reduce((a, b) => a + b, 0)
+/** The phases, from the rules the file has. */
+function makePhases (cfg: ClusterConfig, main: RuleConfig, totalRate: number): Phase[] {
+  const n = cfg.nodes.length
+  const names = cfg.nodes.map(x => x.name)
+  const first = names[0]
+  const last = names[n - 1]
+  const split = (w: number[]): string => names.map((x, i) => `${x} ${Math.round(w[i] * 100)}%`).join(' ')
+  const what = (r: RuleConfig): string => `"${r.match}" (${r.limit} per ${r.per}, ${r.algorithm})`
+  const hotFirst = skew(n, 0)
+  const hotLast = skew(n, n - 1)
+  const phases: Phase[] = [
+    {
+      rule: main, seconds: SHIFT_S, rate: totalRate, weights: hotFirst,
+      banner: t => `-- ${t}s: ${totalRate} req/s on ${what(main)}, ${first} is hot: ${split(hotFirst)}`
+    },
+    {
+      rule: main, seconds: SHIFT_S, rate: totalRate, weights: hotLast,
+      banner: t => `-- ${t}s: the hot node moves from ${first} to ${last} (${split(hotLast)}): tokens follow it`
+    }
+  ]
+  const fixed = cfg.rules.find(r => r.algorithm === 'fixed-window' && !r.match.includes('*') && r.perMs >= 10_000 && r.perMs <= 3_600_000)
+  if (fixed !== undefined) {
+    const hot = skew(n, Math.floor(n / 2))
+    const rate = Math.max(1, Math.round(0.85 * fixed.limit / TIGHT_RAMP_S))
+    phases.push({
+      rule: fixed, seconds: TIGHT_S, rate, weights: hot,
+      banner: t => {
+        const left = Math.ceil((windowIndex(fixed) + 1) * fixed.perMs / 1000 - Date.now() / 1000)
+        return `-- ${t}s: ${rate} req/s on ${what(fixed)}, ${split(hot)}\n` +
+          `   near exhaustion it gets tight (*): each node paces its last tokens (window resets in ${left}s)`
+      }
+    })
+  }
+  return phases
+}
+
+/** Weights for n nodes: the hot node 6, its neighbours 3, the rest 1; normalized. */
+function skew (n: number, hot: number): number[] {
+  const w = Array.from({ length: n }, (_, i) => Math.abs(i - hot) === 0 ? 6 : Math.abs(i - hot) === 1 ? 3 : 1)
+  const sum = w.reduce((a, b) => a + b, 0)
+  return w.map(x => x / sum)
 }
 
 /** The first exact-key rule: one global key every node shares. */
-function pickRule (cfg: ClusterConfig) {
+function pickRule (cfg: ClusterConfig): RuleConfig {
   const r = cfg.rules.find(r => !r.match.includes('*'))
   if (r === undefined) throw new Error('the demo needs at least one exact-key rule in the cluster file')
   return r
 }
 
+/** Index of the calendar-aligned window now (fixed windows are UTC-aligned). */
+function windowIndex (rule: RuleConfig): number {
+  return Math.floor(Date.now() / rule.perMs)
+}
+
+// ---- output ------------------------------------------------------------------
+
+/** Per node: ok/deny (8), held + tight mark (7), in/out (9), gap (2). */
+const CELL = 26
+const perLine = (n: number): number => Math.max(1, Math.min(n, Math.floor((100 - 6 - 14) / CELL)))
+
+function header (names: string[]): string {
+  const per = perLine(names.length)
+  const lines: string[] = []
+  for (let i = 0; i < names.length; i += per) {
+    const group = names.slice(i, i + per)
+    const last = i + per >= names.length
+    lines.push('time  ' + group.map(n => `-- ${n} `.padEnd(CELL, '-')).join('') + (last ? ' -- cluster --' : ''))
+    lines.push('      ' + group.map(() => 'ok/deny'.padStart(8) + 'held '.padStart(7) + 'in/out'.padStart(9) + '  ').join('') +
+      (last ? 'ok/deny'.padStart(8) + 'held'.padStart(6) : ''))
+  }
+  return lines.join('\n') + '\n'
+}
+
+function line (second: number, counts: Counts[], keys: Array<KeyView | undefined>): string {
+  const per = perLine(counts.length)
+  const cell = (c: Counts, k: KeyView | undefined): string => {
+    const held = k === undefined ? '?' : `${Math.floor(k.held)}${k.tight ? '*' : ' '}`
+    const moved = k === undefined ? '?' : `${k.transfersIn}/${k.transfersOut}`
+    return `${c.allowed}/${c.denied}`.padStart(8) + held.padStart(7) + moved.padStart(9) + '  '
+  }
+  const ok = counts.reduce((n, c) => n + c.allowed, 0)
+  const no = counts.reduce((n, c) => n + c.denied, 0)
+  const held = keys.every(k => k !== undefined) ? String(Math.floor(keys.reduce((n, k) => n + (k?.held ?? 0), 0))) : '?'
+  const lines: string[] = []
+  for (let i = 0; i < counts.length; i += per) {
+    const last = i + per >= counts.length
+    lines.push((i === 0 ? `${second}s`.padStart(4) + '  ' : '      ') +
+      counts.slice(i, i + per).map((c, j) => cell(c, keys[i + j])).join('') +
+      (last ? `${ok}/${no}`.padStart(8) + held.padStart(6) : ''))
+  }
+  return lines.map(l => l.trimEnd()).join('\n') + '\n'
+}
+
+// ---- nodes ---------------------------------------------------------------------
+
+/** The demo key's figures at one node, from its status; undefined if it did not answer. */
+async function keyAt (client: QuotadClient, name: string, key: string): Promise<KeyView | undefined> {
+  try {
+    const status = await client.status()
+    return summarize({ name, socket: client.socketPath }, status, 0, null).view.keys.find(k => k.key === key)
+  } catch {
+    return undefined
+  }
+}
+
 function startNode (file: string, name: string): ChildProcess {
-  const child = spawn(process.execPath, [QUOTAD, '--config', file, '--node', name, '--log-level', 'warn'], { stdio: ['ignore', 'inherit', 'inherit'] })
+  // detached: its own process group, so the terminal's Ctrl-C reaches the demo only.
+  const child = spawn(process.execPath, [QUOTAD, '--config', file, '--node', name, '--log-level', 'warn'],
+    { stdio: ['ignore', 'inherit', 'inherit'], detached: true })
   child.on('exit', (code, signal) => {
     if (code !== 0 && signal === null) process.stderr.write(`node ${name} exited with status ${code}\n`)
   })
   return child
 }
 
-async function connectWhenUp (socketPath: string): Promise<QuotadClient> {
+async function connectWhenUp (socketPath: string, stopped: () => boolean): Promise<QuotadClient> {
   const deadline = Date.now() + 15_000
   while (true) {
     try {
@@ -108,18 +271,46 @@ async function connectWhenUp (socketPath: string): Promise<QuotadClient> {
       await c.ping()
       return c
     } catch (err) {
+      if (stopped()) await new Promise(() => {}) // the shutdown exits
       if (Date.now() > deadline) throw err
       await new Promise(resolve => setTimeout(resolve, 100))
     }
   }
 }
 
-async function stopChild (c: ChildProcess): Promise<void> {
-  if (c.exitCode !== null || c.signalCode !== null) return
-  await new Promise<void>(resolve => {
-    c.once('exit', () => resolve())
+/** Give the nodes up to 15 s to see each other, so the load starts on a formed cluster. */
+async function waitForPeers (clients: QuotadClient[], peers: number): Promise<void> {
+  if (peers <= 0) return
+  process.stdout.write('waiting for the nodes to find each other...\n')
+  const deadline = Date.now() + 15_000
+  while (Date.now() < deadline) {
+    const seen = await Promise.all(clients.map(async c => {
+      const s = await c.status().catch(() => ({})) as { peers?: Array<{ alive?: boolean }> }
+      return (s.peers ?? []).filter(p => p.alive === true).length
+    }))
+    if (seen.every(n => n >= peers)) return
+    await new Promise(resolve => setTimeout(resolve, 200))
+  }
+  process.stdout.write('(not every node sees every other yet; starting the load anyway)\n')
+}
+
+function running (c: ChildProcess): boolean {
+  return c.exitCode === null && c.signalCode === null
+}
+
+/** SIGTERM every node and wait for it; SIGKILL after a bound. True if all stopped cleanly. */
+async function stopAll (children: ChildProcess[]): Promise<boolean> {
+  const results = await Promise.all(children.map(async c => await stopChild(c)))
+  return results.every(ok => ok)
+}
+
+async function stopChild (c: ChildProcess): Promise<boolean> {
+  if (!running(c)) return c.exitCode === 0 || c.signalCode === 'SIGTERM'
+  return await new Promise<boolean>(resolve => {
+    const timer = setTimeout(() => { c.kill('SIGKILL') }, NODE_STOP_TIMEOUT_MS)
+    c.once('exit', code => { clearTimeout(timer); resolve(code === 0) })
     c.kill('SIGTERM')
   })
 }
 
-main().catch(err => fail(err))
+main().catch(err => { if (!stopping) fail(err) })

@@ -359,6 +359,9 @@ export function validateClusterFile (raw: unknown, baseDir: string, source?: str
   noDuplicates(c, 'nodes', nodes, 'name', 'node name')
   noDuplicates(c, 'nodes', nodes, 'socket', 'socket path')
   noDuplicates(c, 'nodes', nodes, 'dataDir', 'data directory')
+  if (nodes.length > 0 && nodes.every(n => n?.seed === false)) {
+    c.add('nodes', 'needs at least one seed node (a node without "seed": false): seeds hold the stock when the cluster forms')
+  }
   const rules = checkList(c, raw, 'rules', MAX_RULES, checkRule)
   noDuplicates(c, 'rules', rules, 'name', 'rule name')
   noDuplicates(c, 'rules', rules, 'match', 'match pattern')

@@ -15,7 +15,11 @@
  *
  * The nodes run in their own process group, so Ctrl-C reaches only the demo:
  * it stops the load first, then every node with SIGTERM, and exits 0.
- * --duration S does the same by itself after S seconds.
+ * --duration S does the same by itself after S seconds. The nodes stop one
+ * at a time, each once its predecessor no longer looks alive to the others:
+ * a stopping node hands its tokens to a live peer, and a peer that is itself
+ * stopping may drop them (they would be stranded, and the next `npm start`
+ * would have fewer). The last node keeps its tokens in its state file.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
@@ -25,8 +29,9 @@ import { QuotadClient } from '../client/index.js'
 import { loadClusterFile } from '../config/load.js'
 import { writeSwarmKey } from '../config/swarm-key.js'
 import type { ClusterConfig, RuleConfig } from '../config/types.js'
+import { defaultTuning } from '../cluster/tuning.js'
 import { fail, parseCli, intFlag } from './common.js'
-import { summarize, type KeyView } from './top.js'
+import { summarize, type KeyView } from './top-render.js'
 
 const QUOTAD = resolve(dirname(fileURLToPath(import.meta.url)), 'quotad.js')
 
@@ -69,13 +74,15 @@ async function main (): Promise<void> {
   const phases = makePhases(cfg, mainRule, totalRate)
 
   const children = cfg.nodes.map(n => startNode(file, n.name))
+  const gapMs = defaultTuning(cfg.cluster.gossipIntervalMs).aliveTimeoutMs + 300
+  const stopAll = async (): Promise<boolean> => await stopInTurn(children, names, gapMs)
   // Whatever happens to the demo, its nodes do not outlive it.
   process.on('exit', () => { for (const c of children) if (running(c)) c.kill('SIGTERM') })
   let shutdown = async (): Promise<void> => {
     if (stopping) return
     stopping = true
     process.stdout.write('stopping every node (SIGTERM)\n')
-    process.exit(await stopAll(children) ? 0 : 1)
+    process.exit(await stopAll() ? 0 : 1)
   }
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => { void shutdown() })
 
@@ -141,7 +148,7 @@ async function main (): Promise<void> {
     clearInterval(report)
     process.stdout.write('stopping: the load, then every node (SIGTERM)\n')
     await Promise.all(clients.map(async c => await c.close()))
-    const ok = await stopAll(children)
+    const ok = await stopAll()
     process.stdout.write(ok ? 'stopped every node\n' : 'some node did not stop cleanly (see above)\n')
     process.exit(ok ? 0 : 1)
   }
@@ -298,10 +305,16 @@ function running (c: ChildProcess): boolean {
   return c.exitCode === null && c.signalCode === null
 }
 
-/** SIGTERM every node and wait for it; SIGKILL after a bound. True if all stopped cleanly. */
-async function stopAll (children: ChildProcess[]): Promise<boolean> {
-  const results = await Promise.all(children.map(async c => await stopChild(c)))
-  return results.every(ok => ok)
+/** SIGTERM the nodes one at a time, `gapMs` apart. True if all stopped cleanly. */
+async function stopInTurn (children: ChildProcess[], names: string[], gapMs: number): Promise<boolean> {
+  let ok = true
+  for (let i = 0; i < children.length; i++) {
+    if (i > 0 && running(children[i])) await new Promise(resolve => setTimeout(resolve, gapMs))
+    const clean = await stopChild(children[i])
+    process.stdout.write(`  ${names[i]} ${clean ? 'stopped' : 'did NOT stop cleanly'}\n`)
+    ok &&= clean
+  }
+  return ok
 }
 
 async function stopChild (c: ChildProcess): Promise<boolean> {

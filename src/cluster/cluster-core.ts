@@ -14,12 +14,16 @@
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import { Limiter, type KeyState, type Waiter } from '../core/limiter.js'
 import { homeNode, initialShare, seedOrder } from '../core/share.js'
+import { createBucket } from '../core/algorithms/index.js'
+import type { CompiledRule } from '../core/rules.js'
 import type { Decision } from '../core/types.js'
-import { applyDeferred, ext, keepRate, needRate, updateRate, windowed, windowStart, type KeyExt } from './key-ext.js'
+import { applyDeferred, burnDue, ext, keepRate, needRate, updateRate, windowed, windowStart, type KeyExt } from './key-ext.js'
+import { repayDebt, softVerdict, updatePacing } from './local-policy.js'
 import { Ledger } from './ledger.js'
 import { CLUSTER_VERSION, type Ack, type Gossip, type Grant, type GrantItem, type None, type Want } from './messages.js'
 import { Peers, type Peer } from './peers.js'
 import { buildGossip } from './gossip-builder.js'
+import { agrees, ClusterView } from './cluster-view.js'
 import { defaultTuning, type ClusterTuning } from './tuning.js'
 
 export interface ClusterCoreOptions {
@@ -45,6 +49,8 @@ export class ClusterCore {
   readonly ledger: Ledger
   readonly peers: Peers
   readonly tuning: ClusterTuning
+  /** Where tokens are and should go, as this node sees the cluster. */
+  readonly view: ClusterView
   private readonly seeds: string[]
   /** Keys with something to do on ticks (rate decay, wants, deferred, debt, gossip). */
   private readonly active = new Set<KeyState>()
@@ -64,13 +70,15 @@ export class ClusterCore {
     this.tuning = { ...defaultTuning(), ...opts.tuning }
     this.ledger = new Ledger(opts.node, opts.epoch)
     this.peers = new Peers(this.tuning.aliveTimeoutMs)
+    this.view = new ClusterView(this.node, this.seeds, this.peers, this.tuning)
     this.limiter = new Limiter({
       node: opts.node,
       seeds: this.seeds,
       rules: opts.rules,
       limits: opts.limits,
       allocate: opts.allocate,
-      canEvict: (ks) => this.canEvict(ks)
+      canEvict: (ks) => this.canEvict(ks),
+      onRuleChange: (ks, next, nowMs) => this.carryOver(ks, next, nowMs)
     })
   }
 
@@ -110,6 +118,7 @@ export class ClusterCore {
   private prepare (ks: KeyState, count: number, nowMs: number): KeyExt {
     const x = ext(ks)
     if (x.deferred !== null) applyDeferred(ks, x, nowMs)
+    if (x.burn > 0) burnDue(ks, x, nowMs)
     x.demand += count
     x.lastDemandAt = nowMs
     this.active.add(ks)
@@ -118,16 +127,8 @@ export class ClusterCore {
 
   /** Soft-mode failure policies and tightening pacing; undefined: decide normally. */
   private policy (ks: KeyState, x: KeyExt, count: number, nowMs: number): Decision | undefined {
-    const rule = ks.rule.config
-    if (rule.mode === 'soft' && this.isolated(nowMs)) {
-      if (rule.onPartition === 'fail-closed') return this.limiter.decide(ks, false, count, nowMs)
-      if (ks.bucket.trySpend(count, nowMs)) return this.limiter.decide(ks, true, count, nowMs)
-      if (rule.onPartition === 'fail-open' || x.debt + count <= rule.maxDebt) {
-        x.debt += count
-        x.overdraft += count
-        return this.limiter.decide(ks, true, count, nowMs)
-      }
-      return this.limiter.decide(ks, false, count, nowMs)
+    if (ks.rule.config.mode === 'soft' && this.isolated(nowMs)) {
+      return this.limiter.decide(ks, softVerdict(ks, x, count, nowMs) === 'allow', count, nowMs)
     }
     if (x.tight && count > x.pace) return this.limiter.decide(ks, false, count, nowMs)
     return undefined
@@ -149,9 +150,12 @@ export class ClusterCore {
     for (const ks of this.active) {
       const x = ext(ks)
       if (applyDeferred(ks, x, nowMs)) this.limiter.touched(ks, nowMs)
+      burnDue(ks, x, nowMs)
       updateRate(x, dt, this.tuning.rateHalfLifeMs, 2 * this.tuning.tickMs)
-      if (x.debt > 0 && !isolated) this.repay(ks, x, nowMs)
-      this.tighten(ks, x, dt, nowMs)
+      if (x.debt > 0 && !isolated) repayDebt(ks, x, nowMs)
+      ks.bucket.advance(nowMs)
+      const tight = this.seeds.length > 1 && this.view.clusterRemaining(ks, nowMs) < this.tuning.lowWater * ks.rule.stock
+      updatePacing(ks, x, tight, dt, nowMs)
       if (!isolated) this.rebalance(ks, x, nowMs, out)
       if (this.quiet(ks, x, nowMs)) this.active.delete(ks)
     }
@@ -188,54 +192,12 @@ export class ClusterCore {
   private quiet (ks: KeyState, x: KeyExt, nowMs: number): boolean {
     return x.rate === 0 && x.fastRate === 0 && x.demand === 0 && x.debt === 0 && x.deferred === null &&
       x.wantSentAt + this.tuning.wantTimeoutMs < nowMs &&
-      x.sentHeld === ks.bucket.held && !this.shouldReturnHome(ks, x, nowMs)
-  }
-
-  /** Soft-mode debt is repaid from tokens held after healing: they count as spent now. */
-  private repay (ks: KeyState, x: KeyExt, nowMs: number): void {
-    ks.bucket.advance(nowMs)
-    const n = Math.min(x.debt, Math.floor(ks.bucket.held))
-    if (n <= 0) return
-    ks.bucket.forceSpend(n, nowMs)
-    x.debt -= n
-  }
-
-  /** Cluster-wide remaining as this node sees it: its own held plus what alive agreeing peers hold. */
-  clusterRemaining (ks: KeyState, nowMs: number): number {
-    let n = ks.bucket.held
-    for (const p of this.peers.alive(nowMs)) {
-      if (this.agrees(p, ks)) n += this.peerHeld(p, ks)
-    }
-    return n
-  }
-
-  /**
-   * What a peer holds of a key: what it last gossiped, or, if it never
-   * gossiped the key (it has no state for it, e.g. evicted as idle), the
-   * pre-allocated share it would create the key with.
-   */
-  private peerHeld (p: Peer, ks: KeyState): number {
-    const k = p.keys.get(ks.key)
-    if (k !== undefined) return k.held
-    return initialShare(ks.rule.stock, ks.rule.glob, ks.key, p.name, this.seeds)
-  }
-
-  private tighten (ks: KeyState, x: KeyExt, dt: number, nowMs: number): void {
-    const rule = ks.rule.config
-    ks.bucket.advance(nowMs)
-    const tight = windowed(rule.algorithm) && this.seeds.length > 1 &&
-      this.clusterRemaining(ks, nowMs) < this.tuning.lowWater * ks.rule.stock
-    if (!tight) { x.tight = false; return }
-    const held = ks.bucket.held
-    if (!x.tight) { x.tight = true; x.pace = Math.min(held, 1) }
-    // Pace the held tokens evenly over the rest of the window.
-    const rest = windowStart(nowMs, rule.perMs) + rule.perMs - nowMs
-    x.pace = Math.min(held, x.pace + held * dt / Math.max(dt, rest))
+      x.sentHeld === ks.bucket.held && !this.view.shouldReturnHome(ks, x, nowMs)
   }
 
   private rebalance (ks: KeyState, x: KeyExt, nowMs: number, out: Outbound[]): void {
     if (nowMs - x.wantSentAt < this.tuning.wantTimeoutMs) return
-    if (this.shouldReturnHome(ks, x, nowMs)) {
+    if (this.view.shouldReturnHome(ks, x, nowMs)) {
       const home = homeNode(ks.key, this.seeds) as string
       const p = this.peers.get(home)
       if (p !== undefined) this.give(ks, x, p, Math.floor(ks.bucket.held), nowMs, out)
@@ -246,37 +208,12 @@ export class ClusterCore {
     const need = rate * this.tuning.horizonMs / 1000
     const held = ks.bucket.held
     if (held >= need && held >= 1) return
-    const donor = this.chooseDonor(ks, nowMs)
+    const donor = this.view.chooseDonor(ks, nowMs)
     if (donor === undefined) return
     const want = Math.max(1, Math.ceil(2 * need - held))
     x.wantSentAt = nowMs
     this.counters.wantsSent++
     out.push({ kind: 'request', to: donor.name, msg: { v: CLUSTER_VERSION, t: 'want', node: this.node, epoch: this.epoch, key: ks.key, want } })
-  }
-
-  private shouldReturnHome (ks: KeyState, x: KeyExt, nowMs: number): boolean {
-    if (!ks.rule.glob || ks.bucket.held < 1 || nowMs - x.lastDemandAt < this.tuning.idleReturnMs) return false
-    const home = homeNode(ks.key, this.seeds)
-    if (home === undefined || home === this.node) return false
-    const p = this.peers.get(home)
-    return p !== undefined && this.peers.isAlive(p, nowMs) && this.agrees(p, ks)
-  }
-
-  /** The alive, agreeing peer with the largest surplus, by its last gossip or its pre-allocated share. */
-  private chooseDonor (ks: KeyState, nowMs: number): Peer | undefined {
-    let best: Peer | undefined
-    let bestSurplus = 0.999
-    for (const p of this.peers.alive(nowMs)) {
-      if (!this.agrees(p, ks)) continue
-      const rate = p.keys.get(ks.key)?.rate ?? 0
-      const surplus = this.peerHeld(p, ks) - rate * this.tuning.horizonMs / 1000
-      if (surplus > bestSurplus) { best = p; bestSurplus = surplus }
-    }
-    return best
-  }
-
-  agrees (p: Peer, ks: KeyState): boolean {
-    return p.rules[ks.rule.name] === ks.rule.hash
   }
 
   // ---- messages in -------------------------------------------------------
@@ -309,13 +246,13 @@ export class ClusterCore {
     } catch {
       return none
     }
-    if (!this.agrees(p, ks)) return none
+    if (!agrees(p, ks)) return none
     const x = ext(ks)
     applyDeferred(ks, x, nowMs)
-    ks.bucket.advance(nowMs)
+    burnDue(ks, x, nowMs)
     const keep = keepRate(x) * this.tuning.horizonMs / 1000 + x.debt
     let surplus = Math.floor(ks.bucket.held - keep)
-    if (this.clusterRemaining(ks, nowMs) < this.tuning.lowWater * ks.rule.stock) {
+    if (this.view.clusterRemaining(ks, nowMs) < this.tuning.lowWater * ks.rule.stock) {
       surplus = Math.floor(surplus * this.tuning.tightenFraction)
     }
     const n = Math.min(Math.floor(w.want), surplus)
@@ -332,7 +269,9 @@ export class ClusterCore {
     const moved = ks.bucket.debit(n)
     if (moved <= 0) return undefined
     const rule = ks.rule.config
-    const at = windowed(rule.algorithm) ? windowStart(nowMs, rule.perMs) : nowMs
+    // The limiter's monotone time: a clock stepping back must not tag an earlier window.
+    const t = Math.max(nowMs, this.limiter.now)
+    const at = windowed(rule.algorithm) ? windowStart(t, rule.perMs) : t
     x.transfersOut += moved
     this.counters.tokensOut += moved
     this.active.add(ks)
@@ -421,13 +360,39 @@ export class ClusterCore {
       let to: Peer | undefined
       let rate = -1
       for (const p of alive) {
-        if (!this.agrees(p, ks)) continue
+        if (!agrees(p, ks)) continue
         const r = p.keys.get(ks.key)?.rate ?? 0
         if (r > rate) { to = p; rate = r }
       }
       if (to !== undefined) this.give(ks, x, to, n, nowMs, out)
     }
     return out
+  }
+
+  /**
+   * A reload changed this key's rule. Its tokens stay where they are: this
+   * node keeps what it holds and what it has outstanding (spent again now,
+   * so nothing returns early), and adds or destroys only the change in its
+   * own pre-allocated share. Summed over the seeds, the cluster's tokens move
+   * by exactly the change in the rule's stock, wherever they had travelled.
+   */
+  private carryOver (ks: KeyState, next: CompiledRule, nowMs: number): void {
+    const b = ks.bucket
+    b.advance(nowMs)
+    const held = Math.max(0, b.held)
+    const out = b.outstanding(nowMs)
+    const old = ks.rule
+    const delta = initialShare(next.stock, next.glob, ks.key, this.node, this.seeds) -
+      initialShare(old.stock, old.glob, ks.key, this.node, this.seeds)
+    const total = held + out + delta
+    const c = next.config
+    const fresh = createBucket(c.algorithm, { limit: c.limit, perMs: c.perMs, burst: next.stock, share: Math.max(0, total) }, nowMs)
+    fresh.forceSpend(Math.min(out, Math.max(0, total)), nowMs)
+    ks.bucket = fresh
+    ks.initial = Math.max(0, ks.initial + delta)
+    const x = ext(ks)
+    if (total < 0) x.burn += -total
+    this.active.add(ks)
   }
 
   /** Only glob keys are evicted (exact keys are bounded by the rules); never with cluster work pending. */

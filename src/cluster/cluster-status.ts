@@ -41,7 +41,7 @@ export function clusterStatus (core: ClusterCore, nowMs: number, peerIds: Map<st
       outstanding: r3(ks.bucket.outstanding(nowMs)),
       deferred: r3(deferredTotal(x)),
       rate: r3(x.rate),
-      clusterRemaining: r3(core.clusterRemaining(ks, nowMs)),
+      clusterRemaining: r3(core.view.clusterRemaining(ks, nowMs)),
       transfersIn: x.transfersIn,
       transfersOut: x.transfersOut,
       inTransitOut: inTransit.get(ks.key) ?? 0,

@@ -24,6 +24,11 @@ export interface KeyExt {
   debt: number
   /** Soft mode: all tokens ever overdrawn (reported). */
   overdraft: number
+  /**
+   * Tokens to destroy as they come back: a reload lowered the stock by more
+   * than this node had. Destroyed before anything is spent or given.
+   */
+  burn: number
   /** Tightening: cluster-wide remaining below the low-water mark. */
   tight: boolean
   /** Tokens spendable before the next tick while tight. */
@@ -42,7 +47,7 @@ export function ext (ks: KeyState): KeyExt {
   let x = ks.ext as KeyExt | null
   if (x === null) {
     x = {
-      demand: 0, rate: 0, fastRate: 0, lastDemandAt: -Infinity, wantSentAt: -Infinity, deferred: null, debt: 0, overdraft: 0,
+      demand: 0, rate: 0, fastRate: 0, lastDemandAt: -Infinity, wantSentAt: -Infinity, deferred: null, debt: 0, overdraft: 0, burn: 0,
       tight: false, pace: 0, transfersIn: 0, transfersOut: 0, stranded: 0, sentHeld: NaN, sentOutstanding: NaN, sentRate: NaN
     }
     ks.ext = x
@@ -98,4 +103,11 @@ export function needRate (x: KeyExt): number {
 /** What a donor keeps for itself: the lower of the two rates, so a node that went quiet gives at once. */
 export function keepRate (x: KeyExt): number {
   return Math.min(x.rate, x.fastRate)
+}
+
+/** Destroy owed tokens from what is held now (see `burn`). */
+export function burnDue (ks: KeyState, x: KeyExt, nowMs: number): void {
+  if (x.burn <= 0) return
+  ks.bucket.advance(nowMs)
+  x.burn -= ks.bucket.debit(Math.min(x.burn, Math.max(0, ks.bucket.held)))
 }

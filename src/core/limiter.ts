@@ -22,10 +22,11 @@
 import { ErrorCodes, QuotadError } from '../errors.js'
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import type { Decision } from './types.js'
-import { createBucket, EPSILON, type Bucket } from './algorithms/index.js'
+import { createBucket, EPSILON } from './algorithms/index.js'
 import { RuleSet, type CompiledRule } from './rules.js'
 import { initialShare, seedOrder } from './share.js'
 import { WakeHeap } from './wake-heap.js'
+import type { KeyState, Resolution, Waiter } from './key-state.js'
 
 export type LimiterLimits = Pick<LimitsConfig, 'maxKeys' | 'maxKeyBytes' | 'maxWaitersPerKey' | 'maxWaiters'>
 
@@ -44,35 +45,15 @@ export interface LimiterOptions {
   allocate?: boolean
   /** Extra eviction veto for layers that keep per-key data (the cluster). */
   canEvict?: (ks: KeyState, nowMs: number) => boolean
+  /**
+   * How a key's bucket is rebuilt when a reload changes its rule. The default
+   * starts from the node's new share and carries its outstanding spends; the
+   * cluster replaces it (tokens may have moved between nodes).
+   */
+  onRuleChange?: (ks: KeyState, next: CompiledRule, nowMs: number) => void
 }
 
-export interface KeyState {
-  readonly key: string
-  rule: CompiledRule
-  bucket: Bucket
-  /** The share this key was created with (what eviction must be able to recreate). */
-  initial: number
-  waiters: Waiter[] | null
-  /** Sum of the counts of queued waiters. */
-  queued: number
-  /** When this key next needs `poll` (Infinity: never). */
-  wakeAt: number
-  /** Per-key data of the layer above (the cluster); opaque here. */
-  ext: unknown
-}
-
-export interface Waiter {
-  readonly count: number
-  readonly deadline: number
-  readonly ref: unknown
-  keyState: KeyState
-  done: boolean
-}
-
-export interface Resolution {
-  ref: unknown
-  decision: Decision
-}
+export type { KeyState, Waiter, Resolution } from './key-state.js'
 
 const SWEEP_ON_FULL = 1024
 
@@ -88,6 +69,7 @@ export class Limiter {
   private totalWaiters = 0
   allocate: boolean
   private readonly canEvict?: (ks: KeyState, nowMs: number) => boolean
+  private readonly onRuleChange?: (ks: KeyState, next: CompiledRule, nowMs: number) => void
 
   constructor (opts: LimiterOptions) {
     this.ruleSet = new RuleSet(opts.rules)
@@ -96,6 +78,7 @@ export class Limiter {
     this.seeds = seedOrder(opts.seeds ?? [opts.node])
     this.allocate = opts.allocate ?? true
     this.canEvict = opts.canEvict
+    this.onRuleChange = opts.onRuleChange
   }
 
   get keyCount (): number { return this.table.size }
@@ -157,6 +140,9 @@ export class Limiter {
   decide (ks: KeyState, allowed: boolean, count: number, nowMs: number): Decision {
     return this.decision(ks, allowed, count, this.clamp(nowMs))
   }
+
+  /** The clamped (monotone) time of the last call. */
+  get now (): number { return this.lastNow }
 
   /** Tokens arrived from outside (a transfer): serve waiters that can now be served. */
   touched (ks: KeyState, nowMs: number): void {
@@ -395,7 +381,9 @@ export class Limiter {
         this.table.delete(ks.key)
         continue
       }
-      if (rule.hash !== ks.rule.hash) {
+      if (rule.hash !== ks.rule.hash && this.onRuleChange !== undefined) {
+        this.onRuleChange(ks, rule, now)
+      } else if (rule.hash !== ks.rule.hash) {
         const carried = ks.bucket.outstanding(now)
         const fresh = this.create(ks.key, rule, now)
         fresh.bucket.forceSpend(Math.ceil(carried - EPSILON), now)

@@ -1,0 +1,68 @@
+/**
+ * Where a key's tokens are, and where they should come from, as this node
+ * sees the cluster: from peers' last gossip, or, for a key a peer never
+ * gossiped (it has no state for it), the pre-allocated share it would create
+ * the key with. Read-only: deciding where tokens go never moves any.
+ */
+import type { KeyState } from '../core/limiter.js'
+import { homeNode, initialShare } from '../core/share.js'
+import type { KeyExt } from './key-ext.js'
+import type { Peer, Peers } from './peers.js'
+import type { ClusterTuning } from './tuning.js'
+
+/** Whether a peer enforces the same rule (same hash) as we do for this key: only then are its tokens shared. */
+export function agrees (p: Peer, ks: KeyState): boolean {
+  return p.rules[ks.rule.name] === ks.rule.hash
+}
+
+export class ClusterView {
+  private readonly node: string
+  private readonly seeds: readonly string[]
+  private readonly peers: Peers
+  private readonly tuning: ClusterTuning
+
+  constructor (node: string, seeds: readonly string[], peers: Peers, tuning: ClusterTuning) {
+    this.node = node
+    this.seeds = seeds
+    this.peers = peers
+    this.tuning = tuning
+  }
+
+  /** What a peer holds of a key: its last gossip, or the share it would create the key with. */
+  peerHeld (p: Peer, ks: KeyState): number {
+    const k = p.keys.get(ks.key)
+    if (k !== undefined) return k.held
+    return initialShare(ks.rule.stock, ks.rule.glob, ks.key, p.name, this.seeds)
+  }
+
+  /** Cluster-wide remaining: this node's held plus what alive agreeing peers hold. */
+  clusterRemaining (ks: KeyState, nowMs: number): number {
+    let n = ks.bucket.held
+    for (const p of this.peers.alive(nowMs)) {
+      if (agrees(p, ks)) n += this.peerHeld(p, ks)
+    }
+    return n
+  }
+
+  /** The alive, agreeing peer with the largest surplus over what its own rate needs within the horizon. */
+  chooseDonor (ks: KeyState, nowMs: number): Peer | undefined {
+    let best: Peer | undefined
+    let bestSurplus = 0.999
+    for (const p of this.peers.alive(nowMs)) {
+      if (!agrees(p, ks)) continue
+      const rate = p.keys.get(ks.key)?.rate ?? 0
+      const surplus = this.peerHeld(p, ks) - rate * this.tuning.horizonMs / 1000
+      if (surplus > bestSurplus) { best = p; bestSurplus = surplus }
+    }
+    return best
+  }
+
+  /** A glob key idle here, at a node that is not its home, goes back home (so both ends can evict it). */
+  shouldReturnHome (ks: KeyState, x: KeyExt, nowMs: number): boolean {
+    if (!ks.rule.glob || ks.bucket.held < 1 || nowMs - x.lastDemandAt < this.tuning.idleReturnMs) return false
+    const home = homeNode(ks.key, this.seeds)
+    if (home === undefined || home === this.node) return false
+    const p = this.peers.get(home)
+    return p !== undefined && this.peers.isAlive(p, nowMs) && agrees(p, ks)
+  }
+}

@@ -93,7 +93,7 @@ export class Daemon {
       socket: this.node.socket,
       socketMode: '0' + this.node.socketMode.toString(8),
       rules: this.config.rules.map(r => r.name),
-      seeds: this.config.nodes.length
+      seeds: this.config.nodes.filter(n => n.seed).length
     })
   }
 

@@ -30,6 +30,7 @@ import { loadClusterFile } from '../config/load.js'
 import { writeSwarmKey } from '../config/swarm-key.js'
 import type { ClusterConfig, RuleConfig } from '../config/types.js'
 import { defaultTuning } from '../cluster/tuning.js'
+import { ErrorCodes, QuotadError } from '../errors.js'
 import { fail, parseCli, intFlag } from './common.js'
 import { summarize, type KeyView } from './top-render.js'
 
@@ -73,6 +74,9 @@ async function main (): Promise<void> {
   const names = cfg.nodes.map(n => n.name)
   const phases = makePhases(cfg, mainRule, totalRate)
 
+  for (const n of cfg.nodes) {
+    if (await answers(n.socket)) throw new QuotadError(ErrorCodes.SOCKET_IN_USE, `a quotad already serves ${n.socket}: is another demo running with ${file}?`)
+  }
   const children = cfg.nodes.map(n => startNode(file, n.name))
   const gapMs = defaultTuning(cfg.cluster.gossipIntervalMs).aliveTimeoutMs + 300
   const stopAll = async (): Promise<boolean> => await stopInTurn(children, names, gapMs)
@@ -87,9 +91,13 @@ async function main (): Promise<void> {
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => { void shutdown() })
 
   process.stdout.write(`quotad demo: ${names.length} nodes (${names.join(', ')}) from ${file}\n`)
-  const clients = await Promise.all(cfg.nodes.map(async n => await connectWhenUp(n.socket, () => stopping)))
+  const gone = (): string | undefined => names.find((_, i) => !running(children[i]))
+  const clients = await Promise.all(cfg.nodes.map(async n => await connectWhenUp(n.socket, () => stopping, gone)))
   await waitForPeers(clients, names.length - 1)
   if (stopping) return
+  // A node that died at start (its log says why) may have left another process's socket for us to talk to.
+  const dead = gone()
+  if (dead !== undefined) throw new QuotadError(ErrorCodes.CONNECTION, `node ${dead} exited during startup (see its log above)`)
   process.stdout.write('Watch: held tokens follow the busy node (in/out); the cluster never tops its limit; * = tight\n')
   if (phases.length < 3) {
     process.stdout.write(`(To also see tightening, add a fixed-window rule to ${file}, e.g.\n` +
@@ -270,9 +278,11 @@ function startNode (file: string, name: string): ChildProcess {
   return child
 }
 
-async function connectWhenUp (socketPath: string, stopped: () => boolean): Promise<QuotadClient> {
+async function connectWhenUp (socketPath: string, stopped: () => boolean, gone: () => string | undefined): Promise<QuotadClient> {
   const deadline = Date.now() + 15_000
   while (true) {
+    const dead = gone()
+    if (dead !== undefined) throw new QuotadError(ErrorCodes.CONNECTION, `node ${dead} exited during startup (see its log above)`)
     try {
       const c = await QuotadClient.connect({ socketPath, timeoutMs: 2000 })
       await c.ping()
@@ -282,6 +292,17 @@ async function connectWhenUp (socketPath: string, stopped: () => boolean): Promi
       if (Date.now() > deadline) throw err
       await new Promise(resolve => setTimeout(resolve, 100))
     }
+  }
+}
+
+/** Whether something already answers on a socket. */
+async function answers (socketPath: string): Promise<boolean> {
+  try {
+    const c = await QuotadClient.connect({ socketPath, timeoutMs: 1000, reconnect: false })
+    await c.close()
+    return true
+  } catch {
+    return false
   }
 }
 

@@ -69,7 +69,8 @@ async function run (file: string, node: string, level: LogLevel): Promise<void> 
   process.on('SIGTERM', () => stop('SIGTERM'))
   process.on('SIGINT', () => stop('SIGINT'))
   process.on('SIGHUP', () => {
-    loadClusterFile(file).then(cfg => daemon.reload(cfg), err => {
+    // Any failure (unreadable, invalid, this node gone from the file) keeps the old rules.
+    loadClusterFile(file).then(cfg => daemon.reload(cfg)).catch(err => {
       log.error('reload refused; the old rules stay', { err, details: (err as { details?: unknown }).details })
     })
   })

@@ -13,9 +13,8 @@
  */
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import { Limiter, type KeyState, type Waiter } from '../core/limiter.js'
-import { homeNode, initialShare, seedOrder } from '../core/share.js'
-import { createBucket } from '../core/algorithms/index.js'
-import type { CompiledRule } from '../core/rules.js'
+import { homeNode, seedOrder } from '../core/share.js'
+import { carryOver } from './reload.js'
 import type { Decision } from '../core/types.js'
 import { applyDeferred, burnDue, ext, keepRate, needRate, updateRate, windowed, windowStart, type KeyExt } from './key-ext.js'
 import { repayDebt, softVerdict, updatePacing } from './local-policy.js'
@@ -78,7 +77,7 @@ export class ClusterCore {
       limits: opts.limits,
       allocate: opts.allocate,
       canEvict: (ks) => this.canEvict(ks),
-      onRuleChange: (ks, next, nowMs) => this.carryOver(ks, next, nowMs)
+      onRuleChange: (ks, next, nowMs) => { carryOver(ks, next, this.node, this.seeds, nowMs); this.active.add(ks) }
     })
   }
 
@@ -125,13 +124,24 @@ export class ClusterCore {
     return x
   }
 
+  /** A glob key holding tokens away from its home stays active until it has gone back. */
+  private owesHome (ks: KeyState): boolean {
+    return ks.rule.glob && ks.bucket.held >= 1 && homeNode(ks.key, this.seeds) !== this.node
+  }
+
   /** Soft-mode failure policies and tightening pacing; undefined: decide normally. */
   private policy (ks: KeyState, x: KeyExt, count: number, nowMs: number): Decision | undefined {
     if (ks.rule.config.mode === 'soft' && this.isolated(nowMs)) {
-      return this.limiter.decide(ks, softVerdict(ks, x, count, nowMs) === 'allow', count, nowMs)
+      return this.notBefore(this.limiter.decide(ks, softVerdict(ks, x, count, nowMs) === 'allow', count, nowMs), this.tuning.aliveTimeoutMs)
     }
-    if (x.tight && count > x.pace) return this.limiter.decide(ks, false, count, nowMs)
+    if (x.tight && count > x.pace) return this.notBefore(this.limiter.decide(ks, false, count, nowMs), this.tuning.tickMs)
     return undefined
+  }
+
+  /** A denial by policy while tokens are held: say when to try again rather than "now". */
+  private notBefore (d: Decision, ms: number): Decision {
+    if (!d.allowed && d.retryAfterMs === 0) d.retryAfterMs = ms
+    return d
   }
 
   /** No peer alive in a cluster that has others: the condition soft-mode policies apply to. */
@@ -162,11 +172,19 @@ export class ClusterCore {
     for (const g of this.ledger.due(nowMs, this.tuning.retransmitMs)) out.push({ kind: 'request', to: g.to, msg: g })
     if (nowMs - this.lastGossip >= this.tuning.gossipIntervalMs) {
       this.lastGossip = nowMs
-      if (this.fullSync || ++this.gossips % this.tuning.fullSyncEvery === 0) this.syncCursor = this.limiter.states()
+      // A full pass over a large table takes many gossips; start the next only when it is done.
+      if ((this.fullSync || ++this.gossips % this.tuning.fullSyncEvery === 0) && this.syncCursor === null) this.syncCursor = this.limiter.states()
       this.fullSync = false
       out.push({ kind: 'gossip', msg: buildGossip(this, this.candidates(), nowMs) })
     }
     return out
+  }
+
+  /** Each known peer's current epoch (for the ack list). */
+  currentEpochs (): Map<string, string> {
+    const m = new Map<string, string>()
+    for (const p of this.peers.all()) m.set(p.name, p.epoch)
+    return m
   }
 
   /** A gossip now, outside the tick schedule (the last one before a graceful stop). */
@@ -192,7 +210,7 @@ export class ClusterCore {
   private quiet (ks: KeyState, x: KeyExt, nowMs: number): boolean {
     return x.rate === 0 && x.fastRate === 0 && x.demand === 0 && x.debt === 0 && x.deferred === null &&
       x.wantSentAt + this.tuning.wantTimeoutMs < nowMs &&
-      x.sentHeld === ks.bucket.held && !this.view.shouldReturnHome(ks, x, nowMs)
+      x.sentHeld === ks.bucket.held && !this.owesHome(ks)
   }
 
   private rebalance (ks: KeyState, x: KeyExt, nowMs: number, out: Outbound[]): void {
@@ -367,32 +385,6 @@ export class ClusterCore {
       if (to !== undefined) this.give(ks, x, to, n, nowMs, out)
     }
     return out
-  }
-
-  /**
-   * A reload changed this key's rule. Its tokens stay where they are: this
-   * node keeps what it holds and what it has outstanding (spent again now,
-   * so nothing returns early), and adds or destroys only the change in its
-   * own pre-allocated share. Summed over the seeds, the cluster's tokens move
-   * by exactly the change in the rule's stock, wherever they had travelled.
-   */
-  private carryOver (ks: KeyState, next: CompiledRule, nowMs: number): void {
-    const b = ks.bucket
-    b.advance(nowMs)
-    const held = Math.max(0, b.held)
-    const out = b.outstanding(nowMs)
-    const old = ks.rule
-    const delta = initialShare(next.stock, next.glob, ks.key, this.node, this.seeds) -
-      initialShare(old.stock, old.glob, ks.key, this.node, this.seeds)
-    const total = held + out + delta
-    const c = next.config
-    const fresh = createBucket(c.algorithm, { limit: c.limit, perMs: c.perMs, burst: next.stock, share: Math.max(0, total) }, nowMs)
-    fresh.forceSpend(Math.min(out, Math.max(0, total)), nowMs)
-    ks.bucket = fresh
-    ks.initial = Math.max(0, ks.initial + delta)
-    const x = ext(ks)
-    if (total < 0) x.burn += -total
-    this.active.add(ks)
   }
 
   /** Only glob keys are evicted (exact keys are bounded by the rules); never with cluster work pending. */

@@ -19,7 +19,7 @@ import { ClusterCore, type Outbound } from './cluster-core.js'
 import { clusterStatus } from './cluster-status.js'
 import { readState, startKind, writeState, type SavedKey, type StartKind } from './durable-state.js'
 import { deferredTotal, ext } from './key-ext.js'
-import { parseMessage, type Grant, type Want } from './messages.js'
+import { DEFAULT_BOUNDS, parseMessage, type Grant, type MessageBounds, type Want } from './messages.js'
 import type { Transport, TransportOptions } from './transport/types.js'
 
 const packr = new Packr({ useRecords: false })
@@ -44,12 +44,14 @@ export class ClusterNode {
   private timer: NodeJS.Timeout | null = null
   private stopping = false
   private readonly restored: SavedKey[]
+  private readonly bounds: MessageBounds
 
   private constructor (opts: ClusterNodeOptions, core: ClusterCore, kind: StartKind, restored: SavedKey[]) {
     this.opts = opts
     this.core = core
     this.startKind = kind
     this.restored = restored
+    this.bounds = { ...DEFAULT_BOUNDS, maxKeyBytes: opts.config.limits.maxKeyBytes }
   }
 
   /** Read the durable state and build the state machine (nothing runs yet). */
@@ -80,9 +82,11 @@ export class ClusterNode {
         continue
       }
       const ks = this.core.limiter.restore(k.key, k.initial, now)
+      const held = k.held ?? 0
+      if (held > 0) ks.bucket.credit(held)
       if (k.tokens > 0) (ext(ks).deferred ??= []).push([k.tokens, k.at])
       this.core.touch(ks)
-      restoredTokens += k.tokens
+      restoredTokens += held + k.tokens
     }
     // Consume the saved state before serving: a crash from here on starts with nothing.
     await writeState(node.dataDir, { version: 1, node: node.name, cluster: config.cluster.name, status: 'running', allocate: this.core.limiter.allocate, keys: [] })
@@ -130,7 +134,7 @@ export class ClusterNode {
     if (peerId === undefined) { this.core.onRequestFailed(msg, clock.now()); return }
     try {
       const raw = await t.request(peerId, packr.pack(msg), this.core.tuning.wantTimeoutMs)
-      const reply = parseMessage(packr.unpack(raw))
+      const reply = parseMessage(packr.unpack(raw), this.bounds)
       if (reply.t !== 'grant' && reply.t !== 'ack' && reply.t !== 'none') throw new Error(`unexpected reply ${reply.t}`)
       this.core.onReply(msg, reply, clock.now())
       if (reply.t === 'grant') this.opts.onTokens?.()
@@ -142,7 +146,7 @@ export class ClusterNode {
 
   private onGossip (from: string, data: Uint8Array): void {
     try {
-      const m = parseMessage(packr.unpack(data))
+      const m = parseMessage(packr.unpack(data), this.bounds)
       if (m.t !== 'gossip') throw new Error('not a gossip')
       const known = this.idsByName.get(m.node)
       if (known !== from) {
@@ -177,7 +181,7 @@ export class ClusterNode {
     const now = this.opts.clock.now()
     let m
     try {
-      m = parseMessage(packr.unpack(data))
+      m = parseMessage(packr.unpack(data), this.bounds)
     } catch (err) {
       this.core.onBadMessage()
       this.opts.log.debug('dropped a malformed request', { err })
@@ -217,7 +221,13 @@ export class ClusterNode {
         Promise.all(grants.map(async o => o.kind === 'request' ? await this.request(t, o.to, o.msg) : undefined)),
         new Promise(resolve => deadline.addEventListener('abort', resolve))
       ])
-      log.info('handed off tokens', { grants: sent, tokens: grants.reduce((n, o) => n + (o.kind === 'request' && o.msg.t === 'grant' ? o.msg.items.reduce((m, i) => m + i[1], 0) : 0), 0) })
+      const given = grants.reduce((n, o) => n + (o.kind === 'request' && o.msg.t === 'grant' ? o.msg.items.reduce((m, i) => m + i[1], 0) : 0), 0)
+      let unacked = 0
+      for (const n of this.core.ledger.inTransit().values()) unacked += n
+      // Unacked grants may or may not have been applied: they can't be saved (that could create
+      // tokens), so whatever was not applied is stranded. Say how much is at risk.
+      if (unacked > 0) log.warn('handoff not acknowledged; tokens in those grants may be stranded', { tokens: unacked })
+      log.info('handed off tokens', { grants: sent, tokens: given })
       // A last gossip so peers see what this node no longer holds.
       await t.publish(packr.pack(this.core.gossipNow(clock.now()))).catch(() => 0)
     }
@@ -226,11 +236,13 @@ export class ClusterNode {
     for (const ks of this.core.limiter.states()) {
       ks.bucket.advance(now)
       const x = ext(ks)
-      const tokens = ks.bucket.held + ks.bucket.outstanding(now) + deferredTotal(x)
-      if (tokens <= 0 && ks.initial === 0) continue
+      const held = Math.max(0, ks.bucket.held)
+      const tokens = ks.bucket.outstanding(now) + deferredTotal(x)
+      if (held + tokens <= 0 && ks.initial === 0) continue
+      // Spent tokens come back no earlier than their schedule (conservatively all at the last return).
       let at = now + ks.bucket.resetIn(now)
       for (const [, when] of x.deferred ?? []) at = Math.max(at, when)
-      keys.push({ key: ks.key, rule: ks.rule.name, ruleHash: ks.rule.hash, initial: ks.initial, tokens, at })
+      keys.push({ key: ks.key, rule: ks.rule.name, ruleHash: ks.rule.hash, initial: ks.initial, held, tokens, at })
     }
     await writeState(node.dataDir, { version: 1, node: node.name, cluster: config.cluster.name, status: 'stopped', allocate: this.core.limiter.allocate, stoppedAt: now, keys })
     if (t !== null) await t.stop()

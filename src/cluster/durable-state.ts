@@ -27,7 +27,9 @@ export interface SavedKey {
   ruleHash: string
   /** The share the key was created with (eviction needs it back). */
   initial: number
-  /** Tokens that will be held again, and the time by which all have returned. */
+  /** Tokens held at the stop: spendable at once after the restart. */
+  held: number
+  /** Tokens spent (or deferred) and not yet back, and the time by which all have returned. */
   tokens: number
   at: number
 }
@@ -58,8 +60,10 @@ export async function readState (dataDir: string): Promise<SavedState | undefine
     if (s.version !== 1 || (s.status !== 'running' && s.status !== 'stopped') || !Array.isArray(s.keys)) throw new Error('bad shape')
     return s
   } catch {
-    // A corrupt state file is treated like an unclean stop: start with nothing.
-    throw new QuotadError(ErrorCodes.CONFIG_INVALID, `${file} is corrupt; move it away to start this node with nothing (its tokens stay stranded)`)
+    // Refuse to guess: deleting the file would mean "first start", which
+    // materializes the node's shares again and could create tokens.
+    throw new QuotadError(ErrorCodes.CONFIG_INVALID, `${file} is corrupt. To start this node with nothing (its tokens stay stranded), ` +
+      'replace it with {"version":1,"node":"NAME","cluster":"CLUSTER","status":"running","allocate":false,"keys":[]}; do not delete it')
   }
 }
 

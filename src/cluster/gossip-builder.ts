@@ -3,7 +3,8 @@
  *
  * A key is included when what peers know of it is stale: its held moved by
  * at least half a token, its outstanding by a token, or its rate by 10%.
- * A full sync marks keys stale as its cursor reaches them. At most `maxGossipKeys` keys
+ * A full sync marks keys stale as its cursor reaches them. At most `maxGossipKeys` keys,
+ * and at most GOSSIP_BYTE_BUDGET bytes,
  * go in one message; the rest stay stale and spill into the next one. So a
  * message's size is bounded whatever the request rate, and traffic grows
  * with the number of changing keys, not with requests.
@@ -19,10 +20,21 @@ function stale (sent: number, now: number, tolerance: number): boolean {
   return Number.isNaN(sent) || Math.abs(sent - now) >= tolerance
 }
 
+/** Bytes a gossip may take: under the transport's 64 KiB message bound, with room for the envelope. */
+export const GOSSIP_BYTE_BUDGET = 56 * 1024
+
 export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, nowMs: number): Gossip {
   const keys: GossipKey[] = []
   const max = core.tuning.maxGossipKeys
+  const rules: Record<string, string> = {}
+  // Estimated msgpack size: strings plus a few bytes of framing each; numbers as float64.
+  let bytes = 64
+  for (const r of core.limiter.rules) { rules[r.name] = r.hash; bytes += r.name.length + r.hash.length + 4 }
+  const acks = core.ledger.acks(core.currentEpochs())
+  for (const [n, e] of acks) bytes += n.length + e.length + 14
   for (const ks of candidates) {
+    const cost = Buffer.byteLength(ks.key) + 32
+    if (bytes + cost > GOSSIP_BYTE_BUDGET) break
     const x = ext(ks)
     ks.bucket.advance(nowMs)
     const held = ks.bucket.held
@@ -35,10 +47,9 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     x.sentOutstanding = outstanding
     x.sentRate = x.rate
     keys.push([ks.key, round(Math.max(0, held)), round(outstanding), round(x.rate)])
+    bytes += cost
     // Stop right after the last one taken, so a resumable candidate source loses nothing.
     if (keys.length >= max) break
   }
-  const rules: Record<string, string> = {}
-  for (const r of core.limiter.rules) rules[r.name] = r.hash
-  return { v: CLUSTER_VERSION, t: 'gossip', node: core.node, epoch: core.epoch, now: nowMs, rules, keys, acks: core.ledger.acks() }
+  return { v: CLUSTER_VERSION, t: 'gossip', node: core.node, epoch: core.epoch, now: nowMs, rules, keys, acks }
 }

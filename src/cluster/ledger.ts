@@ -86,12 +86,18 @@ export class Ledger {
     return this.applied.get(`${giver}/${giverEpoch}`) ?? 0
   }
 
-  /** [giver, epoch, applied] for gossip. */
-  acks (): Array<[string, string, number]> {
+  /**
+   * [giver, epoch, applied] for gossip: only for givers' current epochs (an
+   * old incarnation has no one left to read its acks), so the list stays one
+   * entry per peer. The applied marks themselves are all kept (see above).
+   */
+  acks (current: ReadonlyMap<string, string>): Array<[string, string, number]> {
     const out: Array<[string, string, number]> = []
     for (const [id, n] of this.applied) {
       const i = id.lastIndexOf('/')
-      out.push([id.slice(0, i), id.slice(i + 1), n])
+      const giver = id.slice(0, i)
+      const epoch = id.slice(i + 1)
+      if (current.get(giver) === epoch) out.push([giver, epoch, n])
     }
     return out
   }

@@ -33,7 +33,7 @@ export interface RuleConfig {
   mode: Mode
   /** Soft mode only. @default 'local-share' */
   onPartition: FailurePolicy
-  /** Soft mode only: most tokens a cut-off node may overdraw per window. @default limit */
+  /** Soft mode only (`local-share`): most tokens a cut-off node may owe at once; repaid after healing. @default limit */
   maxDebt: number
 }
 

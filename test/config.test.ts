@@ -270,8 +270,8 @@ test('cluster.example.json is valid and as documented', t => {
   t.deepEqual(config.nodes.map(n => n.name), ['a', 'b', 'c'])
   t.is(config.nodes[0].socket, join(root, 'run/a.sock'))
   t.is(config.cluster.secretFile, join(root, 'swarm.key'))
-  t.deepEqual(config.rules.map(r => r.name), ['payments', 'signups-per-ip', 'search-api', 'card-failures', 'emails'])
-  t.like(config.rules[4], { mode: 'soft', onPartition: 'local-share' })
+  t.deepEqual(config.rules.map(r => r.name), ['payments', 'signups-per-ip', 'search-api', 'card-failures', 'reports', 'emails'])
+  t.like(config.rules[5], { mode: 'soft', onPartition: 'local-share' })
 })
 
 test('loadClusterFile and loadClusterFileSync resolve paths against the file folder and set source', async t => {

@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks'
 import { QuotadClient } from '../client/index.js'
 import { loadClusterFile } from '../config/load.js'
 import { findNode } from '../config/validate.js'
-import { ExitCodes } from '../errors.js'
+import { ErrorCodes, ExitCodes, isQuotadError } from '../errors.js'
 import { usage } from './common.js'
 import { renderTop, rulesOf, summarize, type NodeView, type Obj, type Sample, type Target, type TopSnapshot } from './top-render.js'
 
@@ -43,16 +43,16 @@ class Probe {
       this.lastUpAt = at
       return { view, status }
     } catch (err) {
-      const client = this.client
+      // Not awaited: closing a connection to a hung node waits for it.
+      void this.client?.close().catch(() => {})
       this.client = null
       this.prev = null
-      await client?.close().catch(() => {})
       return {
         view: {
           name: this.target.name,
           socket: this.target.socket,
           up: false,
-          error: err instanceof Error ? err.message : String(err),
+          error: isQuotadError(err) && err.code === ErrorCodes.TIMEOUT ? `no reply within ${timeoutMs} ms` : err instanceof Error ? err.message : String(err),
           downForMs: Math.round(performance.now() - this.lastUpAt),
           allowedPerS: null,
           deniedPerS: null,

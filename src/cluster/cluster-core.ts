@@ -59,6 +59,8 @@ export class ClusterCore {
   private fullSync = true
   /** Resumable pass over every key with cluster state, for full syncs. */
   private syncCursor: Iterator<KeyState> | null = null
+  /** Set when this node starts to stop: its gossip says so and peers send it nothing more. */
+  leaving = false
   /** Counters for status and metrics. */
   readonly counters = { badMessages: 0, wantsSent: 0, wantsServed: 0, grantsApplied: 0, grantsRejected: 0, tokensIn: 0, tokensOut: 0 }
 
@@ -167,7 +169,10 @@ export class ClusterCore {
       const tight = this.seeds.length > 1 && this.view.clusterRemaining(ks, nowMs) < this.tuning.lowWater * ks.rule.stock
       updatePacing(ks, x, tight, dt, nowMs)
       if (!isolated) this.rebalance(ks, x, nowMs, out)
-      if (this.quiet(ks, x, nowMs)) this.active.delete(ks)
+      if (this.quiet(ks, x, nowMs)) {
+        this.active.delete(ks)
+        x.tight = false // recomputed when the key is next used
+      }
     }
     for (const g of this.ledger.due(nowMs, this.tuning.retransmitMs)) out.push({ kind: 'request', to: g.to, msg: g })
     if (nowMs - this.lastGossip >= this.tuning.gossipIntervalMs) {
@@ -378,7 +383,7 @@ export class ClusterCore {
       let to: Peer | undefined
       let rate = -1
       for (const p of alive) {
-        if (!agrees(p, ks)) continue
+        if (p.leaving || !agrees(p, ks)) continue
         const r = p.keys.get(ks.key)?.rate ?? 0
         if (r > rate) { to = p; rate = r }
       }

@@ -214,6 +214,11 @@ export class ClusterNode {
     const { clock, node, config, log } = this.opts
     const t = this.transport
     if (t !== null) {
+      // Say we are leaving and give peers a moment to hear it, so that nodes
+      // stopping at the same time don't hand tokens to each other and lose them.
+      this.core.leaving = true
+      await t.publish(packr.pack(this.core.gossipNow(clock.now()))).catch(() => 0)
+      await new Promise(resolve => setTimeout(resolve, 2 * this.core.tuning.gossipIntervalMs))
       const grants = this.core.handoff(clock.now())
       const sent = grants.filter(o => o.kind === 'request').length
       const deadline = AbortSignal.timeout(handoffTimeoutMs)

@@ -49,7 +49,7 @@ export class ClusterView {
     let best: Peer | undefined
     let bestSurplus = 0.999
     for (const p of this.peers.alive(nowMs)) {
-      if (!agrees(p, ks)) continue
+      if (p.leaving || !agrees(p, ks)) continue
       const rate = p.keys.get(ks.key)?.rate ?? 0
       const surplus = this.peerHeld(p, ks) - rate * this.tuning.horizonMs / 1000
       if (surplus > bestSurplus) { best = p; bestSurplus = surplus }
@@ -63,6 +63,6 @@ export class ClusterView {
     const home = homeNode(ks.key, this.seeds)
     if (home === undefined || home === this.node) return false
     const p = this.peers.get(home)
-    return p !== undefined && this.peers.isAlive(p, nowMs) && agrees(p, ks)
+    return p !== undefined && !p.leaving && this.peers.isAlive(p, nowMs) && agrees(p, ks)
   }
 }

@@ -51,5 +51,5 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     // Stop right after the last one taken, so a resumable candidate source loses nothing.
     if (keys.length >= max) break
   }
-  return { v: CLUSTER_VERSION, t: 'gossip', node: core.node, epoch: core.epoch, now: nowMs, rules, keys, acks }
+  return { v: CLUSTER_VERSION, t: 'gossip', node: core.node, epoch: core.epoch, now: nowMs, rules, keys, acks, ...(core.leaving ? { leaving: true } : {}) }
 }

@@ -32,6 +32,8 @@ export interface Gossip {
   rules: Record<string, string>
   keys: GossipKey[]
   acks: GossipAck[]
+  /** Set in a node's last gossips while it stops: send it no more tokens. */
+  leaving?: boolean
 }
 
 export interface Want {
@@ -148,7 +150,8 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
         const t = tuple(e, 3, 'ack entry')
         return [name(t[0], 'ack node'), name(t[1], 'ack epoch'), seq(t[2], 'applied')] as GossipAck
       })
-      return { v: CLUSTER_VERSION, t: 'gossip', node, epoch, now: num(m.now, 'now'), rules, keys, acks }
+      if (m.leaving !== undefined && m.leaving !== null && typeof m.leaving !== 'boolean') bad('leaving must be a boolean')
+      return { v: CLUSTER_VERSION, t: 'gossip', node, epoch, now: num(m.now, 'now'), rules, keys, acks, ...(m.leaving === true ? { leaving: true } : {}) }
     }
     case 'want':
       return { v: CLUSTER_VERSION, t: 'want', node, epoch, key: key(m.key, b), want: num(m.want, 'want') }

@@ -25,6 +25,8 @@ export interface Peer {
   keys: Map<string, PeerKey>
   /** What it said it has applied from our current epoch. */
   appliedFromMe: number
+  /** It announced it is stopping: it must be sent no more tokens. */
+  leaving: boolean
 }
 
 export class Peers {
@@ -45,7 +47,7 @@ export class Peers {
     let restartedFrom: string | undefined
     const isNew = p === undefined
     if (p === undefined) {
-      p = { name: g.node, epoch: g.epoch, lastHeard: nowMs, clockOffsetMs: 0, rules: {}, keys: new Map(), appliedFromMe: 0 }
+      p = { name: g.node, epoch: g.epoch, lastHeard: nowMs, clockOffsetMs: 0, rules: {}, keys: new Map(), appliedFromMe: 0, leaving: false }
       this.byName.set(g.node, p)
     } else if (p.epoch !== g.epoch) {
       restartedFrom = p.epoch
@@ -54,6 +56,7 @@ export class Peers {
       p.appliedFromMe = 0
     }
     p.lastHeard = nowMs
+    p.leaving = g.leaving === true
     p.clockOffsetMs = g.now - nowMs
     p.rules = g.rules
     // Zero entries are kept: "holds nothing" is information. A key a peer never

@@ -16,7 +16,7 @@ import { Limiter, type KeyState, type Waiter } from '../core/limiter.js'
 import { homeNode, seedOrder } from '../core/share.js'
 import { carryOver } from './reload.js'
 import type { Decision } from '../core/types.js'
-import { applyDeferred, burnDue, ext, keepRate, needRate, updateRate, windowed, windowStart, type KeyExt } from './key-ext.js'
+import { applyDeferred, burnDue, ext, horizon, keepRate, needRate, updateRate, windowed, windowStart, type KeyExt } from './key-ext.js'
 import { repayDebt, softVerdict, updatePacing } from './local-policy.js'
 import { Ledger } from './ledger.js'
 import { CLUSTER_VERSION, type Ack, type Gossip, type Grant, type GrantItem, type None, type Want } from './messages.js'
@@ -228,7 +228,7 @@ export class ClusterCore {
     }
     const rate = needRate(x)
     if (rate <= 0) return
-    const need = rate * this.tuning.horizonMs / 1000
+    const need = rate * horizon(ks, this.tuning.horizonMs, nowMs) / 1000
     const held = ks.bucket.held
     if (held >= need && held >= 1) return
     const donor = this.view.chooseDonor(ks, nowMs)
@@ -273,7 +273,7 @@ export class ClusterCore {
     const x = ext(ks)
     applyDeferred(ks, x, nowMs)
     burnDue(ks, x, nowMs)
-    const keep = keepRate(x) * this.tuning.horizonMs / 1000 + x.debt
+    const keep = keepRate(x) * horizon(ks, this.tuning.horizonMs, nowMs) / 1000 + x.debt
     let surplus = Math.floor(ks.bucket.held - keep)
     if (this.view.clusterRemaining(ks, nowMs) < this.tuning.lowWater * ks.rule.stock) {
       surplus = Math.floor(surplus * this.tuning.tightenFraction)

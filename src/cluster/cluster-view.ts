@@ -6,7 +6,7 @@
  */
 import type { KeyState } from '../core/limiter.js'
 import { homeNode, initialShare } from '../core/share.js'
-import type { KeyExt } from './key-ext.js'
+import { horizon, type KeyExt } from './key-ext.js'
 import type { Peer, Peers } from './peers.js'
 import type { ClusterTuning } from './tuning.js'
 
@@ -44,14 +44,19 @@ export class ClusterView {
     return n
   }
 
-  /** The alive, agreeing peer with the largest surplus over what its own rate needs within the horizon. */
+  /**
+   * The alive, agreeing peer with the largest surplus over what its own rate
+   * needs within the horizon. Peers gossip the rate they keep for (the lower
+   * of their two averages), so a node that just went quiet shows its surplus
+   * at once.
+   */
   chooseDonor (ks: KeyState, nowMs: number): Peer | undefined {
     let best: Peer | undefined
     let bestSurplus = 0.999
     for (const p of this.peers.alive(nowMs)) {
       if (p.leaving || !agrees(p, ks)) continue
       const rate = p.keys.get(ks.key)?.rate ?? 0
-      const surplus = this.peerHeld(p, ks) - rate * this.tuning.horizonMs / 1000
+      const surplus = this.peerHeld(p, ks) - rate * horizon(ks, this.tuning.horizonMs, nowMs) / 1000
       if (surplus > bestSurplus) { best = p; bestSurplus = surplus }
     }
     return best

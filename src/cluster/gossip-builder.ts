@@ -11,7 +11,7 @@
  */
 import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore } from './cluster-core.js'
-import { ext } from './key-ext.js'
+import { ext, keepRate } from './key-ext.js'
 import { CLUSTER_VERSION, type Gossip, type GossipKey } from './messages.js'
 
 const round = (n: number): number => Math.round(n * 1000) / 1000
@@ -41,12 +41,14 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     const outstanding = ks.bucket.outstanding(nowMs)
     const changed = stale(x.sentHeld, held, 0.5) ||
       stale(x.sentOutstanding, outstanding, 1) ||
-      stale(x.sentRate, x.rate, Math.max(0.1 * x.sentRate, 0.01))
+      stale(x.sentRate, keepRate(x), Math.max(0.1 * x.sentRate, 0.01))
     if (!changed) continue
     x.sentHeld = held
     x.sentOutstanding = outstanding
-    x.sentRate = x.rate
-    keys.push([ks.key, round(Math.max(0, held)), round(outstanding), round(x.rate)])
+    // The rate peers plan with is the one this node keeps tokens for: min(slow, fast).
+    const rate = keepRate(x)
+    x.sentRate = rate
+    keys.push([ks.key, round(Math.max(0, held)), round(outstanding), round(rate)])
     bytes += cost
     // Stop right after the last one taken, so a resumable candidate source loses nothing.
     if (keys.length >= max) break

@@ -111,3 +111,14 @@ export function burnDue (ks: KeyState, x: KeyExt, nowMs: number): void {
   ks.bucket.advance(nowMs)
   x.burn -= ks.bucket.debit(Math.min(x.burn, Math.max(0, ks.bucket.held)))
 }
+
+/**
+ * How far ahead a node plans, in ms: the tuning horizon, but for a calendar
+ * window never past the window's end (its spent tokens come back then, and
+ * tokens kept beyond it would only be wasted at the boundary).
+ */
+export function horizon (ks: KeyState, horizonMs: number, nowMs: number): number {
+  const rule = ks.rule.config
+  if (!windowed(rule.algorithm)) return horizonMs
+  return Math.max(1, Math.min(horizonMs, windowStart(nowMs, rule.perMs) + rule.perMs - nowMs))
+}

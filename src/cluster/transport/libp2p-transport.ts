@@ -119,6 +119,14 @@ export class Libp2pTransport implements Transport {
   private readonly counters = {
     published: 0,
     received: 0,
+    /** Gossip payload bytes published (once per message, before gossipsub copies it to peers). */
+    publishedBytes: 0,
+    /** Gossip copies handed to peers (a message counts once per recipient). */
+    publishedCopies: 0,
+    receivedBytes: 0,
+    /** Request and reply payload bytes of the transfer protocol, both directions. */
+    requestBytesOut: 0,
+    requestBytesIn: 0,
     droppedOversize: 0,
     requestsIn: 0,
     requestsOut: 0,
@@ -207,6 +215,8 @@ export class Libp2pTransport implements Transport {
     }
     const result = await this.node.services.pubsub.publish(this.o.topic, data)
     this.counters.published++
+    this.counters.publishedBytes += data.byteLength
+    this.counters.publishedCopies += result.recipients.length
     return result.recipients.length
   }
 
@@ -214,8 +224,10 @@ export class Libp2pTransport implements Transport {
     this.assertStarted()
     this.counters.requestsOut++
     try {
-      return await callTransfer(async signal => await this.node.dialProtocol(parsePeerId(peerId), TRANSFER_PROTOCOL, { signal }),
+      const reply = await callTransfer(async signal => await this.node.dialProtocol(parsePeerId(peerId), TRANSFER_PROTOCOL, { signal }),
         data, this.o.maxRequestBytes, timeoutMs, `request to ${peerId}`)
+      this.counters.requestBytesOut += data.byteLength + reply.byteLength
+      return reply
     } catch (err) {
       const e = err as QuotadError
       this.counters.requestErrors++
@@ -284,6 +296,7 @@ export class Libp2pTransport implements Transport {
     // path that skips validation
     if (msg.data.byteLength > this.o.maxMessageBytes) return
     this.counters.received++
+    this.counters.receivedBytes += msg.data.byteLength
     this.callHandler('onGossip', () => { this.onGossip(from, msg.data) })
   }
 
@@ -328,7 +341,9 @@ export class Libp2pTransport implements Transport {
   /** onRequest, with its failures counted as handler errors (the wire has no error reply: the stream is reset). */
   private async runRequestHandler (from: string, req: Uint8Array): Promise<Uint8Array> {
     try {
-      return await this.onRequest(from, req)
+      const reply = await this.onRequest(from, req)
+      this.counters.requestBytesIn += req.byteLength + reply.byteLength
+      return reply
     } catch (err) {
       this.counters.handlerErrors++
       this.emit('handler-error', { handler: 'onRequest', peerId: from, error: (err as Error)?.message ?? String(err) })

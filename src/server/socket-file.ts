@@ -42,7 +42,11 @@ export async function prepareSocketPath (socketPath: string): Promise<void> {
     st = await fs.promises.lstat(socketPath)
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
-    await fs.promises.mkdir(path.dirname(socketPath), { recursive: true, mode: 0o750 })
+    const dir = path.dirname(socketPath)
+    // mkdir's mode is filtered by the process umask, which a concurrent bind in
+    // this process may have narrowed for a moment: set the mode explicitly.
+    const created = await fs.promises.mkdir(dir, { recursive: true, mode: 0o750 })
+    if (created !== undefined) await fs.promises.chmod(dir, 0o750)
     return
   }
   if (!st.isSocket()) {

@@ -36,6 +36,9 @@ import {
 } from './options.js'
 import { KIND_BATCH, KIND_DECISION, KIND_PONG, KIND_STATUS, Pending, PendingTable } from './pending.js'
 
+/** Queued bytes (about 3 small acquires; measured best of 40-256) after which the client writes without waiting for the end of the tick. */
+const EARLY_FLUSH_BYTES = 96
+
 export type { Decision } from '../core/types.js'
 export type { BatchResult, WireError } from '../protocol/messages.js'
 export type { AcquireOptions, BatchItemInput, ClientOptions, PeekOptions } from './options.js'
@@ -188,6 +191,10 @@ export class QuotadClient {
   /** Get what was just queued written: this tick, or once connected. */
   private kick (): void {
     if (this.connected) {
+      // Write early once a few frames are queued, so the daemon starts on them
+      // while this tick queues the rest: with one write per tick, client and
+      // daemon take turns idling, and each wake-up costs tens of µs.
+      if (this.out.length >= EARLY_FLUSH_BYTES) { this.flush(); return }
       if (!this.flushScheduled) {
         this.flushScheduled = true
         process.nextTick(this.flush)

@@ -113,10 +113,10 @@ function readKey (buf: Buffer, end: number): number {
 }
 
 /*
- * Decoded strings, direct-mapped by length and two bytes, a hit confirmed by
+ * Decoded strings, direct-mapped by an FNV-1a hash of their bytes, a hit confirmed by
  * comparing every byte: skips the UTF-8 decode and the allocation.
  */
-const STRING_SLOTS = 256
+const STRING_SLOTS = 4096
 const CACHE_MAX_BYTES = 64
 const slotBytes: Array<Buffer | undefined> = new Array(STRING_SLOTS)
 const slotStrings: string[] = new Array(STRING_SLOTS)
@@ -125,7 +125,10 @@ function cachedString (buf: Buffer, from: number, to: number): string {
   const len = to - from
   if (len === 0) return ''
   if (len > CACHE_MAX_BYTES) return buf.toString('utf8', from, to)
-  const slot = (len * 31 + buf[from] * 7 + buf[to - 1] + buf[from + (len >> 1)] * 13) & (STRING_SLOTS - 1)
+  // FNV-1a over every byte: keys like `bench:123` differ only in a few bytes.
+  let h = 0x811c9dc5
+  for (let i = from; i < to; i++) h = Math.imul(h ^ buf[i], 0x01000193)
+  const slot = (h >>> 0) & (STRING_SLOTS - 1)
   const known = slotBytes[slot]
   if (known !== undefined && known.length === len) {
     let i = 0

@@ -115,30 +115,8 @@ export async function startNode (file: ClusterFile, name: string, logLevel = 'wa
   }
 }
 
-/** Wait until a ping on `socketPath` is answered; `dead` returns why the process is gone, or null. */
-export async function waitForSocket (socketPath: string, timeoutMs: number, dead: () => string | null): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  let last = 'no attempt'
-  while (Date.now() < deadline) {
-    const why = dead()
-    if (why !== null) throw new Error(`quotad exited before it served: ${why}`)
-    if (existsSync(socketPath)) {
-      try {
-        const c = await QuotadClient.connect({ socketPath, reconnect: false, timeoutMs: 2000 })
-        try {
-          await c.ping()
-          return
-        } finally {
-          await c.close()
-        }
-      } catch (err) {
-        last = err instanceof Error ? err.message : String(err)
-      }
-    }
-    await sleep(50)
-  }
-  throw new Error(`quotad did not answer a ping on ${socketPath} within ${timeoutMs} ms (last: ${last})`)
-}
+import { waitForSocket } from './quotad-target.js'
+export { waitForSocket }
 
 interface PeersStatus {
   peers?: Array<{ name: string, alive: boolean }>

@@ -34,3 +34,24 @@ export interface Resolution {
   ref: unknown
   decision: Decision
 }
+
+export interface KeySnapshot { key: string, rule: string, held: number, outstanding: number, resetMs: number, waiters: number }
+
+/** Up to `max` key states as plain data (for `status`), rounded for display. */
+export function snapshotKeys (states: Iterable<KeyState>, now: number, max: number): KeySnapshot[] {
+  const out: KeySnapshot[] = []
+  for (const ks of states) {
+    if (out.length >= max) break
+    const b = ks.bucket
+    b.advance(now)
+    out.push({
+      key: ks.key,
+      rule: ks.rule.name,
+      held: Math.round(b.held * 1000) / 1000,
+      outstanding: Math.round(b.outstanding(now) * 1000) / 1000,
+      resetMs: Math.ceil(b.resetIn(now)),
+      waiters: ks.waiters?.length ?? 0
+    })
+  }
+  return out
+}

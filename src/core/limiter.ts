@@ -26,7 +26,7 @@ import { createBucket, EPSILON } from './algorithms/index.js'
 import { RuleSet, type CompiledRule } from './rules.js'
 import { initialShare, seedOrder } from './share.js'
 import { WakeHeap } from './wake-heap.js'
-import type { KeyState, Resolution, Waiter } from './key-state.js'
+import { snapshotKeys, type KeySnapshot, type KeyState, type Resolution, type Waiter } from './key-state.js'
 
 export type LimiterLimits = Pick<LimitsConfig, 'maxKeys' | 'maxKeyBytes' | 'maxWaitersPerKey' | 'maxWaiters'>
 
@@ -400,22 +400,8 @@ export class Limiter {
   }
 
   /** Snapshot of up to `max` key states, for status. */
-  keys (nowMs: number, max: number): Array<{ key: string, rule: string, held: number, outstanding: number, resetMs: number, waiters: number }> {
-    const now = this.clamp(nowMs)
-    const out = []
-    for (const ks of this.table.values()) {
-      if (out.length >= max) break
-      const b = ks.bucket
-      b.advance(now)
-      out.push({
-        key: ks.key,
-        rule: ks.rule.name,
-        held: Math.round(b.held * 1000) / 1000,
-        outstanding: Math.round(b.outstanding(now) * 1000) / 1000,
-        resetMs: Math.ceil(b.resetIn(now)),
-        waiters: ks.waiters?.length ?? 0
-      })
-    }
-    return out
+  keys (nowMs: number, max: number): KeySnapshot[] {
+    return snapshotKeys(this.table.values(), this.clamp(nowMs), max)
   }
+
 }

@@ -35,6 +35,7 @@ import { cpuMs, machineBusyMs } from './lib/cpu.js'
 import { machineInfo, printMachine } from './lib/machine.js'
 import { LatencyLog, median, percentile, type LatencySummary } from './lib/stats.js'
 import { fmtInt, fmtPct, fmtUs, renderTable } from './lib/table.js'
+import { intFlag } from '../src/cli/common.js'
 
 const HELP = `usage: node dist/bench/cluster.js [options]
 
@@ -117,12 +118,7 @@ function options (argv: string[]): Options {
   })
   if (values.help === true) { process.stdout.write(HELP); process.exit(0) }
   const quick = values.quick === true
-  const int = (name: string, v: string | undefined, dflt: number, min: number): number => {
-    if (v === undefined) return dflt
-    const n = Number(v)
-    if (!Number.isSafeInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got ${v}`)
-    return n
-  }
+  const int = intFlag
   const nodes = (values.nodes ?? '3,5').split(',').map(s => int('nodes', s.trim(), 0, 2))
   const only = new Set<WorkloadId>()
   for (const s of (values.only ?? WORKLOAD_IDS.join(',')).split(',')) {

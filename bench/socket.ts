@@ -37,6 +37,7 @@ import {
 import { startDaemonProcess, startInProcess, writeBenchCluster, type BenchRule, type QuotadTarget } from './lib/quotad-target.js'
 import { geomean } from './lib/stats.js'
 import { fmtInt, fmtPct, fmtRatio, renderTable } from './lib/table.js'
+import { intFlag } from '../src/cli/common.js'
 
 const HELP = `usage: node dist/bench/socket.js [options]
 
@@ -119,12 +120,7 @@ function options (argv: string[]): Options {
   })
   if (values.help === true) { process.stdout.write(HELP); process.exit(0) }
   const quick = values.quick === true
-  const int = (name: string, v: string | undefined, dflt: number, min: number): number => {
-    if (v === undefined) return dflt
-    const n = Number(v)
-    if (!Number.isSafeInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got ${v}`)
-    return n
-  }
+  const int = intFlag
   let peer: PeerConfig | null = null
   if (values.peer !== undefined) {
     peer = PEER_CONFIGS.find(c => c.name === values.peer) ?? null

@@ -42,6 +42,8 @@ export class ClusterNode {
   private transport: Transport | null = null
   private readonly idsByName = new Map<string, string>()
   private timer: NodeJS.Timeout | null = null
+  /** Requests sent on ticks and not yet settled (each is bounded by its timeout). */
+  private readonly inflight = new Set<Promise<void>>()
   private stopping = false
   private readonly restored: SavedKey[]
   private readonly bounds: MessageBounds
@@ -123,7 +125,9 @@ export class ClusterNode {
       if (o.kind === 'gossip') {
         t.publish(packr.pack(o.msg)).catch(err => this.opts.log.debug('publish failed', { err }))
       } else {
-        void this.request(t, o.to, o.msg)
+        const p = this.request(t, o.to, o.msg)
+        this.inflight.add(p)
+        void p.finally(() => this.inflight.delete(p))
       }
     }
   }
@@ -210,6 +214,9 @@ export class ClusterNode {
     if (this.stopping) return
     this.stopping = true
     if (this.timer !== null) clearInterval(this.timer)
+    // A want sent on the last ticks may still bring tokens: let it settle before
+    // the handoff and the save, or tokens credited after them would be lost.
+    await Promise.allSettled([...this.inflight])
     this.timer = null
     const { clock, node, config, log } = this.opts
     const t = this.transport

@@ -10,6 +10,7 @@ import { writeSwarmKey } from '../config/swarm-key.js'
 import { ExitCodes } from '../errors.js'
 import { createLogger, LOG_LEVELS, type LogLevel } from '../util/log.js'
 import { fail, parseCli, usage } from './common.js'
+import { simulate } from './simulate.js'
 
 const HELP = `usage:
   quotad --config FILE --node NAME [--log-level debug|info|warn|error]
@@ -18,9 +19,12 @@ const HELP = `usage:
       validate a cluster file and print every problem with its JSON path
   quotad keygen FILE [--force]
       write a new pre-shared swarm key (libp2p pnet format, mode 0600)
+  quotad simulate [--config FILE] [--nodes N] [--scenario NAME] [--seeds K] ...
+      run the cluster in the deterministic simulator (quotad simulate --help)
 `
 
 async function main (argv: string[]): Promise<void> {
+  if (argv[0] === 'simulate') { await simulate(argv.slice(1)); return }
   const { values, positionals } = parseCli({
     args: argv,
     allowPositionals: true,

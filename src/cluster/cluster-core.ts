@@ -68,7 +68,7 @@ export class ClusterCore {
     this.node = opts.node
     this.epoch = opts.epoch
     this.seeds = seedOrder(opts.seeds)
-    this.tuning = { ...defaultTuning(), ...opts.tuning }
+    this.tuning = { ...defaultTuning(opts.tuning?.gossipIntervalMs), ...opts.tuning }
     this.ledger = new Ledger(opts.node, opts.epoch)
     this.peers = new Peers(this.tuning.aliveTimeoutMs)
     this.view = new ClusterView(this.node, this.seeds, this.peers, this.tuning)
@@ -226,6 +226,8 @@ export class ClusterCore {
       if (p !== undefined) this.give(ks, x, p, Math.floor(ks.bucket.held), nowMs, out)
       return
     }
+    // After a want that got nothing, one per gap: fruitless wants are bounded by the key count, not the request rate.
+    if (nowMs - x.lastWantAt < this.tuning.wantGapMs) return
     const rate = needRate(x)
     if (rate <= 0) return
     const need = rate * horizon(ks, this.tuning.horizonMs, nowMs) / 1000
@@ -235,6 +237,7 @@ export class ClusterCore {
     if (donor === undefined) return
     const want = Math.max(1, Math.ceil(2 * need - held))
     x.wantSentAt = nowMs
+    x.lastWantAt = nowMs
     this.counters.wantsSent++
     out.push({ kind: 'request', to: donor.name, msg: { v: CLUSTER_VERSION, t: 'want', node: this.node, epoch: this.epoch, key: ks.key, want } })
   }
@@ -274,9 +277,11 @@ export class ClusterCore {
     applyDeferred(ks, x, nowMs)
     burnDue(ks, x, nowMs)
     const keep = keepRate(x) * horizon(ks, this.tuning.horizonMs, nowMs) / 1000 + x.debt
-    let surplus = Math.floor(ks.bucket.held - keep)
-    if (this.view.clusterRemaining(ks, nowMs) < this.tuning.lowWater * ks.rule.stock) {
-      surplus = Math.floor(surplus * this.tuning.tightenFraction)
+    // A token this node expects to use less than half of goes: kept, it would likely lapse unspent.
+    let surplus = Math.floor(ks.bucket.held - keep + 0.5)
+    if (surplus >= 1 && this.view.clusterRemaining(ks, nowMs) < this.tuning.lowWater * ks.rule.stock) {
+      // Tight: a part at a time, but at least one, or the last tokens would sit where no one asks for them.
+      surplus = Math.max(1, Math.floor(surplus * this.tuning.tightenFraction))
     }
     const n = Math.min(Math.floor(w.want), surplus)
     if (n < 1) return none
@@ -305,13 +310,12 @@ export class ClusterCore {
 
   /** Tokens arrive. The ledger lets each grant through at most once. */
   onGrant (g: Grant, nowMs: number): Ack {
-    const result = this.ledger.apply(g)
-    if (result === 'applied') {
+    const { result, credit } = this.ledger.apply(g)
+    for (const c of credit) {
       this.counters.grantsApplied++
-      for (const item of g.items) this.credit(item, nowMs)
-    } else if (result !== 'duplicate') {
-      this.counters.grantsRejected++
+      for (const item of c.items) this.credit(item, nowMs)
     }
+    if (result === 'gap' || result === 'wrong-epoch') this.counters.grantsRejected++
     return { v: CLUSTER_VERSION, t: 'ack', node: this.node, epoch: this.epoch, applied: this.ledger.appliedFrom(g.node, g.epoch) }
   }
 
@@ -333,7 +337,9 @@ export class ClusterCore {
       ks.bucket.credit(amount)
       this.limiter.touched(ks, nowMs)
     }
+    // Tokens came: asking again at once is progress. Only wants that got nothing wait out the gap.
     x.wantSentAt = -Infinity
+    x.lastWantAt = -Infinity
     this.active.add(ks)
   }
 
@@ -341,6 +347,8 @@ export class ClusterCore {
   onReply (req: Want | Grant, reply: Grant | Ack | None, nowMs: number): void {
     if (reply.t === 'grant') {
       this.onGrant(reply, nowMs)
+      // The donor holds that much less now: don't ask it again on a view its next gossip would correct.
+      if (req.t === 'want') this.seen(reply.node, req.key, -reply.items.reduce((n, i) => n + (i[0] === req.key ? i[1] : 0), 0))
     } else if (reply.t === 'ack') {
       if (req.t === 'grant') this.ledger.ack(reply.node, reply.epoch, reply.applied)
     } else if (req.t === 'want') {
@@ -350,6 +358,17 @@ export class ClusterCore {
       const ks = this.limiter.existing(req.key)
       if (ks !== undefined) ext(ks).wantSentAt = -Infinity
     }
+  }
+
+  /** Adjust what this node believes a peer holds of a key (until the peer's next gossip). */
+  private seen (peer: string, key: string, delta: number): void {
+    const p = this.peers.get(peer)
+    const ks = this.limiter.existing(key)
+    if (p === undefined || ks === undefined) return
+    const k = p.keys.get(key)
+    const held = Math.max(0, this.view.peerHeld(p, ks) + delta)
+    if (k !== undefined) k.held = held
+    else p.keys.set(key, { held, outstanding: 0, rate: 0 })
   }
 
   /** A request got no reply. A want may be retried elsewhere; a grant is resent by the ledger. */

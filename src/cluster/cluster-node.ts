@@ -18,7 +18,7 @@ import type { Logger } from '../util/log.js'
 import { ClusterCore, type Outbound } from './cluster-core.js'
 import { clusterStatus } from './cluster-status.js'
 import { readState, startKind, writeState, type SavedKey, type StartKind } from './durable-state.js'
-import { deferredTotal, ext } from './key-ext.js'
+import { restoreKeys, snapshotKeys } from './persist.js'
 import { DEFAULT_BOUNDS, parseMessage, type Grant, type MessageBounds, type Want } from './messages.js'
 import type { Transport, TransportOptions } from './transport/types.js'
 
@@ -76,24 +76,14 @@ export class ClusterNode {
   async start (): Promise<void> {
     const { node, config, clock, log } = this.opts
     const now = clock.now()
-    let restoredTokens = 0
-    for (const k of this.restored) {
-      const rule = this.core.limiter.rules.find(r => r.name === k.rule)
-      if (rule === undefined || rule.hash !== k.ruleHash) {
-        log.warn('saved tokens of a changed or removed rule are dropped (stranded, never re-created)', { key: k.key, rule: k.rule })
-        continue
-      }
-      const ks = this.core.limiter.restore(k.key, k.initial, now)
-      const held = k.held ?? 0
-      if (held > 0) ks.bucket.credit(held)
-      if (k.tokens > 0) (ext(ks).deferred ??= []).push([k.tokens, k.at])
-      this.core.touch(ks)
-      restoredTokens += held + k.tokens
+    const restored = restoreKeys(this.core, this.restored, now)
+    for (const k of restored.dropped) {
+      log.warn('saved tokens of a changed or removed rule are dropped (stranded, never re-created)', { key: k.key, rule: k.rule })
     }
     // Consume the saved state before serving: a crash from here on starts with nothing.
     await writeState(node.dataDir, { version: 1, node: node.name, cluster: config.cluster.name, status: 'running', allocate: this.core.limiter.allocate, keys: [] })
     this.core.init(now)
-    log.info('cluster state', { start: this.startKind, allocate: this.core.limiter.allocate, restoredKeys: this.restored.length, restoredTokens })
+    log.info('cluster state', { start: this.startKind, allocate: this.core.limiter.allocate, restoredKeys: restored.keys, restoredTokens: restored.tokens })
 
     const psk = parseSwarmKey(await readFile(config.cluster.secretFile, 'utf8'), config.cluster.secretFile)
     const create = this.opts.createTransport ?? (await import('./transport/libp2p-transport.js')).createTransport
@@ -244,18 +234,7 @@ export class ClusterNode {
       await t.publish(packr.pack(this.core.gossipNow(clock.now()))).catch(() => 0)
     }
     const now = clock.now()
-    const keys: SavedKey[] = []
-    for (const ks of this.core.limiter.states()) {
-      ks.bucket.advance(now)
-      const x = ext(ks)
-      const held = Math.max(0, ks.bucket.held)
-      const tokens = ks.bucket.outstanding(now) + deferredTotal(x)
-      if (held + tokens <= 0 && ks.initial === 0) continue
-      // Spent tokens come back no earlier than their schedule (conservatively all at the last return).
-      let at = now + ks.bucket.resetIn(now)
-      for (const [, when] of x.deferred ?? []) at = Math.max(at, when)
-      keys.push({ key: ks.key, rule: ks.rule.name, ruleHash: ks.rule.hash, initial: ks.initial, held, tokens, at })
-    }
+    const keys = snapshotKeys(this.core, now)
     await writeState(node.dataDir, { version: 1, node: node.name, cluster: config.cluster.name, status: 'stopped', allocate: this.core.limiter.allocate, stoppedAt: now, keys })
     if (t !== null) await t.stop()
     this.transport = null

@@ -1,23 +1,32 @@
 /**
  * Builds one gossip message: the batched delta for this interval.
  *
- * A key is included when what peers know of it is stale: its held moved by
- * at least half a token, its outstanding by a token, or its rate by 10%.
- * A full sync marks keys stale as its cursor reaches them. At most `maxGossipKeys` keys,
- * and at most GOSSIP_BYTE_BUDGET bytes,
- * go in one message; the rest stay stale and spill into the next one. So a
+ * A key is included when what peers know of it is stale enough to matter
+ * for their decisions (which donor to ask, how much the cluster has left):
+ * its held moved by half a token and by a quarter of what was last said, or
+ * its rate by a quarter. `outstanding` is carried along but never triggers a
+ * send (only status reads it). A full sync marks keys stale as its cursor
+ * reaches them, so every view is refreshed every `fullSyncEvery` gossips.
+ * Values are rounded so msgpack sends small integers rather than float64s.
+ *
+ * At most `maxGossipKeys` keys, and at most GOSSIP_BYTE_BUDGET bytes, go in
+ * one message; the rest stay stale and spill into the next one. So a
  * message's size is bounded whatever the request rate, and traffic grows
- * with the number of changing keys, not with requests.
+ * with the number of changing keys, not with requests. (The simulator's
+ * keys100 scenarios measure it.)
  */
 import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore } from './cluster-core.js'
 import { ext, keepRate } from './key-ext.js'
 import { CLUSTER_VERSION, type Gossip, type GossipKey } from './messages.js'
 
-const round = (n: number): number => Math.round(n * 1000) / 1000
+/** Integers from 8 up, one decimal below: what a peer's decisions can use, in few bytes. */
+export function compact (n: number): number {
+  return Math.abs(n) >= 8 ? Math.round(n) : Math.round(n * 10) / 10
+}
 
-function stale (sent: number, now: number, tolerance: number): boolean {
-  return Number.isNaN(sent) || Math.abs(sent - now) >= tolerance
+function stale (sent: number, now: number, floor: number): boolean {
+  return Number.isNaN(sent) || Math.abs(sent - now) >= Math.max(floor, 0.25 * Math.abs(sent))
 }
 
 /** Bytes a gossip may take: under the transport's 64 KiB message bound, with room for the envelope. */
@@ -39,16 +48,15 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     ks.bucket.advance(nowMs)
     const held = ks.bucket.held
     const outstanding = ks.bucket.outstanding(nowMs)
-    const changed = stale(x.sentHeld, held, 0.5) ||
-      stale(x.sentOutstanding, outstanding, 1) ||
-      stale(x.sentRate, keepRate(x), Math.max(0.1 * x.sentRate, 0.01))
+    const rate = keepRate(x)
+    // A key gone quiet gets one exact last word, so idle views are exact (and the key can leave the active set).
+    const changed = stale(x.sentHeld, held, 0.5) || stale(x.sentRate, rate, 0.05) || (rate === 0 && held !== x.sentHeld)
     if (!changed) continue
     x.sentHeld = held
     x.sentOutstanding = outstanding
-    // The rate peers plan with is the one this node keeps tokens for: min(slow, fast).
-    const rate = keepRate(x)
+    // The rate peers plan with is the one this node keeps tokens for.
     x.sentRate = rate
-    keys.push([ks.key, round(Math.max(0, held)), round(outstanding), round(rate)])
+    keys.push([ks.key, compact(Math.max(0, held)), compact(outstanding), compact(rate)])
     bytes += cost
     // Stop right after the last one taken, so a resumable candidate source loses nothing.
     if (keys.length >= max) break

@@ -19,6 +19,8 @@ export interface KeyExt {
   lastDemandAt: number
   /** When a want for this key was sent (-Infinity: none in flight). */
   wantSentAt: number
+  /** When the last want was sent (kept after its reply; spaces wants out). */
+  lastWantAt: number
   deferred: Array<[amount: number, at: number]> | null
   /** Soft mode: tokens admitted without holding them, still to repay. */
   debt: number
@@ -47,7 +49,7 @@ export function ext (ks: KeyState): KeyExt {
   let x = ks.ext as KeyExt | null
   if (x === null) {
     x = {
-      demand: 0, rate: 0, fastRate: 0, lastDemandAt: -Infinity, wantSentAt: -Infinity, deferred: null, debt: 0, overdraft: 0, burn: 0,
+      demand: 0, rate: 0, fastRate: 0, lastDemandAt: -Infinity, wantSentAt: -Infinity, lastWantAt: -Infinity, deferred: null, debt: 0, overdraft: 0, burn: 0,
       tight: false, pace: 0, transfersIn: 0, transfersOut: 0, stranded: 0, sentHeld: NaN, sentOutstanding: NaN, sentRate: NaN
     }
     ks.ext = x
@@ -100,9 +102,16 @@ export function needRate (x: KeyExt): number {
   return Math.max(x.rate, x.fastRate)
 }
 
-/** What a donor keeps for itself: the lower of the two rates, so a node that went quiet gives at once. */
+/**
+ * What a donor keeps for itself. While it is busy, the higher of its two
+ * rates, the same as it would ask for: a node that keeps less than it needs
+ * gives tokens away and asks for them back a moment later (the simulator
+ * showed busy nodes trading tokens back and forth several times a second).
+ * Once its demand has clearly dropped (the fast average under half
+ * the slow one), the fast one, so a node that went quiet gives at once.
+ */
 export function keepRate (x: KeyExt): number {
-  return Math.min(x.rate, x.fastRate)
+  return x.fastRate < x.rate / 2 ? x.fastRate : Math.max(x.rate, x.fastRate)
 }
 
 /** Destroy owed tokens from what is held now (see `burn`). */

@@ -9,8 +9,11 @@
  *
  * R applies grant `seq` only if seq == applied + 1 for that pair, then sets
  * applied = seq. Each grant is therefore credited at most once (a duplicate
- * or an old retransmit has seq <= applied) and in order (a gap waits for the
- * retransmit). `applied` is a monotone counter only R writes; R gossips it,
+ * or an old retransmit has seq <= applied) and in order. A grant that
+ * arrives early (a gap: seq > applied + 1, common when grants race over
+ * separate streams) is held, up to MAX_EARLY per pair, and applied as soon
+ * as the gap fills; without that, every reordering cost a retransmit
+ * timeout (the simulator found this: utilization fell with the key count). `applied` is a monotone counter only R writes; R gossips it,
  * and G drops grants up to it and retransmits the rest after a timeout.
  *
  * A grant addressed to an epoch that is not R's current one is never applied:
@@ -32,7 +35,10 @@ interface Outbox {
   grants: Array<{ grant: Grant, sentAt: number }>
 }
 
-export type ApplyResult = 'applied' | 'duplicate' | 'gap' | 'wrong-epoch'
+export type ApplyResult = 'applied' | 'duplicate' | 'early' | 'gap' | 'wrong-epoch'
+
+/** Early grants held per giver incarnation; beyond this they are dropped and come back by retransmit. */
+export const MAX_EARLY = 64
 
 export class Ledger {
   private readonly node: string
@@ -40,6 +46,8 @@ export class Ledger {
   private readonly out = new Map<string, Outbox>()
   /** `${giver}/${giverEpoch}` -> highest seq applied. */
   private readonly applied = new Map<string, number>()
+  /** `${giver}/${giverEpoch}` -> grants that arrived before their predecessors, by seq. */
+  private readonly early = new Map<string, Map<number, Grant>>()
   /** Tokens in grants that can never be applied (the receiver's epoch moved on). */
   stranded = 0
 
@@ -71,15 +79,36 @@ export class Ledger {
     if (i > 0) box.grants.splice(0, i)
   }
 
-  /** Decide whether an incoming grant may be credited; if so, mark it applied. */
-  apply (g: Grant): ApplyResult {
-    if (g.to !== this.node || g.toEpoch !== this.epoch) return 'wrong-epoch'
+  /**
+   * Decide an incoming grant. Returns what to credit now, in seq order: the
+   * grant and any held successors it unblocks (empty if none may be).
+   */
+  apply (g: Grant): { result: ApplyResult, credit: Grant[] } {
+    if (g.to !== this.node || g.toEpoch !== this.epoch) return { result: 'wrong-epoch', credit: [] }
     const id = `${g.node}/${g.epoch}`
-    const last = this.applied.get(id) ?? 0
-    if (g.seq <= last) return 'duplicate'
-    if (g.seq !== last + 1) return 'gap'
-    this.applied.set(id, g.seq)
-    return 'applied'
+    let last = this.applied.get(id) ?? 0
+    if (g.seq <= last) return { result: 'duplicate', credit: [] }
+    if (g.seq !== last + 1) {
+      let held = this.early.get(id)
+      if (held === undefined) this.early.set(id, held = new Map())
+      if (held.has(g.seq)) return { result: 'duplicate', credit: [] }
+      if (held.size >= MAX_EARLY) return { result: 'gap', credit: [] }
+      held.set(g.seq, g)
+      return { result: 'early', credit: [] }
+    }
+    const credit = [g]
+    last = g.seq
+    const held = this.early.get(id)
+    if (held !== undefined) {
+      for (let next = held.get(last + 1); next !== undefined; next = held.get(last + 1)) {
+        held.delete(last + 1)
+        credit.push(next)
+        last++
+      }
+      if (held.size === 0) this.early.delete(id)
+    }
+    this.applied.set(id, last)
+    return { result: 'applied', credit }
   }
 
   appliedFrom (giver: string, giverEpoch: string): number {

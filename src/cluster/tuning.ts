@@ -16,6 +16,8 @@ export interface ClusterTuning {
   tightenFraction: number
   /** A want with no answer may be retried (at another donor) after this. @default 1000 */
   wantTimeoutMs: number
+  /** A node asks for a key's tokens at most once per this (so want traffic grows with keys, not requests). @default min(100, gossip interval) */
+  wantGapMs: number
   /** Unacked grants are resent after this. @default 1000 */
   retransmitMs: number
   /** A glob key idle this long at a node that is not its home goes back home. @default 10000 */
@@ -36,6 +38,7 @@ export function defaultTuning (gossipIntervalMs = 250): ClusterTuning {
     lowWater: 0.2,
     tightenFraction: 0.25,
     wantTimeoutMs: 1000,
+    wantGapMs: Math.min(100, gossipIntervalMs),
     retransmitMs: 1000,
     idleReturnMs: 10_000,
     maxGossipKeys: 512,

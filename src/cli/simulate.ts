@@ -1,0 +1,150 @@
+/**
+ * `quotad simulate`: what would this cluster file do with N nodes and this
+ * load? Runs the deterministic simulator (src/sim) for each rule of the file
+ * (or a built-in rule), prints one row per scenario, and exits 1 if any run
+ * broke an invariant, printing the seed and the command that replays it.
+ */
+import { readFile } from 'node:fs/promises'
+import { resolve } from 'node:path'
+import { loadClusterFile } from '../config/load.js'
+import { ALGORITHMS, DEFAULT_LIMITS, type Algorithm, type LimitsConfig, type Mode, type RuleConfig } from '../config/types.js'
+import { ExitCodes } from '../errors.js'
+import { parseTrace } from '../sim/load.js'
+import { failureText, HEADER, row, summarize, table } from '../sim/report.js'
+import { runCase } from '../sim/property.js'
+import { runSim, type SimResult } from '../sim/run.js'
+import { SCENARIOS, scenario } from '../sim/scenario.js'
+import type { Arrival } from '../sim/types.js'
+import { intFlag, parseCli, usage } from './common.js'
+
+export const SIMULATE_HELP = `usage: quotad simulate [options]
+  --config FILE      simulate this cluster file's rules (default: one rule "api", 1000 per 1s)
+  --rule NAME        only this rule of the file
+  --nodes N          nodes at the start, 2..1000 (default: the file's node count, else 10)
+  --scenario NAME    ${SCENARIOS.map(s => s.name).join(', ')}, or all (default: all)
+  --mode hard|soft   override the rules' mode (default: each rule's own)
+  --seconds S        virtual seconds per run (default 10)
+  --seed S           first seed (default 1)
+  --seeds K          runs per scenario, seeds S..S+K-1 (default 1)
+  --gossip-ms MS     gossip interval (default: the file's, else 250)
+  --trace FILE       replay a load (CSV timestamp,node,key,count or JSON lines) instead of the scenario's
+  --algorithm A --limit L --per-ms P --match M   the built-in rule (without --config; a * in M makes it a glob rule)
+  --property         replay one case of the CI property test (with --scenario, --mode, --seed)
+  --json             print every run's result as JSON lines
+`
+
+interface Target { rules: RuleConfig[], nodes: number, gossipMs: number, limits: LimitsConfig, configPath?: string }
+
+async function target (values: Record<string, string | boolean | undefined>): Promise<Target> {
+  const config = values.config as string | undefined
+  if (config !== undefined) {
+    const cfg = await loadClusterFile(resolve(config))
+    let rules = cfg.rules
+    if (values.rule !== undefined) {
+      rules = rules.filter(r => r.name === values.rule)
+      if (rules.length === 0) throw usage(`no rule named "${String(values.rule)}" in ${config} (rules: ${cfg.rules.map(r => r.name).join(', ')})`)
+    }
+    return { rules, nodes: cfg.nodes.length, gossipMs: cfg.cluster.gossipIntervalMs, limits: cfg.limits, configPath: config }
+  }
+  const algorithm = (values.algorithm ?? 'fixed-window') as Algorithm
+  if (!ALGORITHMS.includes(algorithm)) throw usage(`--algorithm must be one of ${ALGORITHMS.join(', ')}`)
+  const limit = intFlag('limit', values.limit as string | undefined, 1000, 1)
+  const perMs = intFlag('per-ms', values['per-ms'] as string | undefined, 1000, 1)
+  const match = (values.match ?? 'api') as string
+  const rule: RuleConfig = { name: 'api', match, limit, perMs, per: `${perMs}ms`, algorithm, burst: limit, mode: 'hard', onPartition: 'local-share', maxDebt: Math.ceil(limit / 10) }
+  return { rules: [rule], nodes: 10, gossipMs: 250, limits: DEFAULT_LIMITS }
+}
+
+/** One case of the property test, exactly as CI ran it. */
+function replayProperty (values: Record<string, string | boolean | undefined>): void {
+  const name = values.scenario as string | undefined
+  const mode = values.mode as string | undefined
+  if (name === undefined || (mode !== 'hard' && mode !== 'soft')) throw usage('--property needs --scenario NAME and --mode hard|soft (and --seed)')
+  try { scenario(name) } catch (err) { throw usage((err as Error).message) }
+  const r = runCase({ scenario: name, mode, seed: intFlag('seed', values.seed as string | undefined, 1) })
+  process.stdout.write(values.json === true ? JSON.stringify(r) + '\n' : table(HEADER, [row(summarize([r]))]) + '\n')
+  if (!r.ok) {
+    process.stdout.write(failureText(summarize([r])) + '\n')
+    process.exitCode = ExitCodes.ERROR
+  }
+}
+
+export async function simulate (argv: string[]): Promise<void> {
+  const { values } = parseCli({
+    args: argv,
+    options: {
+      config: { type: 'string', short: 'c' },
+      rule: { type: 'string' },
+      nodes: { type: 'string' },
+      scenario: { type: 'string' },
+      mode: { type: 'string' },
+      seconds: { type: 'string' },
+      seed: { type: 'string' },
+      seeds: { type: 'string' },
+      'gossip-ms': { type: 'string' },
+      trace: { type: 'string' },
+      algorithm: { type: 'string' },
+      limit: { type: 'string' },
+      'per-ms': { type: 'string' },
+      match: { type: 'string' },
+      property: { type: 'boolean' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' }
+    }
+  })
+  if (values.help === true) { process.stdout.write(SIMULATE_HELP); return }
+  if (values.property === true) { replayProperty(values); return }
+  const t = await target(values)
+  const nodes = intFlag('nodes', values.nodes, t.nodes, 2)
+  if (nodes > 1000) throw usage('--nodes must be at most 1000')
+  const seconds = intFlag('seconds', values.seconds, 10, 1)
+  const seed = intFlag('seed', values.seed, 1)
+  const seeds = intFlag('seeds', values.seeds, 1, 1)
+  const gossipMs = intFlag('gossip-ms', values['gossip-ms'], t.gossipMs, 10)
+  const mode = values.mode as Mode | undefined
+  if (mode !== undefined && mode !== 'hard' && mode !== 'soft') throw usage('--mode must be hard or soft')
+  const names = values.scenario === undefined || values.scenario === 'all' ? SCENARIOS.map(s => s.name) : [values.scenario]
+  const scenarios = names.map(n => { try { return scenario(n) } catch (err) { throw usage((err as Error).message) } })
+  let trace: Arrival[] | undefined
+  if (values.trace !== undefined) {
+    try {
+      trace = parseTrace(await readFile(values.trace, 'utf8'), values.trace)
+    } catch (err) {
+      throw usage(`--trace: ${(err as Error).message}`)
+    }
+    // A trace's times are relative to its first line.
+    const t0 = trace.length > 0 ? trace[0].at : 0
+    trace = trace.map(a => ({ ...a, at: a.at - t0 }))
+  }
+
+  let failed = 0
+  for (const rule of t.rules) {
+    const rows: string[][] = []
+    const notes: string[] = []
+    for (const sc of trace === undefined ? scenarios : [scenarios[0]]) {
+      const results: SimResult[] = []
+      for (let s = seed; s < seed + seeds; s++) {
+        const r = runSim({
+          scenario: sc, nodes, seed: s, mode: mode ?? rule.mode, rule, durationMs: seconds * 1000, gossipIntervalMs: gossipMs,
+          limits: t.limits, ...(trace !== undefined ? { trace } : {}), ...(t.configPath !== undefined ? { configPath: t.configPath } : {})
+        })
+        if (values.json === true) process.stdout.write(JSON.stringify(r) + '\n')
+        results.push(r)
+      }
+      const sum = summarize(results)
+      if (trace !== undefined) sum.scenario = `trace ${values.trace}`
+      rows.push(row(sum))
+      failed += sum.failed
+      if (sum.failed > 0) notes.push(failureText(sum))
+    }
+    if (values.json === true) continue
+    process.stdout.write(`\nrule ${rule.name}: ${rule.algorithm} ${rule.limit}/${rule.per}${rule.algorithm === 'token-bucket' ? ` burst ${rule.burst}` : ''}, ` +
+      `${nodes} nodes, ${seconds} s per run, gossip ${gossipMs} ms, seeds ${seed}..${seed + seeds - 1}\n`)
+    process.stdout.write(table(HEADER, rows) + '\n')
+    for (const n of notes) process.stdout.write(n + '\n')
+  }
+  if (failed > 0) {
+    process.stderr.write(`${failed} run(s) broke an invariant; each is replayed by the command printed with it\n`)
+    process.exitCode = ExitCodes.ERROR
+  }
+}

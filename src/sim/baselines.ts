@@ -1,0 +1,50 @@
+/**
+ * The two baselines every run is compared with, on the same arrivals:
+ *
+ * - central: one exact limiter holding the whole stock, deciding every
+ *   request with no network (the upper bound: what Redis with a perfect
+ *   network would give). It is the production Limiter on one node.
+ * - static: the stock split evenly over the nodes once (floor(stock / n),
+ *   the first `stock mod n` nodes one more), each node alone, no gossip:
+ *   what "divide the limit by the instance count" gives.
+ *
+ * Each returns, per arrival, whether it was admitted.
+ */
+import type { LimitsConfig, RuleConfig } from '../config/types.js'
+import { Limiter } from '../core/limiter.js'
+import type { Arrival } from './types.js'
+
+export function central (rule: RuleConfig, limits: LimitsConfig, arrivals: readonly Arrival[]): Uint8Array {
+  const l = new Limiter({ node: 'central', seeds: ['central'], rules: [rule], limits })
+  const out = new Uint8Array(arrivals.length)
+  for (let i = 0; i < arrivals.length; i++) {
+    const a = arrivals[i]
+    out[i] = l.acquire(a.key, a.count, a.at).allowed ? 1 : 0
+  }
+  return out
+}
+
+/** The rule scaled to one node's even share of it (limit and burst split alike). */
+function slice (rule: RuleConfig, i: number, n: number): RuleConfig | undefined {
+  const part = (x: number): number => Math.floor(x / n) + (i < x % n ? 1 : 0)
+  const limit = part(rule.limit)
+  const burst = part(rule.burst)
+  if (limit < 1 || burst < 1) return undefined
+  return { ...rule, limit, burst }
+}
+
+export function staticSplit (rule: RuleConfig, limits: LimitsConfig, nodes: readonly string[], arrivals: readonly Arrival[]): Uint8Array {
+  const sorted = [...nodes].sort()
+  const limiters = new Map<string, Limiter | null>()
+  sorted.forEach((name, i) => {
+    const r = slice(rule, i, sorted.length)
+    limiters.set(name, r === undefined ? null : new Limiter({ node: name, seeds: [name], rules: [r], limits }))
+  })
+  const out = new Uint8Array(arrivals.length)
+  for (let i = 0; i < arrivals.length; i++) {
+    const a = arrivals[i]
+    const l = limiters.get(a.node)
+    out[i] = l != null && l.acquire(a.key, a.count, a.at).allowed ? 1 : 0
+  }
+  return out
+}

@@ -1,0 +1,67 @@
+/**
+ * The virtual network's failure model: per-message latency, loss,
+ * duplication and reordering, and a set of cut links (partitions, which may
+ * be one-way). Every random choice draws from the run's seeded Rng.
+ */
+import type { Rng } from './rng.js'
+
+export interface NetworkModel {
+  /** Latency floor, ms. */
+  minLatencyMs: number
+  /** Latency cap, ms. */
+  maxLatencyMs: number
+  /**
+   * Mean latency, ms. When set, latency is the floor plus an exponential tail
+   * with this mean above the floor (capped): most messages are fast, a few
+   * are slow. Unset: uniform between floor and cap.
+   */
+  meanLatencyMs?: number
+  /** Probability a message is lost. */
+  loss: number
+  /** Probability a message is delivered twice (the copy with its own latency). */
+  duplicate: number
+  /** Probability a message is held back by an extra delay (so later ones overtake it). */
+  reorder?: number
+  /** The extra delay of a reordered message is uniform in [0, reorderMs]. @default 200 */
+  reorderMs?: number
+}
+
+export const PERFECT: NetworkModel = { minLatencyMs: 1, maxLatencyMs: 3, loss: 0, duplicate: 0 }
+
+/** Latency of one message copy, ms. */
+export function sampleLatency (m: NetworkModel, rng: Rng): number {
+  let ms: number
+  if (m.meanLatencyMs !== undefined) {
+    ms = Math.min(m.maxLatencyMs, m.minLatencyMs + rng.exp(Math.max(0, m.meanLatencyMs - m.minLatencyMs)))
+  } else {
+    ms = m.minLatencyMs + rng.next() * (m.maxLatencyMs - m.minLatencyMs)
+  }
+  if (m.reorder !== undefined && m.reorder > 0 && rng.chance(m.reorder)) ms += rng.next() * (m.reorderMs ?? 200)
+  return ms
+}
+
+/** Directed cut links: `a>b` cut means nothing a sends reaches b. */
+export class Cuts {
+  private readonly cut = new Set<string>()
+
+  has (from: string, to: string): boolean {
+    return this.cut.size > 0 && this.cut.has(`${from}>${to}`)
+  }
+
+  /** Cut every link from group a to group b (and back unless oneWay). */
+  split (a: readonly string[], b: readonly string[], oneWay = false): void {
+    for (const x of a) {
+      for (const y of b) {
+        if (x === y) continue
+        this.cut.add(`${x}>${y}`)
+        if (!oneWay) this.cut.add(`${y}>${x}`)
+      }
+    }
+  }
+
+  heal (): void {
+    this.cut.clear()
+  }
+
+  get size (): number { return this.cut.size }
+}

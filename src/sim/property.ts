@@ -1,0 +1,53 @@
+/**
+ * The property run CI replays: every scenario x both modes x a range of
+ * seeds, small clusters and short runs so it stays fast. Each seed also
+ * picks the algorithm (all four take turns), the node count (2..6) and
+ * whether the key is exact or a glob, so the seeds cover the combinations.
+ */
+import type { Algorithm, Mode, RuleConfig } from '../config/types.js'
+import { ALGORITHMS } from '../config/types.js'
+import { runSim, type SimResult, type SimSpec } from './run.js'
+import { SCENARIOS, scenario } from './scenario.js'
+
+export interface PropertyCase { scenario: string, mode: Mode, seed: number }
+
+export function propertyRule (seed: number, glob: boolean): RuleConfig {
+  const algorithm: Algorithm = ALGORITHMS[seed % ALGORITHMS.length]
+  const limit = 20 + (seed % 7) * 15
+  return {
+    name: 'prop', match: glob ? 'prop:*' : 'prop', limit, perMs: 1000, per: '1s', algorithm,
+    burst: algorithm === 'token-bucket' ? limit : limit, mode: 'hard', onPartition: 'local-share', maxDebt: Math.ceil(limit / 10)
+  }
+}
+
+export function propertySpec (c: PropertyCase): SimSpec {
+  const sc = scenario(c.scenario)
+  // keys100 scenarios keep 100 keys only in the benchmark; here 5 keep them fast.
+  const small = sc.keys > 1 ? { ...sc, keys: 5 } : sc
+  const glob = small.keys > 1 || c.seed % 3 === 0
+  return {
+    scenario: small,
+    nodes: 2 + (c.seed % 5),
+    seed: c.seed,
+    mode: c.mode,
+    rule: propertyRule(c.seed, glob),
+    durationMs: 3000,
+    gossipIntervalMs: 100
+  }
+}
+
+export function propertyCases (seeds: number, first = 1): PropertyCase[] {
+  const out: PropertyCase[] = []
+  for (const sc of SCENARIOS) {
+    for (const mode of ['hard', 'soft'] as const) {
+      for (let s = first; s < first + seeds; s++) out.push({ scenario: sc.name, mode, seed: s })
+    }
+  }
+  return out
+}
+
+export function runCase (c: PropertyCase): SimResult {
+  const r = runSim(propertySpec(c))
+  r.replay = `quotad simulate --property --scenario ${c.scenario} --mode ${c.mode} --seed ${c.seed}`
+  return r
+}

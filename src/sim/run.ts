@@ -1,0 +1,201 @@
+/**
+ * One simulation run: build the virtual cluster for a spec, drive its load
+ * and faults through virtual time, and check it.
+ *
+ * - The oracle (oracle.ts, an exact central limiter written independently
+ *   of src/core) judges every key's admissions: in hard mode any token it
+ *   would have denied is overshoot and fails the run; in soft mode the
+ *   overshoot must be covered by the overdraft the nodes reported.
+ * - The audit (token-audit.ts) checks conservation every 100 ms and at the
+ *   end: held + transit + saved + stranded = stock. Any token created, or
+ *   lost without being accounted for, fails the run.
+ * - The same arrivals go to the two baselines (central, static split).
+ *
+ * Randomness: the load, the faults and the network each draw from their own
+ * stream derived from the seed, so a run replays exactly from its seed.
+ */
+import { DEFAULT_LIMITS, type LimitsConfig, type Mode, type RuleConfig } from '../config/types.js'
+import { ext } from '../cluster/key-ext.js'
+import { central, staticSplit } from './baselines.js'
+import { generateLoad } from './load.js'
+import { figures, type Figures } from './metrics.js'
+import { checkKey } from './oracle.js'
+import { Rng } from './rng.js'
+import type { Scenario } from './scenario.js'
+import type { Admission, Arrival, HotMove, OracleRule } from './types.js'
+import { VirtualCluster } from './virtual-cluster.js'
+import { scheduleFaults } from './faults.js'
+
+export interface SimSpec {
+  scenario: Scenario
+  /** Seed nodes at the start (joiners come on top). */
+  nodes: number
+  seed: number
+  mode: Mode
+  rule: RuleConfig
+  durationMs: number
+  gossipIntervalMs: number
+  limits?: LimitsConfig
+  /** Replaces the scenario's generated load (times relative to the run's start). */
+  trace?: Arrival[]
+  /** For the replay line: the cluster file the rule came from. */
+  configPath?: string
+  /**
+   * Called once the cluster is built, to break it on purpose: the checker's
+   * own tests use it to show that a created token or an overshoot fails the run.
+   */
+  sabotage?: (vc: VirtualCluster, startMs: number) => void
+}
+
+export interface SimResult extends Figures {
+  scenario: string
+  nodes: number
+  seed: number
+  mode: Mode
+  rule: string
+  algorithm: string
+  ok: boolean
+  /** Why the run failed (empty when ok). */
+  failures: string[]
+  replay: string
+}
+
+/** A run starts this far into a window, so windows and the run's start don't line up. */
+const T0 = 1_800_000_000_000
+
+/** Derive an independent stream from a seed (a splitmix-style mix). */
+export function stream (seed: number, salt: number): Rng {
+  let h = (seed ^ Math.imul(salt + 1, 0x9e3779b9)) >>> 0
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b) >>> 0
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35) >>> 0
+  return new Rng((h ^ (h >>> 16)) >>> 0)
+}
+
+export function nodeNames (n: number): string[] {
+  const w = String(n).length
+  return Array.from({ length: n }, (_, i) => `n${String(i + 1).padStart(w, '0')}`)
+}
+
+/** The keys a run uses: the rule's exact key, or `scenario.keys` keys matching its glob. */
+export function keysFor (rule: RuleConfig, count: number): string[] {
+  if (!rule.match.includes('*')) return [rule.match]
+  return Array.from({ length: count }, (_, i) => rule.match.replace(/\*/g, `k${i}`))
+}
+
+export function replayCommand (spec: SimSpec): string {
+  const parts = ['quotad simulate', `--scenario ${spec.scenario.name}`, `--nodes ${spec.nodes}`, `--seed ${spec.seed}`, `--mode ${spec.mode}`,
+    `--seconds ${spec.durationMs / 1000}`, `--gossip-ms ${spec.gossipIntervalMs}`]
+  if (spec.configPath !== undefined) parts.push(`--config ${spec.configPath}`, `--rule ${spec.rule.name}`)
+  else {
+    parts.push(`--algorithm ${spec.rule.algorithm}`, `--limit ${spec.rule.limit}`, `--per-ms ${spec.rule.perMs}`)
+    if (spec.rule.match !== 'api') parts.push(`--match '${spec.rule.match}'`)
+  }
+  return parts.join(' ')
+}
+
+export function runSim (spec: SimSpec): SimResult {
+  const sc = spec.scenario
+  const limits = spec.limits ?? DEFAULT_LIMITS
+  const rule: RuleConfig = { ...spec.rule, mode: spec.mode }
+  const seeds = nodeNames(spec.nodes)
+  const joiners = Array.from({ length: sc.faults.joins ?? 0 }, (_, i) => `j${i + 1}`)
+  const keys = keysFor(rule, sc.keys)
+  const startMs = T0 + Math.floor(stream(spec.seed, 0).next() * rule.perMs)
+  const endMs = startMs + spec.durationMs
+
+  // Load: generated, or the user's trace shifted to the run's start.
+  let arrivals: Arrival[]
+  let moves: HotMove[] = []
+  if (spec.trace !== undefined) {
+    arrivals = spec.trace.map(a => ({ ...a, at: a.at + startMs })).filter(a => a.at < endMs)
+  } else {
+    const ratePerKey = sc.demand * rule.limit * 1000 / Math.min(rule.perMs, spec.durationMs)
+    const load = generateLoad({ kind: sc.load, nodes: [...seeds, ...joiners], keys, ratePerKey, startMs, durationMs: spec.durationMs }, stream(spec.seed, 1))
+    arrivals = load.arrivals
+    moves = load.moves
+  }
+  const allNodes = [...new Set([...seeds, ...joiners, ...arrivals.map(a => a.node)])]
+
+  const skewRng = stream(spec.seed, 2)
+  const skewMs: Record<string, number> = {}
+  for (const n of allNodes) skewMs[n] = sc.skewMs === 0 ? 0 : (skewRng.next() * 2 - 1) * sc.skewMs
+  const vc = new VirtualCluster({
+    nodes: seeds, seeds, rules: [rule], limits, seed: stream(spec.seed, 3).int(0, 0xffffffff), startMs, network: sc.network, skewMs,
+    tuning: { gossipIntervalMs: spec.gossipIntervalMs, aliveTimeoutMs: Math.max(1000, 4 * spec.gossipIntervalMs), tickMs: Math.min(50, spec.gossipIntervalMs) }
+  })
+  spec.sabotage?.(vc, startMs)
+  const joinAt = scheduleFaults(vc, sc.faults, seeds, joiners, startMs, spec.durationMs, stream(spec.seed, 4))
+
+  // Conservation, every 100 ms and at the end.
+  const failures: string[] = []
+  let worstCreated = 0
+  let worstLost = 0
+  const audit = (): void => {
+    for (const k of keys) {
+      const a = vc.audit.account(k)
+      if (a.error > worstCreated) worstCreated = a.error
+      if (a.error < worstLost) worstLost = a.error
+    }
+  }
+  for (let t = startMs + 100; t < endMs; t += 100) vc.at(t, audit)
+
+  // Drive the load: advance the network to each arrival, then decide it locally.
+  const admitted = new Uint8Array(arrivals.length)
+  const admissions: Admission[] = []
+  for (let i = 0; i < arrivals.length; i++) {
+    const a = arrivals[i]
+    if ((joinAt.get(a.node) ?? -Infinity) > a.at) continue
+    vc.runUntil(a.at)
+    const d = vc.acquire(a.node, a.key, a.count)
+    if (d?.allowed === true) {
+      admitted[i] = 1
+      admissions.push({ at: a.at, local: vc.clock(a.node), node: a.node, key: a.key, count: a.count })
+    }
+  }
+  vc.runUntil(endMs)
+  audit()
+
+  // The oracle, per key.
+  const oracleRule: OracleRule = { algorithm: rule.algorithm, limit: rule.limit, perMs: rule.perMs, burst: rule.burst }
+  const byKey = new Map<string, Admission[]>()
+  for (const a of admissions) {
+    let l = byKey.get(a.key)
+    if (l === undefined) byKey.set(a.key, l = [])
+    l.push(a)
+  }
+  let overshoot = 0
+  for (const [key, list] of byKey) {
+    const c = checkKey(oracleRule, list, { maxSkewMs: sc.skewMs })
+    overshoot += c.overshoot
+    for (const v of c.violations.slice(0, 2)) if (failures.length < 6 && spec.mode === 'hard') failures.push(`overshoot on ${key} at +${Math.round(v.at - startMs)} ms (${v.node}): ${v.detail}`)
+  }
+  // Every incarnation's overdraft, crashed and stopped ones included.
+  let overdraft = 0
+  for (const core of vc.incarnations) for (const ks of core.limiter.states()) overdraft += ks.ext === null ? 0 : ext(ks).overdraft
+  if (spec.mode === 'hard' && overshoot > 0) failures.unshift(`hard-mode overshoot: ${overshoot} token(s) over the exact limiter`)
+
+  if (spec.mode === 'soft' && overshoot > overdraft + 1e-6) failures.push(`soft overshoot ${overshoot} exceeds the reported overdraft ${overdraft}`)
+  if (worstCreated > 1e-6) failures.push(`conservation: ${fmt(worstCreated)} token(s) created`)
+  if (worstLost < -1e-6) failures.push(`conservation: ${fmt(-worstLost)} token(s) lost without being accounted for`)
+
+  const f = figures({
+    arrivals, admitted, central: central(rule, limits, arrivals), static: staticSplit(rule, limits, seeds, arrivals),
+    moves, startMs, endMs, vc, keys, overshoot, overdraft, gossipIntervalMs: spec.gossipIntervalMs
+  })
+  return {
+    ...f,
+    scenario: sc.name,
+    nodes: spec.nodes,
+    seed: spec.seed,
+    mode: spec.mode,
+    rule: rule.name,
+    algorithm: rule.algorithm,
+    ok: failures.length === 0,
+    failures,
+    replay: replayCommand(spec)
+  }
+}
+
+function fmt (n: number): string {
+  return String(Math.round(n * 1e6) / 1e6)
+}

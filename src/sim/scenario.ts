@@ -1,0 +1,72 @@
+/**
+ * The named scenarios: a load, a network, faults and clock skew. A scenario
+ * says what happens, not how big: node count, rule, seed, mode and duration
+ * come from the run's SimSpec, so the same scenario runs at N = 3 or 200.
+ */
+import type { LoadKind } from './load.js'
+import type { NetworkModel } from './network.js'
+
+export interface FaultSpec {
+  /** Random partitions: one starts on average every `everyMs`, lasts about `durationMs`; `oneWay` of them are one-way. */
+  partitions?: { everyMs: number, durationMs: number, oneWay: number }
+  /** Crashes (kill -9) per run, each restarted with nothing after `restartAfterMs`. */
+  crashes?: number
+  /** Graceful stops per run, each restarted from its saved state after `restartAfterMs`. */
+  stops?: number
+  /** Nodes that are not seeds and join mid-run (they start with nothing). */
+  joins?: number
+  restartAfterMs?: number
+}
+
+export interface Scenario {
+  name: string
+  summary: string
+  load: LoadKind
+  /** Total demand per key, in multiples of the rule's limit. */
+  demand: number
+  network: NetworkModel
+  faults: FaultSpec
+  /** Each node's clock is off by a uniform amount in [-skewMs, +skewMs]. */
+  skewMs: number
+  /** Active keys for a glob rule (an exact rule has one key). */
+  keys: number
+}
+
+/** A datacenter network: 1 ms floor, 2 ms mean, rare 50 ms stragglers. */
+export const LAN: NetworkModel = { minLatencyMs: 1, meanLatencyMs: 2, maxLatencyMs: 50, loss: 0, duplicate: 0 }
+/** A bad network: a long latency tail, loss, duplicates and reordering. */
+export const LOSSY: NetworkModel = { minLatencyMs: 1, meanLatencyMs: 20, maxLatencyMs: 500, loss: 0.1, duplicate: 0.05, reorder: 0.2, reorderMs: 200 }
+
+const base = { network: LAN, faults: {}, skewMs: 0, keys: 1, demand: 1.2 }
+
+export const SCENARIOS: readonly Scenario[] = [
+  { ...base, name: 'uniform', summary: 'even steady load at 1.2x the limit', load: 'steady' },
+  { ...base, name: 'bursty', summary: 'on/off bursts per node, 1.2x the limit on average', load: 'bursty' },
+  { ...base, name: 'zipf', summary: 'Zipf-skewed load across nodes (s=1.1), 1.2x the limit', load: 'zipf' },
+  { ...base, name: 'moving-hot', summary: '80% of the load on one node, which changes every 2 s', load: 'moving-hot' },
+  { ...base, name: 'over', summary: 'Zipf-skewed load at 3x the limit', load: 'over', demand: 3 },
+  { ...base, name: 'lossy', summary: 'Zipf load; 10% loss, 5% duplicates, 20% reordered, 20 ms mean latency', load: 'zipf', network: LOSSY },
+  {
+    ...base,
+    name: 'partition',
+    summary: 'Zipf load; random partitions (a third one-way) every ~2 s for ~1.5 s',
+    load: 'zipf',
+    faults: { partitions: { everyMs: 2000, durationMs: 1500, oneWay: 0.33 } }
+  },
+  {
+    ...base,
+    name: 'churn',
+    summary: 'Zipf load; a crash, a graceful stop (both restart 1.5 s later) and a join',
+    load: 'zipf',
+    faults: { crashes: 1, stops: 1, joins: 1, restartAfterMs: 1500 }
+  },
+  { ...base, name: 'skew', summary: 'moving hot spot with clocks skewed up to +-50 ms', load: 'moving-hot', skewMs: 50 },
+  { ...base, name: 'keys100', summary: '100 active keys of a glob rule, Zipf load at 1.2x each', load: 'zipf', keys: 100 },
+  { ...base, name: 'keys100-slow', summary: 'the same 100 keys at a quarter of the request rate', load: 'zipf', keys: 100, demand: 0.3 }
+]
+
+export function scenario (name: string): Scenario {
+  const s = SCENARIOS.find(x => x.name === name)
+  if (s === undefined) throw new Error(`unknown scenario "${name}" (one of: ${SCENARIOS.map(x => x.name).join(', ')})`)
+  return s
+}

@@ -1,0 +1,75 @@
+/**
+ * The checker checks: a cluster broken on purpose must fail its run. Without
+ * these, a property test that never fails could mean a blind checker.
+ */
+import test from 'ava'
+import type { Grant } from '../src/cluster/messages.js'
+import { runSim, type SimSpec } from '../src/sim/run.js'
+import { LOSSY, scenario } from '../src/sim/scenario.js'
+import { rule } from './helpers/rules.js'
+
+function spec (over: Partial<SimSpec> = {}): SimSpec {
+  return { scenario: scenario('zipf'), nodes: 3, seed: 11, mode: 'hard', rule: rule({ name: 'api', limit: 50, perMs: 1000 }), durationMs: 4000, gossipIntervalMs: 100, ...over }
+}
+
+test('an honest cluster passes', t => {
+  const r = runSim(spec())
+  t.deepEqual(r.failures, [])
+  t.true(r.ok)
+  t.true(r.cluster.admitted > 100)
+})
+
+test('a token created out of thin air fails conservation, and spending it fails the oracle', t => {
+  const r = runSim(spec({
+    sabotage: (vc, start) => vc.at(start + 1500, () => {
+      const ks = vc.cores.get('n1')?.limiter.existing('api')
+      ks?.bucket.credit(5)
+    })
+  }))
+  t.false(r.ok)
+  t.true(r.failures.some(f => f.includes('5 token(s) created')), r.failures.join('\n'))
+  t.true(r.overshoot > 0)
+  t.true(r.failures.some(f => f.startsWith('hard-mode overshoot')))
+  t.regex(r.replay, /^quotad simulate --scenario zipf --nodes 3 --seed 11 --mode hard/)
+})
+
+test('a ledger that applies duplicates creates tokens under a duplicating network, and is caught', t => {
+  const dup = { ...scenario('zipf'), network: { ...LOSSY, loss: 0, duplicate: 0.5 } }
+  const r = runSim(spec({
+    scenario: dup,
+    sabotage: vc => {
+      for (const core of vc.cores.values()) {
+        // Credit every grant that arrives, however often: the bug the ledger exists to prevent.
+        core.ledger.apply = (g: Grant) => ({ result: 'applied', credit: [g] })
+      }
+    }
+  }))
+  t.false(r.ok)
+  t.true(r.failures.some(f => f.includes('created')), r.failures.join('\n'))
+})
+
+test('a lost token is reported too', t => {
+  const r = runSim(spec({
+    sabotage: (vc, start) => vc.at(start + 1500, () => {
+      const ks = vc.cores.get('n2')?.limiter.existing('api')
+      if (ks !== undefined) ks.bucket.debit(3)
+    })
+  }))
+  t.false(r.ok)
+  t.true(r.failures.some(f => f.includes('lost without being accounted for')), r.failures.join('\n'))
+})
+
+test('soft mode: overshoot beyond the reported overdraft fails', t => {
+  const soft = rule({ name: 'api', limit: 50, perMs: 1000, mode: 'soft' })
+  const r = runSim(spec({
+    mode: 'soft',
+    rule: soft,
+    sabotage: (vc, start) => vc.at(start + 1500, () => {
+      const ks = vc.cores.get('n1')?.limiter.existing('api')
+      // Tokens admitted beyond the stock with no debt recorded for them.
+      ks?.bucket.credit(20)
+    })
+  }))
+  t.false(r.ok)
+  t.true(r.failures.some(f => f.includes('exceeds the reported overdraft')), r.failures.join('\n'))
+})

@@ -35,13 +35,21 @@ export class ClusterView {
     return initialShare(ks.rule.stock, ks.rule.glob, ks.key, p.name, this.seeds)
   }
 
-  /** Cluster-wide remaining: this node's held plus what alive agreeing peers hold. */
+  /**
+   * Cluster-wide remaining: this node's held plus what alive agreeing peers
+   * hold. The peers' part is a sum over every peer, so it is recomputed at
+   * most every half gossip interval per key (peers' figures change only that
+   * often anyway): ticks cost O(active keys), not O(active keys x peers).
+   */
   clusterRemaining (ks: KeyState, nowMs: number): number {
-    let n = ks.bucket.held
+    const x = ks.ext as KeyExt | null
+    if (x !== null && nowMs >= x.peersHeldAt && nowMs - x.peersHeldAt < this.tuning.gossipIntervalMs / 2) return ks.bucket.held + x.peersHeld
+    let n = 0
     for (const p of this.peers.alive(nowMs)) {
       if (agrees(p, ks)) n += this.peerHeld(p, ks)
     }
-    return n
+    if (x !== null) { x.peersHeld = n; x.peersHeldAt = nowMs }
+    return ks.bucket.held + n
   }
 
   /**

@@ -21,6 +21,9 @@ export interface KeyExt {
   wantSentAt: number
   /** When the last want was sent (kept after its reply; spaces wants out). */
   lastWantAt: number
+  /** What alive agreeing peers hold, as last summed (ClusterView.clusterRemaining), and when. */
+  peersHeld: number
+  peersHeldAt: number
   deferred: Array<[amount: number, at: number]> | null
   /** Soft mode: tokens admitted without holding them, still to repay. */
   debt: number
@@ -49,7 +52,7 @@ export function ext (ks: KeyState): KeyExt {
   let x = ks.ext as KeyExt | null
   if (x === null) {
     x = {
-      demand: 0, rate: 0, fastRate: 0, lastDemandAt: -Infinity, wantSentAt: -Infinity, lastWantAt: -Infinity, deferred: null, debt: 0, overdraft: 0, burn: 0,
+      demand: 0, rate: 0, fastRate: 0, lastDemandAt: -Infinity, wantSentAt: -Infinity, lastWantAt: -Infinity, peersHeld: 0, peersHeldAt: -Infinity, deferred: null, debt: 0, overdraft: 0, burn: 0,
       tight: false, pace: 0, transfersIn: 0, transfersOut: 0, stranded: 0, sentHeld: NaN, sentOutstanding: NaN, sentRate: NaN
     }
     ks.ext = x

@@ -1,0 +1,140 @@
+/**
+ * The accuracy benchmark: the deterministic simulator over >= 10,000 seeds,
+ * every scenario at N = 3, 10, 50 and 200, hard mode, with both baselines
+ * (static even split, exact central limiter) on the same arrivals.
+ *
+ *   npm run build && node dist/bench/accuracy.js [--quick] [--workers 2] [--json FILE]
+ *
+ * Rules: one exact key, fixed window 1000 per 1 s; the keys100 scenarios
+ * use a glob rule, 100 per 1 s per key, 100 keys. Runs last 10 virtual
+ * seconds (6 at N = 200); gossip every 250 ms. Seeds per cell shrink with
+ * N (a run's cost grows about as N^2); the keys100 cells get few seeds at
+ * N = 50 and none at N = 200, where one run takes minutes.
+ *
+ * Every run is checked (oracle + conservation); the bench exits 1 if any
+ * failed, printing the seeds and replay commands.
+ */
+import { writeFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads'
+import { intFlag, parseCli } from '../src/cli/common.js'
+import type { RuleConfig } from '../src/config/types.js'
+import { failureText, HEADER, row, summarize, table, type Summary } from '../src/sim/report.js'
+import { runSim, type SimResult } from '../src/sim/run.js'
+import { SCENARIOS, scenario } from '../src/sim/scenario.js'
+import { machineInfo, printMachine } from './lib/machine.js'
+
+const SIZES = [3, 10, 50, 200]
+const SEEDS: Record<number, number> = { 3: 560, 10: 500, 50: 40, 200: 6 }
+const KEYS_SEEDS: Record<number, number> = { 3: 50, 10: 20, 50: 2, 200: 0 }
+const GOSSIP_MS = 250
+
+interface Cell { scenario: string, nodes: number, seeds: number }
+
+function ruleFor (name: string): RuleConfig {
+  const many = scenario(name).keys > 1
+  const limit = many ? 100 : 1000
+  return { name: 'api', match: many ? 'api:*' : 'api', limit, perMs: 1000, per: '1s', algorithm: 'fixed-window', burst: limit, mode: 'hard', onPartition: 'local-share', maxDebt: limit / 10 }
+}
+
+function runCell (c: Cell, first: number): SimResult[] {
+  const out: SimResult[] = []
+  for (let s = first; s < first + c.seeds; s++) {
+    const r = runSim({ scenario: scenario(c.scenario), nodes: c.nodes, seed: s, mode: 'hard', rule: ruleFor(c.scenario), durationMs: c.nodes >= 200 ? 6000 : 10_000, gossipIntervalMs: GOSSIP_MS })
+    // Keep what the summary needs; follow lists can be long.
+    out.push(r)
+  }
+  return out
+}
+
+if (!isMainThread) {
+  const { cells } = workerData as { cells: Array<{ cell: Cell, first: number, id: number }> }
+  for (const { cell, first, id } of cells) parentPort?.postMessage({ id, results: runCell(cell, first) })
+  process.exit(0)
+}
+
+async function main (): Promise<void> {
+  const { values } = parseCli({ args: process.argv.slice(2), options: { quick: { type: 'boolean' }, workers: { type: 'string' }, json: { type: 'string' } } })
+  const quick = values.quick === true
+  const workers = intFlag('workers', values.workers, 2, 1)
+  const cells: Cell[] = []
+  for (const sc of SCENARIOS) {
+    for (const n of SIZES) {
+      const seeds = Math.ceil((sc.keys > 1 ? KEYS_SEEDS[n] : SEEDS[n]) / (quick ? 25 : 1))
+      if (seeds > 0) cells.push({ scenario: sc.name, nodes: n, seeds })
+    }
+  }
+  const total = cells.reduce((n, c) => n + c.seeds, 0)
+  printMachine(machineInfo())
+  process.stdout.write(`accuracy: ${total} seeded runs, ${cells.length} cells, ${workers} worker(s), hard mode, gossip ${GOSSIP_MS} ms\n`)
+  const t0 = performance.now()
+
+  // Split every cell into chunks and deal them round-robin, heaviest first, so workers finish together.
+  const chunks: Array<{ cell: Cell, first: number, id: number }> = []
+  for (const [i, c] of cells.entries()) {
+    const per = c.nodes >= 50 ? 1 : 50
+    for (let s = 0; s < c.seeds; s += per) chunks.push({ cell: { ...c, seeds: Math.min(per, c.seeds - s) }, first: 1 + s, id: i })
+  }
+  chunks.sort((a, b) => b.cell.nodes ** 2 * b.cell.seeds - a.cell.nodes ** 2 * a.cell.seeds)
+  const lanes: typeof chunks[] = Array.from({ length: workers }, () => [])
+  chunks.forEach((c, i) => lanes[i % workers].push(c))
+  const results: SimResult[][] = cells.map(() => [])
+  let done = 0
+  await Promise.all(lanes.map(async lane => await new Promise<void>((resolve, reject) => {
+    const w = new Worker(fileURLToPath(import.meta.url), { workerData: { cells: lane } })
+    w.on('message', (m: { id: number, results: SimResult[] }) => {
+      results[m.id].push(...m.results)
+      done += m.results.length
+      if (process.stderr.isTTY) process.stderr.write(`\r${done}/${total} runs`)
+    })
+    w.on('error', reject)
+    w.on('exit', code => code === 0 ? resolve() : reject(new Error(`worker exited ${code}`)))
+  })))
+  const secs = (performance.now() - t0) / 1000
+  if (process.stderr.isTTY) process.stderr.write('\n')
+
+  const summaries: Summary[] = results.map(summarize)
+  for (const sc of SCENARIOS) {
+    const rule = ruleFor(sc.name)
+    const rows = summaries.filter(s => s.scenario === sc.name)
+    if (rows.length === 0) continue
+    process.stdout.write(`\n### ${sc.name}: ${sc.summary}\nrule: ${rule.algorithm} ${rule.limit}/1s${sc.keys > 1 ? ` per key, ${sc.keys} keys` : ''}\n`)
+    process.stdout.write(table(HEADER, rows.map(row)) + '\n')
+    for (const s of rows) if (s.failed > 0) process.stdout.write(failureText(s) + '\n')
+  }
+
+  const failed = summaries.reduce((n, s) => n + s.failed, 0)
+  const overshoot = summaries.reduce((n, s) => n + s.overshoot, 0)
+  const at = (name: string, n: number): Summary | undefined => summaries.find(s => s.scenario === name && s.nodes === n)
+  const lines: string[] = []
+  lines.push(`hard-mode overshoot over all ${total} runs: ${overshoot} (goal 0) ${overshoot === 0 ? 'MET' : 'MISSED'}`)
+  lines.push(`checker failures (overshoot or conservation): ${failed} ${failed === 0 ? 'MET' : 'MISSED'}`)
+  for (const name of ['zipf', 'moving-hot']) {
+    const s = at(name, 10)
+    if (s !== undefined) lines.push(`utilization ${name} N=10: median ${(100 * s.utilization.median).toFixed(1)}% (goal >= 97%) ${s.utilization.median >= 0.97 ? 'MET' : 'MISSED'}`)
+  }
+  for (const n of SIZES) {
+    const s = at('moving-hot', n)
+    if (s !== undefined && s.follow.moves > 0) {
+      const ok = s.follow.missed === 0 && s.follow.max <= 4 * GOSSIP_MS
+      lines.push(`hot spot followed N=${n}: p50 ${s.follow.median} ms, max ${s.follow.max} ms, ${s.follow.missed}/${s.follow.moves} moves never followed (goal <= ${4 * GOSSIP_MS} ms = 4 gossip intervals) ${ok ? 'MET' : 'MISSED'}`)
+    }
+  }
+  for (const name of ['keys100', 'keys100-slow']) {
+    for (const n of SIZES) {
+      const s = at(name, n)
+      if (s === undefined) continue
+      const kbit = s.bytesPerNodeSec * 8 / 1000
+      lines.push(`control traffic ${name} N=${n}: ${kbit.toFixed(1)} kbit/s sent per node (${s.messagesPerNodeSec.toFixed(0)} msg/s), ${(s.recvBytesPerNodeSec * 8 / 1000).toFixed(1)} kbit/s received (goal <= 25 kbit/s) ${kbit <= 25 ? 'MET' : 'MISSED'}`)
+    }
+  }
+  for (const n of SIZES) {
+    const s = at('zipf', n)
+    if (s !== undefined) lines.push(`control traffic zipf (1 key) N=${n}: ${(s.bytesPerNodeSec * 8 / 1000).toFixed(1)} kbit/s sent per node, ${(s.recvBytesPerNodeSec * 8 / 1000).toFixed(1)} kbit/s received`)
+  }
+  process.stdout.write(`\ntargets:\n${lines.map(l => `- ${l}`).join('\n')}\n\n${total} runs in ${secs.toFixed(0)} s\n`)
+  if (values.json !== undefined) writeFileSync(values.json, JSON.stringify({ machine: machineInfo(), total, seconds: secs, summaries }, null, 2))
+  if (failed > 0) process.exitCode = 1
+}
+
+main().catch(err => { console.error(err); process.exit(1) })

@@ -1,0 +1,51 @@
+/**
+ * `quotad simulate` as a user runs it: a real process, its table, its exit
+ * status, a trace replay, a property-case replay, and bad flags.
+ */
+import test from 'ava'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { QUOTAD, run, tempDir } from './helpers/proc.js'
+
+test('simulate prints a row per scenario with both baselines and exits 0', async t => {
+  const r = await run(QUOTAD, ['simulate', '--scenario', 'zipf', '--nodes', '4', '--seconds', '3', '--seeds', '2'])
+  t.is(r.code, 0, r.stderr)
+  t.regex(r.stdout, /rule api: fixed-window 1000\/1000ms, 4 nodes, 3 s per run, gossip 250 ms, seeds 1\.\.2/)
+  const line = r.stdout.split('\n').find(l => l.startsWith('| zipf'))
+  t.truthy(line, r.stdout)
+  const cells = (line as string).split('|').map(c => c.trim())
+  t.is(cells[2], '4')
+  t.is(cells[4], '2') // runs
+  t.is(cells[5], '0') // overshoot
+  t.regex(cells[7], /%$/) // static split utilization
+  t.is(cells[8], '100.0%') // central is the bound
+  t.is(cells[14], 'ok')
+})
+
+test('simulate replays a trace file and a property-test case', async t => {
+  const dir = tempDir()
+  const trace = join(dir, 'trace.csv')
+  const lines = ['timestamp,node,key,count']
+  for (let i = 0; i < 400; i++) lines.push(`${1000 + i * 5},n${1 + (i % 3)},api,1`)
+  writeFileSync(trace, lines.join('\n') + '\n')
+  const r = await run(QUOTAD, ['simulate', '--trace', trace, '--nodes', '3', '--seconds', '3', '--limit', '100'])
+  t.is(r.code, 0, r.stderr)
+  t.regex(r.stdout, /\| trace .*trace\.csv \| 3 /)
+
+  const p = await run(QUOTAD, ['simulate', '--property', '--scenario', 'churn', '--mode', 'hard', '--seed', '5'])
+  t.is(p.code, 0, p.stderr)
+  t.regex(p.stdout, /\| churn .* ok /)
+})
+
+test('simulate rejects bad flags and bad traces with E_USAGE', async t => {
+  const a = await run(QUOTAD, ['simulate', '--scenario', 'nope'])
+  t.not(a.code, 0)
+  t.regex(a.stderr, /E_USAGE.*unknown scenario "nope"/)
+  const b = await run(QUOTAD, ['simulate', '--nodes', '1'])
+  t.regex(b.stderr, /E_USAGE.*--nodes must be a whole number >= 2/)
+  const dir = tempDir()
+  const trace = join(dir, 'bad.csv')
+  writeFileSync(trace, '100,n1,api,1\n200,n1,api,zero\n')
+  const c = await run(QUOTAD, ['simulate', '--trace', trace])
+  t.regex(c.stderr, /E_USAGE.*bad\.csv:2:/)
+})

@@ -1,7 +1,7 @@
 /**
  * `quotad simulate`: what would this cluster file do with N nodes and this
  * load? Runs the deterministic simulator (src/sim) for each rule of the file
- * (or a built-in rule), prints one row per scenario, and exits 1 if any run
+ * (or a built-in rule), prints one row per scenario, and exits 2 if any run
  * broke an invariant, printing the seed and the command that replays it.
  */
 import { readFile } from 'node:fs/promises'
@@ -126,7 +126,7 @@ export async function simulate (argv: string[]): Promise<void> {
       for (let s = seed; s < seed + seeds; s++) {
         const r = runSim({
           scenario: sc, nodes, seed: s, mode: mode ?? rule.mode, rule, durationMs: seconds * 1000, gossipIntervalMs: gossipMs,
-          limits: t.limits, ...(trace !== undefined ? { trace } : {}), ...(t.configPath !== undefined ? { configPath: t.configPath } : {})
+          limits: t.limits, ...(trace !== undefined ? { trace, tracePath: values.trace } : {}), ...(t.configPath !== undefined ? { configPath: t.configPath } : {})
         })
         if (values.json === true) process.stdout.write(JSON.stringify(r) + '\n')
         results.push(r)

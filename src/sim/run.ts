@@ -38,8 +38,9 @@ export interface SimSpec {
   limits?: LimitsConfig
   /** Replaces the scenario's generated load (times relative to the run's start). */
   trace?: Arrival[]
-  /** For the replay line: the cluster file the rule came from. */
+  /** For the replay line: the cluster file the rule came from, and the trace file. */
   configPath?: string
+  tracePath?: string
   /**
    * Called once the cluster is built, to break it on purpose: the checker's
    * own tests use it to show that a created token or an overshoot fails the run.
@@ -85,6 +86,7 @@ export function keysFor (rule: RuleConfig, count: number): string[] {
 export function replayCommand (spec: SimSpec): string {
   const parts = ['quotad simulate', `--scenario ${spec.scenario.name}`, `--nodes ${spec.nodes}`, `--seed ${spec.seed}`, `--mode ${spec.mode}`,
     `--seconds ${spec.durationMs / 1000}`, `--gossip-ms ${spec.gossipIntervalMs}`]
+  if (spec.tracePath !== undefined) parts.push(`--trace ${spec.tracePath}`)
   if (spec.configPath !== undefined) parts.push(`--config ${spec.configPath}`, `--rule ${spec.rule.name}`)
   else {
     parts.push(`--algorithm ${spec.rule.algorithm}`, `--limit ${spec.rule.limit}`, `--per-ms ${spec.rule.perMs}`)
@@ -99,7 +101,8 @@ export function runSim (spec: SimSpec): SimResult {
   const rule: RuleConfig = { ...spec.rule, mode: spec.mode }
   const seeds = nodeNames(spec.nodes)
   const joiners = Array.from({ length: sc.faults.joins ?? 0 }, (_, i) => `j${i + 1}`)
-  const keys = keysFor(rule, sc.keys)
+  // The audited keys: the trace's own, or the scenario's.
+  const keys = spec.trace !== undefined ? [...new Set(spec.trace.map(a => a.key))] : keysFor(rule, sc.keys)
   const startMs = T0 + Math.floor(stream(spec.seed, 0).next() * rule.perMs)
   const endMs = startMs + spec.durationMs
 

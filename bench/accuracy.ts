@@ -40,9 +40,7 @@ function ruleFor (name: string): RuleConfig {
 function runCell (c: Cell, first: number): SimResult[] {
   const out: SimResult[] = []
   for (let s = first; s < first + c.seeds; s++) {
-    const r = runSim({ scenario: scenario(c.scenario), nodes: c.nodes, seed: s, mode: 'hard', rule: ruleFor(c.scenario), durationMs: c.nodes >= 200 ? 6000 : 10_000, gossipIntervalMs: GOSSIP_MS })
-    // Keep what the summary needs; follow lists can be long.
-    out.push(r)
+    out.push(runSim({ scenario: scenario(c.scenario), nodes: c.nodes, seed: s, mode: 'hard', rule: ruleFor(c.scenario), durationMs: c.nodes >= 200 ? 6000 : 10_000, gossipIntervalMs: GOSSIP_MS }))
   }
   return out
 }

@@ -6,20 +6,12 @@
  * and the message carries the command that replays the run.
  */
 import test from 'ava'
-import { propertyCases, runCase } from '../src/sim/property.js'
+import { checkMode } from '../src/sim/property.js'
 
 const SEEDS = 200
 
 test(`soft mode: ${SEEDS} seeds x every scenario, overshoot within the reported debt, tokens conserved`, t => {
-  const bad: string[] = []
-  let runs = 0
-  let admitted = 0
-  for (const c of propertyCases(SEEDS).filter(x => x.mode === 'soft')) {
-    const r = runCase(c)
-    runs++
-    admitted += r.cluster.admitted
-    if (!r.ok) bad.push(`${c.scenario} seed ${c.seed}: ${r.failures.join('; ')}\n  replay: ${r.replay}`)
-  }
+  const { runs, admitted, bad } = checkMode('soft', SEEDS)
   t.deepEqual(bad, [])
   t.true(runs >= SEEDS * 11)
   // The runs did something: most requests were decided, and many admitted.

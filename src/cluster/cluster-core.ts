@@ -348,7 +348,8 @@ export class ClusterCore {
     if (reply.t === 'grant') {
       this.onGrant(reply, nowMs)
       // The donor holds that much less now: don't ask it again on a view its next gossip would correct.
-      if (req.t === 'want') this.seen(reply.node, req.key, -reply.items.reduce((n, i) => n + (i[0] === req.key ? i[1] : 0), 0))
+      const ks = req.t === 'want' ? this.limiter.existing(req.key) : undefined
+      if (ks !== undefined) this.view.believeHeld(reply.node, ks, -reply.items.reduce((n, i) => n + (i[0] === ks.key ? i[1] : 0), 0))
     } else if (reply.t === 'ack') {
       if (req.t === 'grant') this.ledger.ack(reply.node, reply.epoch, reply.applied)
     } else if (req.t === 'want') {
@@ -358,17 +359,6 @@ export class ClusterCore {
       const ks = this.limiter.existing(req.key)
       if (ks !== undefined) ext(ks).wantSentAt = -Infinity
     }
-  }
-
-  /** Adjust what this node believes a peer holds of a key (until the peer's next gossip). */
-  private seen (peer: string, key: string, delta: number): void {
-    const p = this.peers.get(peer)
-    const ks = this.limiter.existing(key)
-    if (p === undefined || ks === undefined) return
-    const k = p.keys.get(key)
-    const held = Math.max(0, this.view.peerHeld(p, ks) + delta)
-    if (k !== undefined) k.held = held
-    else p.keys.set(key, { held, outstanding: 0, rate: 0 })
   }
 
   /** A request got no reply. A want may be retried elsewhere; a grant is resent by the ledger. */

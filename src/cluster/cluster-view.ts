@@ -2,7 +2,8 @@
  * Where a key's tokens are, and where they should come from, as this node
  * sees the cluster: from peers' last gossip, or, for a key a peer never
  * gossiped (it has no state for it), the pre-allocated share it would create
- * the key with. Read-only: deciding where tokens go never moves any.
+ * the key with. Deciding where tokens go never moves any; `believeHeld` only
+ * corrects this node's belief between gossips.
  */
 import type { KeyState } from '../core/limiter.js'
 import { homeNode, initialShare } from '../core/share.js'
@@ -33,6 +34,16 @@ export class ClusterView {
     const k = p.keys.get(ks.key)
     if (k !== undefined) return k.held
     return initialShare(ks.rule.stock, ks.rule.glob, ks.key, p.name, this.seeds)
+  }
+
+  /** Adjust what this node believes a peer holds of a key, until the peer's next gossip says otherwise. */
+  believeHeld (peer: string, ks: KeyState, delta: number): void {
+    const p = this.peers.get(peer)
+    if (p === undefined) return
+    const held = Math.max(0, this.peerHeld(p, ks) + delta)
+    const k = p.keys.get(ks.key)
+    if (k !== undefined) k.held = held
+    else p.keys.set(ks.key, { held, outstanding: 0, rate: 0 })
   }
 
   /**

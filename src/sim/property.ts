@@ -46,6 +46,18 @@ export function propertyCases (seeds: number, first = 1): PropertyCase[] {
   return out
 }
 
+/** Run every case of one mode; returns each failure with its replay command (empty: all passed). */
+export function checkMode (mode: Mode, seeds: number): { runs: number, admitted: number, bad: string[] } {
+  const out = { runs: 0, admitted: 0, bad: [] as string[] }
+  for (const c of propertyCases(seeds).filter(x => x.mode === mode)) {
+    const r = runCase(c)
+    out.runs++
+    out.admitted += r.cluster.admitted
+    if (!r.ok) out.bad.push(`${c.scenario} seed ${c.seed}: ${r.failures.join('; ')}\n  replay: ${r.replay}`)
+  }
+  return out
+}
+
 export function runCase (c: PropertyCase): SimResult {
   const r = runSim(propertySpec(c))
   r.replay = `quotad simulate --property --scenario ${c.scenario} --mode ${c.mode} --seed ${c.seed}`

@@ -21,6 +21,7 @@ import type { ClusterCore } from '../cluster/cluster-core.js'
 import type { SavedKey } from '../cluster/durable-state.js'
 import { deferredTotal, type KeyExt } from '../cluster/key-ext.js'
 import type { Grant } from '../cluster/messages.js'
+import type { KeyState } from '../core/key-state.js'
 import { RuleSet, type CompiledRule } from '../core/rules.js'
 import { initialShare } from '../core/share.js'
 import type { RuleConfig } from '../config/types.js'
@@ -61,6 +62,10 @@ export class TokenAudit {
   private readonly disk = new Map<string, Disk>()
   /** Per key: held by crashed nodes, and in grants that can never be applied. */
   private readonly stranded = new Map<string, number>()
+  /** Grants whose fate is known (a resend of one must not reopen it). */
+  private readonly settled = new Set<string>()
+  /** Crashed incarnations: they could still have materialized shares of keys they had no state for. */
+  private readonly crashed: ClusterCore[] = []
   /** Tokens of grants ever applied, for the report. */
   applied = 0
 
@@ -87,8 +92,6 @@ export class TokenAudit {
     }
   }
 
-  private readonly settled = new Set<string>()
-
   /** A copy of a grant entered (+1) or left (-1) the network. */
   copies (g: Grant, delta: number): void {
     const r = this.open.get(TokenAudit.id({ giverEpoch: g.epoch, toEpoch: g.toEpoch, seq: g.seq }))
@@ -96,7 +99,7 @@ export class TokenAudit {
   }
 
   /** An incarnation ends: a crash strands its books; a stop puts them on disk. */
-  died (core: ClusterCore, how: 'crash' | 'stop', nowMs: number, saved?: SavedKey[]): void {
+  died (core: ClusterCore, how: 'crash' | 'stop', saved?: SavedKey[]): void {
     this.settle()
     for (const [id, r] of this.open) {
       if (r.toEpoch !== core.epoch) continue
@@ -113,12 +116,9 @@ export class TokenAudit {
       this.disk.set(core.node, { node: core.node, allocate: core.limiter.allocate, keys })
       return
     }
-    for (const ks of core.limiter.states()) add(this.stranded, ks.key, ks.bucket.share + deferredTotal(ks.ext as KeyExt ?? { deferred: null } as KeyExt))
-    this.crashedAllocating.push({ core, at: nowMs })
+    for (const ks of core.limiter.states()) add(this.stranded, ks.key, booked(ks))
+    this.crashed.push(core)
   }
-
-  /** Crashed incarnations that could still have materialized shares of keys they had no state for. */
-  private readonly crashedAllocating: Array<{ core: ClusterCore, at: number }> = []
 
   private strand (items: Grant['items']): void {
     for (const [k, n] of items) add(this.stranded, k, n)
@@ -158,13 +158,11 @@ export class TokenAudit {
     if (rule === undefined) return a
     for (const core of this.live.values()) {
       const ks = core.limiter.existing(key)
-      a.held += ks !== undefined
-        ? ks.bucket.share + (ks.ext === null ? 0 : deferredTotal(ks.ext as KeyExt))
-        : this.share(core.node, core.limiter.allocate, rule, key)
+      a.held += ks !== undefined ? booked(ks) : this.share(core.node, core.limiter.allocate, rule, key)
     }
     for (const d of this.disk.values()) a.saved += d.keys.get(key) ?? this.share(d.node, d.allocate, rule, key)
-    for (const c of this.crashedAllocating) {
-      if (c.core.limiter.existing(key) === undefined) a.stranded += this.share(c.core.node, c.core.limiter.allocate, rule, key)
+    for (const c of this.crashed) {
+      if (c.limiter.existing(key) === undefined) a.stranded += this.share(c.node, c.limiter.allocate, rule, key)
     }
     for (const r of this.open.values()) {
       const lost = !this.live.has(r.toEpoch) || (!this.live.has(r.giverEpoch) && r.copies === 0)
@@ -177,6 +175,11 @@ export class TokenAudit {
     a.error = a.held + a.transit + a.saved + a.stranded - stock
     return a
   }
+}
+
+/** A key's tokens in a node's books: its bucket's share plus deferred credits. */
+function booked (ks: KeyState): number {
+  return ks.bucket.share + (ks.ext === null ? 0 : deferredTotal(ks.ext as KeyExt))
 }
 
 function add (m: Map<string, number>, k: string, n: number): void {

@@ -150,8 +150,8 @@ export class VirtualCluster {
   /** kill -9: whatever the node held is stranded; it restarts with nothing. */
   crash (name: string): void {
     const n = this.nodes.get(name)
-    if (n?.core === null || n === undefined || (n.state !== 'up' && n.state !== 'stopping')) return
-    this.audit.died(n.core, 'crash', this.clock(name))
+    if (n === undefined || n.core === null || (n.state !== 'up' && n.state !== 'stopping')) return
+    this.audit.died(n.core, 'crash')
     n.state = 'crashed'
     n.core = null
     n.saved = null
@@ -186,7 +186,7 @@ export class VirtualCluster {
           gossip()
           const now = this.clock(name)
           n.saved = { keys: snapshotKeys(core, now), allocate: core.limiter.allocate }
-          this.audit.died(core, 'stop', now, n.saved.keys)
+          this.audit.died(core, 'stop', n.saved.keys)
           n.state = 'stopped'
           n.core = null
           this.cores.delete(name)

@@ -2,34 +2,58 @@
  * Time enters quotad only through a Clock held at the edges (server, daemon,
  * gossip tick). The decision core takes `nowMs` as an argument and never reads
  * a clock itself, so tests and the simulator drive it with virtual time.
+ *
+ * Two kinds of time, kept apart on purpose:
+ * - `mono()`: a monotonic clock (performance.now). Every duration, deadline,
+ *   timeout, rate and liveness check uses it. It never steps. This is the
+ *   `nowMs` the core's methods take.
+ * - `now()`: the wall clock (Date.now). It is read only to place calendar
+ *   windows (a `1d` window starts at UTC midnight) and to date saved state.
+ *   It can step (NTP, a VM resume, an operator), so the core never uses it
+ *   directly: it feeds a Calendar (calendar.ts), which never runs backwards.
  */
 export interface Clock {
-  /** Milliseconds since the Unix epoch (may be fractional). */
+  /** Wall-clock milliseconds since the Unix epoch (may step). */
   now: () => number
+  /** Monotonic milliseconds from an arbitrary origin (never steps). */
+  mono: () => number
 }
 
 export const systemClock: Clock = {
-  now: () => Date.now()
+  now: () => Date.now(),
+  mono: () => performance.now()
 }
 
-/** A clock that moves only when told to. For tests. */
+/**
+ * A clock that moves only when told to. For tests. `advance` moves both
+ * clocks; `stepWall` moves only the wall clock (an NTP step), either way.
+ * Monotonic time starts equal to the wall time, so a test can pass either.
+ */
 export class ManualClock implements Clock {
-  private t: number
+  private wall: number
+  private monoT: number
 
   constructor (startMs = 1_700_000_000_000) {
-    this.t = startMs
+    this.wall = startMs
+    this.monoT = startMs
   }
 
   now (): number {
-    return this.t
+    return this.wall
+  }
+
+  mono (): number {
+    return this.monoT
   }
 
   advance (ms: number): void {
-    if (ms < 0) throw new RangeError('a clock never goes back')
-    this.t += ms
+    if (ms < 0) throw new RangeError('a clock never goes back (use stepWall for a wall-clock step)')
+    this.wall += ms
+    this.monoT += ms
   }
 
-  set (ms: number): void {
-    this.t = ms
+  /** Step the wall clock alone, forward or back. */
+  stepWall (ms: number): void {
+    this.wall += ms
   }
 }

@@ -53,7 +53,7 @@ export class Daemon {
       clock,
       cluster: cluster === null
         ? undefined
-        : { decider: cluster.core, limiter: cluster.core.limiter, status: now => cluster.status(now) }
+        : { decider: cluster.core, limiter: cluster.core.limiter, status: () => cluster.status() }
     })
     this.server = new UnixServer({
       path: this.node.socket,

@@ -9,8 +9,12 @@ export const ErrorCodes = {
   CONFIG_INVALID: 'E_CONFIG_INVALID',
   /** The cluster file could not be read or is not JSON. */
   CONFIG_READ: 'E_CONFIG_READ',
+  /** A key file (swarm key, peer key) may be read or written by group or others; `chmod 600` it. */
+  KEY_PERMISSIONS: 'E_KEY_PERMISSIONS',
   /** A frame was not a msgpack map with a valid request shape. */
   BAD_FRAME: 'E_BAD_FRAME',
+  /** A request holds a msgpack extension type, which the protocol does not allow. */
+  UNSUPPORTED_TYPE: 'E_UNSUPPORTED_TYPE',
   /** A frame's declared length is above `limits.maxFrameBytes`. */
   FRAME_TOO_LARGE: 'E_FRAME_TOO_LARGE',
   /** The `op` field names no known operation. */
@@ -19,6 +23,8 @@ export const ErrorCodes = {
   BAD_ARGUMENT: 'E_BAD_ARGUMENT',
   /** The key is longer than `limits.maxKeyBytes` (UTF-8 bytes). */
   KEY_TOO_LONG: 'E_KEY_TOO_LONG',
+  /** The key's bytes are not valid UTF-8. */
+  BAD_KEY: 'E_BAD_KEY',
   /** No rule matches the key. */
   NO_RULE: 'E_NO_RULE',
   /** The key table is at `limits.maxKeys` and nothing can be evicted safely. */
@@ -39,6 +45,14 @@ export const ErrorCodes = {
   CONNECTION: 'E_CONNECTION',
   /** Another live daemon already serves the socket path. */
   SOCKET_IN_USE: 'E_SOCKET_IN_USE',
+  /** The node's state file is malformed, or belongs to another node or cluster; `details` names the field. */
+  STATE_INVALID: 'E_STATE_INVALID',
+  /** The node's state file exists but cannot be read (permissions, I/O). */
+  STATE_UNREADABLE: 'E_STATE_UNREADABLE',
+  /** The node's state file cannot be written (read-only or full disk, permissions). */
+  STATE_UNWRITABLE: 'E_STATE_UNWRITABLE',
+  /** Another quotad process runs with this data directory. */
+  DATA_DIR_LOCKED: 'E_DATA_DIR_LOCKED',
   /** A command-line usage error. */
   USAGE: 'E_USAGE',
   /** A bug: something that should not happen. */

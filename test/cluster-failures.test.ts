@@ -85,7 +85,7 @@ test.serial('a peer sending garbage gossip is dropped and counted; the node keep
     seeds: cfg.nodes.map(n => n.listen),
     psk: parseSwarmKey(readFileSync(join(c.dir, 'swarm.key'), 'utf8')),
     dataDir: join(tempDir(), 'rogue'),
-    topic: 'quotad/test/gossip/1'
+    topic: 'quotad/test/gossip/2'
   })
   rogue.onGossip = () => {}
   rogue.onRequest = () => new Uint8Array(0)

@@ -81,15 +81,17 @@ test('tightening: near exhaustion the last tokens are paced over the rest of the
   t.true(admittedAt.some(ms => ms > 7000), `last admission at ${admittedAt[admittedAt.length - 1]} ms`)
 })
 
-test('handoff: a leaving node grants its held tokens to live peers, none created', t => {
+test('handoff: a stopping node grants its held tokens to live peers, none created', t => {
   const vc = new VirtualCluster({ nodes: ['a', 'b', 'c'], rules: [rule({ name: 'day', match: 'day', limit: 90, perMs: 86_400_000 })], limits: limits(), seed: 5, startMs: T0 })
   vc.runUntil(T0 + 1000, 10)
   const a = vc.cores.get('a')
   if (a === undefined) return t.fail()
-  vc.dispatch('a', a.handoff(vc.now))
-  vc.runUntil(T0 + 1500, 10)
+  vc.stop('a')
+  vc.runUntil(T0 + 3000, 10)
+  t.is(vc.nodes.get('a')?.state, 'stopped')
   t.is(a.limiter.existing('day')?.bucket.held, 0)
   t.is(vc.held('day'), 90)
+  t.deepEqual(a.snapshot?.keys.map(k => [k.key, k.held, k.tokens]), [['day', 0, 0]])
 })
 
 test('a reload that changes a rule moves the cluster\'s tokens by exactly the change in stock', t => {
@@ -100,7 +102,7 @@ test('a reload that changes a rule moves the cluster\'s tokens by exactly the ch
     vc.runUntil(T0 + 3000, 10, now => { if (vc.cores.get('a')?.acquire('day', 1, now).allowed === true) admitted++ })
     const before = admitted
     t.true(before > 70, `tokens moved to a: ${before}`)
-    for (const core of vc.cores.values()) core.limiter.setRules(day(next), vc.now)
+    for (const n of ['a', 'b', 'c']) vc.reload(n, day(next))
     vc.runUntil(T0 + 6000, 10, now => {
       for (const n of ['a', 'b', 'c']) if (vc.cores.get(n)?.acquire('day', 1, now).allowed === true) admitted++
     })

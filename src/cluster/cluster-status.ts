@@ -8,12 +8,15 @@ import { deferredTotal, type KeyExt } from './key-ext.js'
 
 const r3 = (n: number): number => Math.round(n * 1000) / 1000
 
-export function clusterStatus (core: ClusterCore, nowMs: number, peerIds: Map<string, string>, maxKeys = 100): Record<string, unknown> {
+/** `nowMs` is monotonic; `wallMs` the wall clock read with it (for the calendar's skew). */
+export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number, peerIds: Map<string, string>, maxKeys = 100): Record<string, unknown> {
   const peers = [...core.peers.all()].map(p => ({
     name: p.name,
     id: peerIds.get(p.name),
     epoch: p.epoch,
     alive: core.peers.isAlive(p, nowMs),
+    incarnation: p.inc,
+    leaving: p.leaving,
     lastHeardMs: Math.round(nowMs - p.lastHeard),
     clockOffsetMs: Math.round(p.clockOffsetMs)
   }))
@@ -46,6 +49,8 @@ export function clusterStatus (core: ClusterCore, nowMs: number, peerIds: Map<st
       transfersOut: x.transfersOut,
       inTransitOut: inTransit.get(ks.key) ?? 0,
       stranded: r3(x.stranded + strandedAtDeadPeers(core, ks.key, nowMs)),
+      owed: r3(x.burn),
+      reserve: ks.reserve === Infinity ? 'all' : r3(ks.reserve),
       tight: x.tight,
       debt: x.debt,
       overdraft: x.overdraft
@@ -54,6 +59,10 @@ export function clusterStatus (core: ClusterCore, nowMs: number, peerIds: Map<st
   return {
     cluster: {
       epoch: core.epoch,
+      incarnation: core.incarnation,
+      phase: core.phase,
+      calendarSkewMs: Math.round(core.calendar.at(nowMs) - wallMs),
+      ruleChanges: core.transitions.toJSON(),
       isolated: core.isolated(nowMs),
       allocate: core.limiter.allocate,
       strandedInLedger: core.ledger.stranded,

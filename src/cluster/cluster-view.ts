@@ -6,10 +6,13 @@
  * corrects this node's belief between gossips.
  */
 import type { KeyState } from '../core/limiter.js'
+import type { CalendarView } from '../core/calendar.js'
 import { homeNode, initialShare } from '../core/share.js'
 import { horizon, type KeyExt } from './key-ext.js'
 import type { Peer, Peers } from './peers.js'
 import type { ClusterTuning } from './tuning.js'
+
+const NO_GEN: Record<string, string> = Object.freeze({}) as Record<string, string>
 
 /** Whether a peer enforces the same rule (same hash) as we do for this key: only then are its tokens shared. */
 export function agrees (p: Peer, ks: KeyState): boolean {
@@ -21,12 +24,14 @@ export class ClusterView {
   private readonly seeds: readonly string[]
   private readonly peers: Peers
   private readonly tuning: ClusterTuning
+  private readonly calendar: CalendarView
 
-  constructor (node: string, seeds: readonly string[], peers: Peers, tuning: ClusterTuning) {
+  constructor (node: string, seeds: readonly string[], peers: Peers, tuning: ClusterTuning, calendar: CalendarView) {
     this.node = node
     this.seeds = seeds
     this.peers = peers
     this.tuning = tuning
+    this.calendar = calendar
   }
 
   /** What a peer holds of a key: its last gossip, or the share it would create the key with. */
@@ -43,7 +48,7 @@ export class ClusterView {
     const held = Math.max(0, this.peerHeld(p, ks) + delta)
     const k = p.keys.get(ks.key)
     if (k !== undefined) k.held = held
-    else p.keys.set(ks.key, { held, outstanding: 0, rate: 0 })
+    else p.keys.set(ks.key, { held, outstanding: 0, rate: 0, owed: 0, gen: NO_GEN, seq: 0 }) // a belief: says nothing of burns
   }
 
   /**
@@ -75,7 +80,7 @@ export class ClusterView {
     for (const p of this.peers.alive(nowMs)) {
       if (p.leaving || !agrees(p, ks)) continue
       const rate = p.keys.get(ks.key)?.rate ?? 0
-      const surplus = this.peerHeld(p, ks) - rate * horizon(ks, this.tuning.horizonMs, nowMs) / 1000
+      const surplus = this.peerHeld(p, ks) - rate * horizon(ks, this.tuning.horizonMs, nowMs, this.calendar) / 1000
       if (surplus > bestSurplus) { best = p; bestSurplus = surplus }
     }
     return best

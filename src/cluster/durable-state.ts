@@ -9,17 +9,27 @@
  *   materializes pre-allocated shares again (they may be out there already).
  * - `status: "stopped"`: a clean stop. The file lists what the node still
  *   had after handing its held tokens to peers (mostly tokens spent and not
- *   yet returned), and those come back on their schedule.
+ *   yet returned), the burns it owes, the rules it ran with (so a restart
+ *   with a changed file carries the keys over exactly as a reload would)
+ *   and the rule versions it is still changing from.
  *
  * The file is rewritten as "running" (and fsynced) BEFORE the node serves:
  * the stopped state is consumed exactly once, so a crash after start cannot
- * replay it.
+ * replay it. It also carries the incarnation counter, so that every start
+ * gets a higher one than any before it (peers order epochs by it).
+ *
+ * The file is validated field by field when read (state-schema.ts); a bad
+ * file is refused with E_STATE_INVALID naming the field, never guessed at.
  */
 import { mkdir, open, readFile, rename } from 'node:fs/promises'
 import { join } from 'node:path'
+import type { RuleConfig } from '../config/types.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
+import type { RuleStamp } from './rule-change.js'
+import { parseState } from './state-schema.js'
 
 export const STATE_FILE = 'quotad-state.json'
+export const STATE_VERSION = 2
 
 export interface SavedKey {
   key: string
@@ -29,18 +39,31 @@ export interface SavedKey {
   initial: number
   /** Tokens held at the stop: spendable at once after the restart. */
   held: number
-  /** Tokens spent (or deferred) and not yet back, and the time by which all have returned. */
+  /** Tokens spent (or deferred) and not yet back, and the wall-clock time by which all have returned. */
   tokens: number
   at: number
+  /** Tokens this node still owes to burn (rule-change.ts). */
+  burn: number
 }
 
 export interface SavedState {
-  version: 1
+  version: 2
   node: string
   cluster: string
   status: 'running' | 'stopped'
   allocate: boolean
+  /** Starts so far, this one included (a running file) or the stopped one. */
+  incarnation: number
+  /** The epoch that wrote the file. */
+  epoch: string
+  /** Epochs whose books this file carries (the writer's own and those it carried). */
+  carries: string[]
+  /** Wall-clock time of a clean stop. */
   stoppedAt?: number
+  /** The rules the stopped node ran with (a clean stop only). */
+  rules?: RuleConfig[]
+  /** Rule versions the stopped node was still changing from. */
+  transitions?: Record<string, RuleStamp[]>
   keys: SavedKey[]
 }
 
@@ -52,36 +75,35 @@ export async function readState (dataDir: string): Promise<SavedState | undefine
   try {
     text = await readFile(file, 'utf8')
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-    throw err
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'ENOENT') return undefined
+    throw new QuotadError(ErrorCodes.STATE_UNREADABLE, `cannot read ${file}: ${(err as Error).message}`, { file, errno: code })
   }
-  try {
-    const s = JSON.parse(text) as SavedState
-    if (s.version !== 1 || (s.status !== 'running' && s.status !== 'stopped') || !Array.isArray(s.keys)) throw new Error('bad shape')
-    return s
-  } catch {
-    // Refuse to guess: deleting the file would mean "first start", which
-    // materializes the node's shares again and could create tokens.
-    throw new QuotadError(ErrorCodes.CONFIG_INVALID, `${file} is corrupt. To start this node with nothing (its tokens stay stranded), ` +
-      'replace it with {"version":1,"node":"NAME","cluster":"CLUSTER","status":"running","allocate":false,"keys":[]}; do not delete it')
-  }
+  return parseState(text, file)
 }
 
 /** Write atomically (temp file, fsync, rename, fsync the directory). */
 export async function writeState (dataDir: string, state: SavedState): Promise<void> {
-  await mkdir(dataDir, { recursive: true, mode: 0o700 })
   const file = join(dataDir, STATE_FILE)
-  const tmp = `${file}.tmp`
-  const fh = await open(tmp, 'w', 0o600)
   try {
-    await fh.writeFile(JSON.stringify(state))
-    await fh.sync()
-  } finally {
-    await fh.close()
+    await mkdir(dataDir, { recursive: true, mode: 0o700 })
+    const tmp = `${file}.tmp`
+    const fh = await open(tmp, 'w', 0o600)
+    try {
+      await fh.writeFile(JSON.stringify(state))
+      await fh.sync()
+    } finally {
+      await fh.close()
+    }
+    await rename(tmp, file)
+    const dir = await open(dataDir, 'r')
+    try { await dir.sync() } finally { await dir.close() }
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    throw new QuotadError(ErrorCodes.STATE_UNWRITABLE,
+      `cannot write ${file}: ${(err as Error).message}` + (code === 'ENOSPC' ? ' (the disk is full)' : code === 'EROFS' ? ' (read-only file system)' : ''),
+      { file, errno: code })
   }
-  await rename(tmp, file)
-  const dir = await open(dataDir, 'r')
-  try { await dir.sync() } finally { await dir.close() }
 }
 
 export function startKind (s: SavedState | undefined): StartKind {

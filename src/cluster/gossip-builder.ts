@@ -8,6 +8,7 @@
  * send (only status reads it). A full sync marks keys stale as its cursor
  * reaches them, so every view is refreshed every `fullSyncEvery` gossips.
  * Values are rounded so msgpack sends small integers rather than float64s.
+ * A key whose owed burn changed is always sent (caution.ts relies on it).
  *
  * At most `maxGossipKeys` keys, and at most GOSSIP_BYTE_BUDGET bytes, go in
  * one message; the rest stay stale and spill into the next one. So a
@@ -32,7 +33,13 @@ function stale (sent: number, now: number, floor: number): boolean {
 /** Bytes a gossip may take: under the transport's 64 KiB message bound, with room for the envelope. */
 export const GOSSIP_BYTE_BUDGET = 56 * 1024
 
-export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, nowMs: number): Gossip {
+export interface Built {
+  msg: Gossip
+  /** A candidate taken from the source but not sent (over the byte budget): the caller offers it first next time. */
+  leftover: KeyState | null
+}
+
+export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, nowMs: number): Built {
   const keys: GossipKey[] = []
   const max = core.tuning.maxGossipKeys
   const rules: Record<string, string> = {}
@@ -41,25 +48,47 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
   for (const r of core.limiter.rules) { rules[r.name] = r.hash; bytes += r.name.length + r.hash.length + 4 }
   const acks = core.ledger.acks(core.currentEpochs())
   for (const [n, e] of acks) bytes += n.length + e.length + 14
+  const pending = core.pendingRules()
+  for (const r of pending) bytes += r.length + 2
+  for (const e of core.carries) bytes += e.length + 2
+  let leftover: KeyState | null = null
   for (const ks of candidates) {
-    const cost = Buffer.byteLength(ks.key) + 32
-    if (bytes + cost > GOSSIP_BYTE_BUDGET) break
+    const cost = Buffer.byteLength(ks.key) + 40
+    if (bytes + cost > GOSSIP_BYTE_BUDGET) { leftover = ks; break }
     const x = ext(ks)
     ks.bucket.advance(nowMs)
     const held = ks.bucket.held
     const outstanding = ks.bucket.outstanding(nowMs)
     const rate = keepRate(x)
     // A key gone quiet gets one exact last word, so idle views are exact (and the key can leave the active set).
-    const changed = stale(x.sentHeld, held, 0.5) || stale(x.sentRate, rate, 0.05) || (rate === 0 && held !== x.sentHeld)
+    // An owed burn is exact: peers keep that much of their own holdings unspent while it is unpaid.
+    const changed = stale(x.sentHeld, held, 0.5) || stale(x.sentRate, rate, 0.05) || (rate === 0 && held !== x.sentHeld) || x.burn !== x.sentOwed
     if (!changed) continue
     x.sentHeld = held
     x.sentOutstanding = outstanding
     // The rate peers plan with is the one this node keeps tokens for.
     x.sentRate = rate
-    keys.push([ks.key, compact(Math.max(0, held)), compact(outstanding), compact(rate)])
+    x.sentOwed = x.burn
+    // Rounding owed down would understate it: send it up to a tenth (it is whole in practice).
+    keys.push([ks.key, compact(Math.max(0, held)), compact(outstanding), compact(rate), Math.ceil(x.burn * 10) / 10])
     bytes += cost
     // Stop right after the last one taken, so a resumable candidate source loses nothing.
     if (keys.length >= max) break
   }
-  return { v: CLUSTER_VERSION, t: 'gossip', node: core.node, epoch: core.epoch, now: nowMs, rules, keys, acks, ...(core.leaving ? { leaving: true } : {}) }
+  const msg: Gossip = {
+    v: CLUSTER_VERSION,
+    t: 'gossip',
+    node: core.node,
+    epoch: core.epoch,
+    inc: core.incarnation,
+    seq: core.nextGossipSeq(),
+    now: core.limiter.calendar.at(nowMs),
+    pending,
+    carries: [...core.carries],
+    rules,
+    keys,
+    acks,
+    ...(core.leaving ? { leaving: true } : {})
+  }
+  return { msg, leftover }
 }

@@ -2,12 +2,13 @@
  * What the cluster keeps per key, beside the key's bucket: the demand rate,
  * deferred credits, soft-mode debt, pacing while tight, and counters.
  *
- * Deferred credits are tokens received with an `at` later than this node's
- * clock (a donor whose window already rolled over, or a handed-off token that
+ * Deferred credits are tokens received with an `at` (calendar time) later
+ * than this node's calendar (a donor whose window already rolled over, or a handed-off token that
  * has not returned yet). They are in transit until `at`: never spendable
  * early, so a token can't be spent twice in one window even with skew.
  */
 import type { KeyState } from '../core/limiter.js'
+import type { CalendarView } from '../core/calendar.js'
 
 export interface KeyExt {
   /** Tokens requested (allowed or not) since the last rate update. */
@@ -30,10 +31,15 @@ export interface KeyExt {
   /** Soft mode: all tokens ever overdrawn (reported). */
   overdraft: number
   /**
-   * Tokens to destroy as they come back: a reload lowered the stock by more
-   * than this node had. Destroyed before anything is spent or given.
+   * Tokens this node owes to destroy: a rule change lowered its share by
+   * more than it held. Paid before anything is spent or given: from held
+   * tokens, from tokens as they come back, and from tokens asked of peers
+   * for the purpose. Gossiped (`owed`) so that every node keeps as much of
+   * its own holding unspent while it is unpaid (caution.ts). Saved.
    */
   burn: number
+  /** When `ks.reserve` (caution.ts) was last computed. */
+  reserveAt: number
   /** Tightening: cluster-wide remaining below the low-water mark. */
   tight: boolean
   /** Tokens spendable before the next tick while tight. */
@@ -46,6 +52,7 @@ export interface KeyExt {
   sentHeld: number
   sentOutstanding: number
   sentRate: number
+  sentOwed: number
 }
 
 export function ext (ks: KeyState): KeyExt {
@@ -53,21 +60,22 @@ export function ext (ks: KeyState): KeyExt {
   if (x === null) {
     x = {
       demand: 0, rate: 0, fastRate: 0, lastDemandAt: -Infinity, wantSentAt: -Infinity, lastWantAt: -Infinity, peersHeld: 0, peersHeldAt: -Infinity, deferred: null, debt: 0, overdraft: 0, burn: 0,
-      tight: false, pace: 0, transfersIn: 0, transfersOut: 0, stranded: 0, sentHeld: NaN, sentOutstanding: NaN, sentRate: NaN
+      reserveAt: -Infinity,
+      tight: false, pace: 0, transfersIn: 0, transfersOut: 0, stranded: 0, sentHeld: NaN, sentOutstanding: NaN, sentRate: NaN, sentOwed: NaN
     }
     ks.ext = x
   }
   return x
 }
 
-/** Move deferred credits that are due into the bucket. Returns whether any were. */
-export function applyDeferred (ks: KeyState, x: KeyExt, nowMs: number): boolean {
+/** Move deferred credits that are due (by calendar time `calMs`) into the bucket. Returns whether any were. */
+export function applyDeferred (ks: KeyState, x: KeyExt, calMs: number): boolean {
   const d = x.deferred
   if (d === null) return false
   let moved = false
   let kept = 0
   for (const item of d) {
-    if (item[1] <= nowMs) { ks.bucket.credit(item[0]); moved = true } else d[kept++] = item
+    if (item[1] <= calMs) { ks.bucket.credit(item[0]); moved = true } else d[kept++] = item
   }
   d.length = kept
   if (kept === 0) x.deferred = null
@@ -85,8 +93,9 @@ export function windowed (algorithm: string): boolean {
   return algorithm === 'fixed-window' || algorithm === 'sliding-window'
 }
 
-export function windowStart (nowMs: number, perMs: number): number {
-  return Math.floor(nowMs / perMs) * perMs
+/** The start of the calendar window holding calendar time `calMs`. */
+export function windowStart (calMs: number, perMs: number): number {
+  return Math.floor(calMs / perMs) * perMs
 }
 
 /** Update the EWMA with the demand seen over the last `dtMs`. */
@@ -117,11 +126,14 @@ export function keepRate (x: KeyExt): number {
   return x.fastRate < x.rate / 2 ? x.fastRate : Math.max(x.rate, x.fastRate)
 }
 
-/** Destroy owed tokens from what is held now (see `burn`). */
-export function burnDue (ks: KeyState, x: KeyExt, nowMs: number): void {
-  if (x.burn <= 0) return
+/** Destroy owed tokens from what is held now (see `burn`). Returns how many were destroyed. */
+export function burnDue (ks: KeyState, x: KeyExt, nowMs: number): number {
+  if (x.burn <= 0) return 0
   ks.bucket.advance(nowMs)
-  x.burn -= ks.bucket.debit(Math.min(x.burn, Math.max(0, ks.bucket.held)))
+  const n = ks.bucket.debit(Math.min(x.burn, Math.max(0, ks.bucket.held)))
+  x.burn -= n
+  if (x.burn < 1e-9) x.burn = 0
+  return n
 }
 
 /**
@@ -129,8 +141,9 @@ export function burnDue (ks: KeyState, x: KeyExt, nowMs: number): void {
  * window never past the window's end (its spent tokens come back then, and
  * tokens kept beyond it would only be wasted at the boundary).
  */
-export function horizon (ks: KeyState, horizonMs: number, nowMs: number): number {
+export function horizon (ks: KeyState, horizonMs: number, nowMs: number, calendar: CalendarView): number {
   const rule = ks.rule.config
   if (!windowed(rule.algorithm)) return horizonMs
-  return Math.max(1, Math.min(horizonMs, windowStart(nowMs, rule.perMs) + rule.perMs - nowMs))
+  const cal = calendar.at(nowMs)
+  return Math.max(1, Math.min(horizonMs, windowStart(cal, rule.perMs) + rule.perMs - cal))
 }

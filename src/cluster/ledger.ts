@@ -19,9 +19,14 @@
  * A grant addressed to an epoch that is not R's current one is never applied:
  * its tokens are stranded (counted), never created. Because the ledger is per
  * node pair, not per key, key state can be evicted without losing the
- * dedupe information. The applied marks of a giver's old epochs are kept for
- * the life of the process (one small entry per peer restart): forgetting one
- * would let a delayed old grant be credited twice.
+ * dedupe information.
+ *
+ * Grants are credited only from a giver's CURRENT epoch (as gossip tells
+ * it), or from an epoch whose applied mark is still kept. So when a giver
+ * restarts, the marks of its old epoch can go at once: a delayed copy of
+ * an old grant finds no mark and no current epoch, and is refused (its
+ * tokens are stranded, never credited twice). Memory is one mark per live
+ * peer, however many restarts, joins and leaves there were.
  */
 import type { Grant, GrantItem } from './messages.js'
 import { CLUSTER_VERSION } from './messages.js'
@@ -35,7 +40,7 @@ interface Outbox {
   grants: Array<{ grant: Grant, sentAt: number }>
 }
 
-export type ApplyResult = 'applied' | 'duplicate' | 'early' | 'gap' | 'wrong-epoch'
+export type ApplyResult = 'applied' | 'duplicate' | 'early' | 'gap' | 'wrong-epoch' | 'old-epoch'
 
 /** Early grants held per giver incarnation; beyond this they are dropped and come back by retransmit. */
 export const MAX_EARLY = 64
@@ -83,10 +88,12 @@ export class Ledger {
    * Decide an incoming grant. Returns what to credit now, in seq order: the
    * grant and any held successors it unblocks (empty if none may be).
    */
-  apply (g: Grant): { result: ApplyResult, credit: Grant[] } {
+  apply (g: Grant, currentEpoch: string | undefined): { result: ApplyResult, credit: Grant[] } {
     if (g.to !== this.node || g.toEpoch !== this.epoch) return { result: 'wrong-epoch', credit: [] }
     const id = `${g.node}/${g.epoch}`
-    let last = this.applied.get(id) ?? 0
+    const mark = this.applied.get(id)
+    if (mark === undefined && g.epoch !== currentEpoch) return { result: 'old-epoch', credit: [] }
+    let last = mark ?? 0
     if (g.seq <= last) return { result: 'duplicate', credit: [] }
     if (g.seq !== last + 1) {
       let held = this.early.get(id)
@@ -160,6 +167,30 @@ export class Ledger {
       this.out.delete(id)
     }
     return lost
+  }
+
+  /** A giver is now incarnation `epoch`: the marks of its other epochs go (see the header). */
+  giverEpoch (giver: string, epoch: string): void {
+    for (const m of [this.applied, this.early] as Array<Map<string, unknown>>) {
+      for (const id of [...m.keys()]) {
+        const i = id.lastIndexOf('/')
+        if (id.slice(0, i) === giver && id.slice(i + 1) !== epoch) m.delete(id)
+      }
+    }
+  }
+
+  /** A peer left for good: its outboxes (stranded, returned per key) and its marks go. */
+  forgetPeer (name: string): Map<string, number> {
+    const lost = this.peerEpoch(name, '')
+    this.giverEpoch(name, '')
+    return lost
+  }
+
+  /** Tokens in all unacked grants. */
+  unackedTotal (): number {
+    let n = 0
+    for (const box of this.out.values()) for (const { grant } of box.grants) for (const [, a] of grant.items) n += a
+    return n
   }
 
   /** Tokens sitting in unacked grants (in transit), per key. */

@@ -22,7 +22,9 @@ export type Verdict = 'allow' | 'deny' | 'bucket'
 export function softVerdict (ks: KeyState, x: KeyExt, count: number, nowMs: number): Verdict {
   const rule = ks.rule.config
   if (rule.onPartition === 'fail-closed') return 'deny'
-  if (ks.bucket.trySpend(count, nowMs)) return 'allow'
+  // Held tokens above the reserve are spent first; anything beyond is overdraft, and counted.
+  ks.bucket.advance(nowMs)
+  if (ks.bucket.held - ks.reserve >= count && ks.bucket.trySpend(count, nowMs)) return 'allow'
   if (rule.onPartition === 'fail-open' || x.debt + count <= rule.maxDebt) {
     x.debt += count
     x.overdraft += count

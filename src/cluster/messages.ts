@@ -14,10 +14,10 @@
  */
 import { ErrorCodes, QuotadError } from '../errors.js'
 
-export const CLUSTER_VERSION = 1
+export const CLUSTER_VERSION = 2
 
-/** One key's line in a gossip delta: [key, held, outstanding, rate tokens/s]. */
-export type GossipKey = [key: string, held: number, outstanding: number, rate: number]
+/** One key's line in a gossip delta: [key, held, outstanding, rate tokens/s, owed (unpaid burn)]. */
+export type GossipKey = [key: string, held: number, outstanding: number, rate: number, owed: number]
 /** [giver name, giver epoch, highest grant seq applied from it]. */
 export type GossipAck = [node: string, epoch: string, applied: number]
 
@@ -26,8 +26,24 @@ export interface Gossip {
   t: 'gossip'
   node: string
   epoch: string
-  /** Sender's clock, ms. */
+  /**
+   * The sender's incarnation: one more at every start, kept in its state
+   * file. A gossip from a lower incarnation than one already heard is a
+   * delayed message from a dead process, and is ignored.
+   */
+  inc: number
+  /** Message number within this epoch (1, 2, ...): an older one never overwrites a newer one. */
+  seq: number
+  /** Sender's calendar time, ms (for status: the clock offset). */
   now: number
+  /**
+   * Rules whose keys the sender has not all announced since it started or
+   * its rule last changed: until it has, a key it has not announced may
+   * still owe a burn (caution.ts).
+   */
+  pending: string[]
+  /** Earlier epochs of this node whose books this one carries (restored on a clean restart). */
+  carries: string[]
   /** Rule name -> rule hash. */
   rules: Record<string, string>
   keys: GossipKey[]
@@ -88,6 +104,9 @@ export interface MessageBounds {
 
 export const DEFAULT_BOUNDS: MessageBounds = { maxKeyBytes: 256, maxEntries: 4096, maxRules: 10_000, maxPeers: 1024 }
 
+/** Most epochs a gossip's `carries` lists. */
+export const MAX_CARRIES = 8
+
 function bad (what: string): never {
   throw new QuotadError(ErrorCodes.BAD_FRAME, `cluster message: ${what}`)
 }
@@ -143,15 +162,20 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
         rules[name(r, 'rule name')] = h as string
       }
       const keys = list(m.keys, b.maxEntries, 'keys').map(e => {
-        const t = tuple(e, 4, 'key entry')
-        return [key(t[0], b), num(t[1], 'held'), num(t[2], 'outstanding'), num(t[3], 'rate')] as GossipKey
+        const t = tuple(e, 5, 'key entry')
+        return [key(t[0], b), num(t[1], 'held'), num(t[2], 'outstanding'), num(t[3], 'rate'), num(t[4], 'owed')] as GossipKey
       })
+      const pending = list(m.pending, b.maxRules, 'pending').map(r => name(r, 'pending rule'))
+      const carries = list(m.carries, MAX_CARRIES, 'carries').map(r => name(r, 'carried epoch'))
       const acks = list(m.acks, b.maxPeers, 'acks').map(e => {
         const t = tuple(e, 3, 'ack entry')
         return [name(t[0], 'ack node'), name(t[1], 'ack epoch'), seq(t[2], 'applied')] as GossipAck
       })
       if (m.leaving !== undefined && m.leaving !== null && typeof m.leaving !== 'boolean') bad('leaving must be a boolean')
-      return { v: CLUSTER_VERSION, t: 'gossip', node, epoch, now: num(m.now, 'now'), rules, keys, acks, ...(m.leaving === true ? { leaving: true } : {}) }
+      return {
+        v: CLUSTER_VERSION, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),
+        pending, carries, rules, keys, acks, ...(m.leaving === true ? { leaving: true } : {})
+      }
     }
     case 'want':
       return { v: CLUSTER_VERSION, t: 'want', node, epoch, key: key(m.key, b), want: num(m.want, 'want') }

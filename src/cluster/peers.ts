@@ -1,11 +1,29 @@
 /**
  * The membership view: who this node has heard from, when, and what they
  * last said about their keys and rules. Filled only from validated gossip.
+ * Times are monotonic.
  *
  * A peer is alive while its last gossip is younger than `aliveTimeoutMs`.
  * A peer's key figures are kept until it gossips a newer value; they are
  * what rebalancing uses to find donors and what `status` shows as the
  * cluster-wide remaining.
+ *
+ * Ordering. Gossip can arrive late, twice or out of order, so nothing older
+ * overwrites anything newer:
+ * - Incarnations: a gossip from a lower incarnation (`inc`) than the
+ *   peer's current one is a delayed message of a dead process: ignored.
+ *   A new incarnation replaces the view (and the caller strands grants to
+ *   the old epoch).
+ * - Within an epoch, messages are numbered (`seq`). Per-message facts
+ *   (leaving, rules, pending) come only from a message newer than the last
+ *   one applied; each key entry remembers the seq it came from and is
+ *   replaced only by a newer one.
+ *
+ * Burns owed elsewhere (caution.ts): each entry keeps `owed` and the rule
+ * hash the peer had when it sent it (`gen`). When an epoch ends (restart,
+ * or departure), what it owed is kept as `legacy`, because an unpaid burn
+ * is owed to the cluster, not to a process: it is dropped only once a later
+ * incarnation that carries the old one's books has announced all its keys.
  */
 import type { Gossip } from './messages.js'
 
@@ -13,13 +31,23 @@ export interface PeerKey {
   held: number
   outstanding: number
   rate: number
+  /** Tokens of this key the peer still owes to burn. */
+  owed: number
+  /** The peer's rules (name -> hash) when it sent this entry. */
+  gen: Record<string, string>
+  /** The message it came in. */
+  seq: number
 }
 
 export interface Peer {
   name: string
   epoch: string
+  inc: number
+  /** Newest message applied from this epoch. */
+  seq: number
+  /** Monotonic time of the last gossip heard. */
   lastHeard: number
-  /** The peer's clock at its last gossip, minus ours then (for status; skew estimate incl. delay). */
+  /** The peer's calendar at its last gossip, minus ours then (for status; includes the delay). */
   clockOffsetMs: number
   rules: Record<string, string>
   keys: Map<string, PeerKey>
@@ -27,45 +55,137 @@ export interface Peer {
   appliedFromMe: number
   /** It announced it is stopping: it must be sent no more tokens. */
   leaving: boolean
+  /** Rules whose keys it has not all announced yet (see Gossip.pending). */
+  pending: ReadonlySet<string>
+  /** Earlier epochs whose books this incarnation carries. */
+  carries: readonly string[]
+  /** Burns owed by ended epochs of this node: epoch -> key -> tokens. */
+  legacy: Map<string, Map<string, number>> | null
 }
+
+export interface Observed {
+  /** False: an old message, ignored but for its newer key entries and acks. */
+  fresh: boolean
+  isNew: boolean
+  /** The peer's previous epoch, when this gossip is from a new incarnation. */
+  restartedFrom?: string
+}
+
+const NO_PENDING: ReadonlySet<string> = new Set()
 
 export class Peers {
   private readonly byName = new Map<string, Peer>()
   private readonly aliveTimeoutMs: number
+  /** Entries with owed > 0 plus legacy debts, over all peers: 0 lets caution skip its sums. */
+  owingEntries = 0
 
   constructor (aliveTimeoutMs: number) {
     this.aliveTimeoutMs = aliveTimeoutMs
   }
 
-  /**
-   * Record a gossip. Says whether the peer is new, and its previous epoch
-   * when it restarted (its epoch changed), so the caller can strand grants
-   * to the old one.
-   */
-  observe (g: Gossip, myNode: string, myEpoch: string, nowMs: number): { isNew: boolean, restartedFrom?: string } {
+  /** Record a gossip (see the header for what is kept and what is ignored). */
+  observe (g: Gossip, myNode: string, myEpoch: string, nowMs: number, myCalendarMs: number): Observed | null {
     let p = this.byName.get(g.node)
     let restartedFrom: string | undefined
     const isNew = p === undefined
     if (p === undefined) {
-      p = { name: g.node, epoch: g.epoch, lastHeard: nowMs, clockOffsetMs: 0, rules: {}, keys: new Map(), appliedFromMe: 0, leaving: false }
+      p = {
+        name: g.node, epoch: g.epoch, inc: g.inc, seq: 0, lastHeard: nowMs, clockOffsetMs: 0, rules: {}, keys: new Map(),
+        appliedFromMe: 0, leaving: false, pending: NO_PENDING, carries: [], legacy: null
+      }
       this.byName.set(g.node, p)
     } else if (p.epoch !== g.epoch) {
+      // A lower incarnation is a delayed message of a process that is gone. The same
+      // incarnation under another epoch can only be a node whose state file was lost:
+      // believed once the epoch we knew has fallen silent.
+      const newer = g.inc > p.inc || (g.inc === p.inc && !this.isAlive(p, nowMs))
+      if (!newer) return null
       restartedFrom = p.epoch
+      this.endEpoch(p)
       p.epoch = g.epoch
-      p.keys = new Map()
+      p.inc = g.inc
+      p.seq = 0
       p.appliedFromMe = 0
     }
-    p.lastHeard = nowMs
-    p.leaving = g.leaving === true
-    p.clockOffsetMs = g.now - nowMs
-    p.rules = g.rules
+    const fresh = g.seq > p.seq
+    if (fresh) {
+      p.seq = g.seq
+      p.lastHeard = nowMs
+      p.leaving = g.leaving === true
+      p.clockOffsetMs = g.now - myCalendarMs
+      p.rules = sameRules(p.rules, g.rules) ? p.rules : g.rules
+      p.pending = g.pending.length === 0 ? NO_PENDING : new Set(g.pending)
+      p.carries = g.carries
+      if (p.legacy !== null && p.pending.size === 0) this.dropCarried(p)
+    }
     // Zero entries are kept: "holds nothing" is information. A key a peer never
     // gossiped is assumed to be at its pre-allocated share instead.
-    for (const [k, held, outstanding, rate] of g.keys) p.keys.set(k, { held, outstanding, rate })
-    for (const [node, epoch, applied] of g.acks) {
-      if (node === myNode && epoch === myEpoch) p.appliedFromMe = applied
+    for (const [k, held, outstanding, rate, owed] of g.keys) {
+      const old = p.keys.get(k)
+      if (old !== undefined && old.seq >= g.seq) continue
+      if (old !== undefined && old.owed > 0) this.owingEntries--
+      if (owed > 0) this.owingEntries++
+      p.keys.set(k, { held, outstanding, rate, owed, gen: p.rules, seq: g.seq })
     }
-    return restartedFrom === undefined ? { isNew } : { isNew, restartedFrom }
+    for (const [node, epoch, applied] of g.acks) {
+      if (node === myNode && epoch === myEpoch && applied > p.appliedFromMe) p.appliedFromMe = applied
+    }
+    const out: Observed = { fresh, isNew }
+    if (restartedFrom !== undefined) out.restartedFrom = restartedFrom
+    return out
+  }
+
+  /** The peer's epoch is over: its key view goes; what it owed stays, as legacy. */
+  private endEpoch (p: Peer): void {
+    let owed: Map<string, number> | null = null
+    for (const [k, e] of p.keys) {
+      if (e.owed <= 0) continue
+      this.owingEntries--
+      owed ??= new Map()
+      owed.set(k, e.owed)
+    }
+    if (owed !== null) {
+      p.legacy ??= new Map()
+      p.legacy.set(p.epoch, owed)
+      this.owingEntries += owed.size
+    }
+    p.keys = new Map()
+  }
+
+  /** Legacy of epochs the current one carries, once it has announced every key, is in its own entries now. */
+  private dropCarried (p: Peer): void {
+    const legacy = p.legacy as Map<string, Map<string, number>>
+    for (const e of p.carries) {
+      const m = legacy.get(e)
+      if (m === undefined) continue
+      this.owingEntries -= m.size
+      legacy.delete(e)
+    }
+    if (legacy.size === 0) p.legacy = null
+  }
+
+  /** Tokens of `key` that ended epochs of `p` still owe. */
+  legacyOwed (p: Peer, key: string): number {
+    if (p.legacy === null) return 0
+    let n = 0
+    for (const m of p.legacy.values()) n += m.get(key) ?? 0
+    return n
+  }
+
+  /**
+   * Forget a peer that left: its key view and acks go (bounded memory over
+   * many joins and leaves), but burns it owed stay as legacy under its name.
+   * Returns false if there was nothing to forget.
+   */
+  forget (name: string): boolean {
+    const p = this.byName.get(name)
+    if (p === undefined) return false
+    this.endEpoch(p)
+    if (p.legacy === null) { this.byName.delete(name); return true }
+    // Keep a husk that carries only the debts (a later incarnation may carry them).
+    p.rules = {}
+    p.pending = NO_PENDING
+    return true
   }
 
   get (name: string): Peer | undefined {
@@ -80,9 +200,21 @@ export class Peers {
     return this.byName.values()
   }
 
+  get size (): number {
+    return this.byName.size
+  }
+
   alive (nowMs: number): Peer[] {
     const out: Peer[] = []
     for (const p of this.byName.values()) if (this.isAlive(p, nowMs)) out.push(p)
     return out
   }
+}
+
+/** Whether two rule maps are equal, so that unchanged rules share one object across entries. */
+function sameRules (a: Record<string, string>, b: Record<string, string>): boolean {
+  const ka = Object.keys(a)
+  if (ka.length !== Object.keys(b).length) return false
+  for (const k of ka) if (a[k] !== b[k]) return false
+  return true
 }

@@ -1,4 +1,4 @@
-/** The cluster's tunables, with defaults. All durations in ms. */
+/** The cluster's tunables, with defaults. All durations in ms, measured on the monotonic clock. */
 export interface ClusterTuning {
   /** Gossip publish interval. @default 250 (the cluster file's gossipIntervalMs) */
   gossipIntervalMs: number
@@ -26,6 +26,10 @@ export interface ClusterTuning {
   maxGossipKeys: number
   /** Every this many gossips, every active key is re-announced (anti-entropy). @default 20 */
   fullSyncEvery: number
+  /** A peer that announced it was leaving, silent this long, is forgotten (its owed burns are kept). @default 60000 */
+  forgetAfterMs: number
+  /** How long a stopping node waits for its handoff grants to be acked. @default 3000 */
+  handoffTimeoutMs: number
 }
 
 export function defaultTuning (gossipIntervalMs = 250): ClusterTuning {
@@ -42,6 +46,8 @@ export function defaultTuning (gossipIntervalMs = 250): ClusterTuning {
     retransmitMs: 1000,
     idleReturnMs: 10_000,
     maxGossipKeys: 512,
-    fullSyncEvery: 20
+    fullSyncEvery: 20,
+    forgetAfterMs: 60_000,
+    handoffTimeoutMs: 3000
   }
 }

@@ -13,6 +13,11 @@ export interface KeyState {
   bucket: Bucket
   /** The share this key was created with (what eviction must be able to recreate). */
   initial: number
+  /**
+   * Held tokens that may not be spent (0 on a lone node). Set by the cluster
+   * while burns owed elsewhere after a rule change are unpaid.
+   */
+  reserve: number
   waiters: Waiter[] | null
   /** Sum of the counts of queued waiters. */
   queued: number

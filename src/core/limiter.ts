@@ -26,6 +26,7 @@ import { createBucket, EPSILON } from './algorithms/index.js'
 import { RuleSet, type CompiledRule } from './rules.js'
 import { initialShare, seedOrder } from './share.js'
 import { WakeHeap } from './wake-heap.js'
+import { IDENTITY_CALENDAR, type CalendarView } from './calendar.js'
 import { snapshotKeys, type KeySnapshot, type KeyState, type Resolution, type Waiter } from './key-state.js'
 
 export type LimiterLimits = Pick<LimitsConfig, 'maxKeys' | 'maxKeyBytes' | 'maxWaitersPerKey' | 'maxWaiters'>
@@ -51,6 +52,11 @@ export interface LimiterOptions {
    * cluster replaces it (tokens may have moved between nodes).
    */
   onRuleChange?: (ks: KeyState, next: CompiledRule, nowMs: number) => void
+  /**
+   * Where calendar windows fall. Methods take monotonic `nowMs`; windowed
+   * buckets read the calendar from it. @default calendar time = nowMs
+   */
+  calendar?: CalendarView
 }
 
 export type { KeyState, Waiter, Resolution } from './key-state.js'
@@ -70,8 +76,10 @@ export class Limiter {
   allocate: boolean
   private readonly canEvict?: (ks: KeyState, nowMs: number) => boolean
   private readonly onRuleChange?: (ks: KeyState, next: CompiledRule, nowMs: number) => void
+  readonly calendar: CalendarView
 
   constructor (opts: LimiterOptions) {
+    this.calendar = opts.calendar ?? IDENTITY_CALENDAR
     this.ruleSet = new RuleSet(opts.rules)
     this.limits = opts.limits
     this.node = opts.node
@@ -99,7 +107,7 @@ export class Limiter {
   /** `acquire` on a state already looked up with `keyState`. */
   acquireOn (ks: KeyState, count: number, nowMs: number): Decision {
     const now = this.clamp(nowMs)
-    const allowed = ks.queued === 0 && ks.bucket.trySpend(count, now)
+    const allowed = ks.queued === 0 && spend(ks, count, now)
     return this.decision(ks, allowed, count, now)
   }
 
@@ -157,7 +165,7 @@ export class Limiter {
   acquireOrWait (key: string, count: number, waitMs: number, nowMs: number, ref: unknown): Decision | Waiter {
     const now = this.clamp(nowMs)
     const ks = this.state(key, count, now)
-    if (ks.queued === 0 && ks.bucket.trySpend(count, now)) return this.decision(ks, true, count, now)
+    if (ks.queued === 0 && spend(ks, count, now)) return this.decision(ks, true, count, now)
     // Hopeless by the local return schedule: answer now rather than hold the
     // client. When the queue needs more than the whole share, tokens must be
     // reused and `waitFor` cannot say when; the waiter's deadline decides.
@@ -196,7 +204,7 @@ export class Limiter {
     const now = this.clamp(nowMs)
     const ks = this.state(key, count, now)
     ks.bucket.advance(now)
-    const allowed = ks.queued === 0 && ks.bucket.held + EPSILON >= count
+    const allowed = ks.queued === 0 && ks.bucket.held - ks.reserve + EPSILON >= count
     return this.decision(ks, allowed, count, now, false)
   }
 
@@ -224,7 +232,7 @@ export class Limiter {
     const ws = ks.waiters
     if (ws === null) return
     let granted = 0
-    while (granted < ws.length && ks.bucket.trySpend(ws[granted].count, now)) {
+    while (granted < ws.length && spend(ks, ws[granted].count, now)) {
       const w = ws[granted++]
       this.finish(ks, w)
       out.push({ ref: w.ref, decision: this.decision(ks, true, w.count, now) })
@@ -278,7 +286,7 @@ export class Limiter {
     }
     return {
       allowed,
-      remaining: Math.max(0, Math.floor(b.held + EPSILON)),
+      remaining: Math.max(0, Math.floor(b.held - ks.reserve + EPSILON)),
       limit: rule.stock,
       resetMs: Math.ceil(b.resetIn(now)),
       retryAfterMs,
@@ -320,9 +328,9 @@ export class Limiter {
   private create (key: string, rule: CompiledRule, now: number): KeyState {
     const c = rule.config
     const share = this.allocate ? initialShare(rule.stock, rule.glob, key, this.node, this.seeds) : 0
-    const bucket = createBucket(c.algorithm, { limit: c.limit, perMs: c.perMs, burst: rule.stock, share }, now)
+    const bucket = createBucket(c.algorithm, { limit: c.limit, perMs: c.perMs, burst: rule.stock, share }, now, this.calendar)
     rule.stats.keys++
-    return { key, rule, bucket, initial: share, waiters: null, queued: 0, wakeAt: Infinity, ext: null }
+    return { key, rule, bucket, initial: share, reserve: 0, waiters: null, queued: 0, wakeAt: Infinity, ext: null }
   }
 
   /** Whether dropping the state loses nothing: recreating it would give the same state. */
@@ -403,5 +411,17 @@ export class Limiter {
   keys (nowMs: number, max: number): KeySnapshot[] {
     return snapshotKeys(this.table.values(), this.clamp(nowMs), max)
   }
+}
 
+/**
+ * Spend from a key's bucket, never into its reserve: tokens held here that a
+ * layer above says may not be spent (the cluster's share of unpaid burns
+ * elsewhere, see cluster/caution.ts).
+ */
+function spend (ks: KeyState, count: number, now: number): boolean {
+  if (ks.reserve > 0) {
+    ks.bucket.advance(now)
+    if (ks.bucket.held - ks.reserve + EPSILON < count) return false
+  }
+  return ks.bucket.trySpend(count, now)
 }

@@ -7,12 +7,15 @@
 import type { Clock } from '../clock.js'
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import { Limiter, type Resolution, type Waiter } from '../core/limiter.js'
+import { Calendar } from '../core/calendar.js'
 
 /** Who makes decisions: a plain Limiter on its own, or the cluster state machine around one. */
 export interface Decider {
   acquire: (key: string, count: number, nowMs: number) => Decision
   acquireOrWait: (key: string, count: number, waitMs: number, nowMs: number, ref: unknown) => Decision | Waiter
   peek: (key: string, count: number, nowMs: number) => Decision
+  /** Replace the rules (SIGHUP); returns waiters to answer (their keys lost their rule). */
+  setRules: (rules: RuleConfig[], nowMs: number) => Resolution[]
 }
 import type { AcquireResult, Decision, QuotaService, WaitHandle } from '../core/types.js'
 
@@ -27,7 +30,7 @@ export interface LocalQuotaOptions {
   /** Keys examined per sweep. @default 20000 */
   sweepBudget?: number
   /** Decide through this (the cluster) instead of a Limiter of our own; it must wrap `limiter`. */
-  cluster?: { decider: Decider, limiter: Limiter, status: (nowMs: number) => Record<string, unknown> }
+  cluster?: { decider: Decider, limiter: Limiter, status: () => Record<string, unknown> }
 }
 
 class Handle implements WaitHandle {
@@ -50,7 +53,7 @@ class Handle implements WaitHandle {
 export class LocalQuota implements QuotaService {
   readonly limiter: Limiter
   private readonly decider: Decider
-  private readonly clusterStatus?: (nowMs: number) => Record<string, unknown>
+  private readonly clusterStatus?: () => Record<string, unknown>
   private readonly clock: Clock
   private readonly node: string
   private timer: NodeJS.Timeout | null = null
@@ -59,6 +62,8 @@ export class LocalQuota implements QuotaService {
   private readonly sweepIntervalMs: number
   private readonly sweepBudget: number
   private readonly startedAt: number
+  /** A lone node's calendar, pulled toward the wall clock on the sweep timer (the cluster syncs its own on ticks). */
+  private readonly calendar: Calendar | null = null
 
   constructor (opts: LocalQuotaOptions) {
     this.clock = opts.clock
@@ -68,17 +73,22 @@ export class LocalQuota implements QuotaService {
       this.decider = opts.cluster.decider
       this.clusterStatus = opts.cluster.status
     } else {
-      this.limiter = new Limiter({ rules: opts.rules, limits: opts.limits, node: opts.node, seeds: opts.seeds })
+      this.calendar = new Calendar(opts.clock.now(), opts.clock.mono())
+      this.limiter = new Limiter({ rules: opts.rules, limits: opts.limits, node: opts.node, seeds: opts.seeds, calendar: this.calendar })
       this.decider = this.limiter
     }
     this.sweepIntervalMs = opts.sweepIntervalMs ?? 1000
     this.sweepBudget = opts.sweepBudget ?? 20_000
-    this.startedAt = opts.clock.now()
+    this.startedAt = opts.clock.mono()
   }
 
   start (): void {
     if (this.sweeper !== null) return
-    this.sweeper = setInterval(() => this.limiter.sweep(this.clock.now(), this.sweepBudget), this.sweepIntervalMs)
+    this.sweeper = setInterval(() => {
+      const mono = this.clock.mono()
+      this.calendar?.sync(this.clock.now(), mono)
+      this.limiter.sweep(mono, this.sweepBudget)
+    }, this.sweepIntervalMs)
     this.sweeper.unref()
   }
 
@@ -91,7 +101,7 @@ export class LocalQuota implements QuotaService {
   }
 
   acquire (key: string, count: number, waitMs: number): AcquireResult {
-    const now = this.clock.now()
+    const now = this.clock.mono()
     if (waitMs <= 0) return this.decider.acquire(key, count, now)
     const handle = new Handle(this)
     const r = this.decider.acquireOrWait(key, count, waitMs, now, handle)
@@ -102,7 +112,7 @@ export class LocalQuota implements QuotaService {
   }
 
   peek (key: string, count: number): Decision {
-    return this.decider.peek(key, count, this.clock.now())
+    return this.decider.peek(key, count, this.clock.mono())
   }
 
   cancelWaiter (w: Waiter): void {
@@ -112,12 +122,12 @@ export class LocalQuota implements QuotaService {
 
   /** Replace the rules; waiters on keys that no rule matches any more are answered (denied). */
   setRules (rules: RuleConfig[]): void {
-    this.deliver(this.limiter.setRules(rules, this.clock.now()))
+    this.deliver(this.decider.setRules(rules, this.clock.mono()))
     this.arm()
   }
 
   status (): Record<string, unknown> {
-    const now = this.clock.now()
+    const now = this.clock.mono()
     return {
       node: this.node,
       uptimeMs: Math.round(now - this.startedAt),
@@ -137,13 +147,13 @@ export class LocalQuota implements QuotaService {
         denied: r.stats.denied
       })),
       activeKeys: this.limiter.keys(now, 100),
-      ...this.clusterStatus?.(now)
+      ...this.clusterStatus?.()
     }
   }
 
   /** Tokens arrived from elsewhere: serve waiters that can now be served. */
   kick (): void {
-    this.deliver(this.limiter.poll(this.clock.now()))
+    this.deliver(this.limiter.poll(this.clock.mono()))
     this.arm()
   }
 
@@ -160,11 +170,11 @@ export class LocalQuota implements QuotaService {
     this.timerAt = at
     if (at === Infinity) return
     // Whole milliseconds, at least 1: a float wake time must not spin the loop.
-    const delay = Math.max(1, Math.ceil(at - this.clock.now()))
+    const delay = Math.max(1, Math.ceil(at - this.clock.mono()))
     this.timer = setTimeout(() => {
       this.timer = null
       this.timerAt = Infinity
-      this.deliver(this.limiter.poll(this.clock.now()))
+      this.deliver(this.limiter.poll(this.clock.mono()))
       this.arm()
     }, delay)
   }

@@ -12,13 +12,16 @@
  */
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import { Limiter } from '../core/limiter.js'
-import type { Arrival } from './types.js'
+import type { Arrival, RuleChange } from './types.js'
 
-export function central (rule: RuleConfig, limits: LimitsConfig, arrivals: readonly Arrival[]): Uint8Array {
+/** A rule change reaches both baselines when the cluster's last node has it. */
+export function central (rule: RuleConfig, limits: LimitsConfig, arrivals: readonly Arrival[], change: RuleChange | null = null): Uint8Array {
   const l = new Limiter({ node: 'central', seeds: ['central'], rules: [rule], limits })
+  let pending = change
   const out = new Uint8Array(arrivals.length)
   for (let i = 0; i < arrivals.length; i++) {
     const a = arrivals[i]
+    if (pending !== null && a.at >= pending.to) { l.setRules(pending.rules.map(r => ({ ...r, mode: rule.mode })), pending.to); pending = null }
     out[i] = l.acquire(a.key, a.count, a.at).allowed ? 1 : 0
   }
   return out
@@ -33,16 +36,26 @@ function slice (rule: RuleConfig, i: number, n: number): RuleConfig | undefined 
   return { ...rule, limit, burst }
 }
 
-export function staticSplit (rule: RuleConfig, limits: LimitsConfig, nodes: readonly string[], arrivals: readonly Arrival[]): Uint8Array {
+export function staticSplit (rule: RuleConfig, limits: LimitsConfig, nodes: readonly string[], arrivals: readonly Arrival[], change: RuleChange | null = null): Uint8Array {
   const sorted = [...nodes].sort()
   const limiters = new Map<string, Limiter | null>()
   sorted.forEach((name, i) => {
     const r = slice(rule, i, sorted.length)
     limiters.set(name, r === undefined ? null : new Limiter({ node: name, seeds: [name], rules: [r], limits }))
   })
+  let pending = change
   const out = new Uint8Array(arrivals.length)
   for (let i = 0; i < arrivals.length; i++) {
     const a = arrivals[i]
+    if (pending !== null && a.at >= pending.to) {
+      const next = pending.rules[0]
+      sorted.forEach((name, j) => {
+        const r = slice({ ...next, mode: rule.mode }, j, sorted.length)
+        const l = limiters.get(name)
+        if (r !== undefined && l != null) l.setRules([r], pending?.to ?? a.at)
+      })
+      pending = null
+    }
     const l = limiters.get(a.node)
     out[i] = l != null && l.acquire(a.key, a.count, a.at).allowed ? 1 : 0
   }

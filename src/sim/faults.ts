@@ -1,17 +1,34 @@
 /**
  * Turns a scenario's fault spec into scheduled events on a virtual cluster:
  * random partitions (symmetric or one-way, one at a time, each healed before
- * the next), crashes and graceful stops (each restarted later), and joins.
- * Faults fall in the middle of the run (10%..70% of it), so every run has a
- * clean start and time to recover before it ends.
+ * the next), crashes and graceful stops (each restarted later), joins, rule
+ * changes (by SIGHUP or by a restart with a changed file) and wall-clock
+ * steps. Faults fall in the middle of the run (10%..70% of it), so every run
+ * has a clean start and time to recover before it ends.
  */
+import type { RuleConfig } from '../config/types.js'
 import type { Rng } from './rng.js'
 import type { FaultSpec } from './scenario.js'
+import type { RuleChange } from './types.js'
 import type { VirtualCluster } from './virtual-cluster.js'
 
-/** Schedules the faults; returns each joiner's join time. */
+export interface Scheduled {
+  /** Each joiner's join time. */
+  joinAt: Map<string, number>
+  /** The rule change, filled in as nodes apply it (true times of the first and last). */
+  change: RuleChange | null
+}
+
+/** The rule with its limit (and burst) scaled, as an operator would edit it. */
+export function scaledRule (rule: RuleConfig, factor: number): RuleConfig {
+  const limit = Math.max(1, Math.round(rule.limit * factor))
+  const burst = Math.max(1, Math.round(rule.burst * factor))
+  return { ...rule, limit, burst }
+}
+
+/** Schedules the faults. */
 export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, seeds: readonly string[], joiners: readonly string[],
-  startMs: number, durationMs: number, rng: Rng): Map<string, number> {
+  startMs: number, durationMs: number, rng: Rng): Scheduled {
   const within = (lo: number, hi: number): number => startMs + durationMs * (lo + rng.next() * (hi - lo))
   const restart = f.restartAfterMs ?? 1500
   const p = f.partitions
@@ -53,5 +70,45 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, seeds: readonl
     joinAt.set(j, t)
     vc.at(t, () => vc.start(j))
   }
-  return joinAt
+  const steps = f.wallSteps ?? []
+  if (steps.length > 0) {
+    const node = rng.pick(seeds)
+    const perMs = vc.file[0].perMs
+    steps.forEach((k, i) => vc.at(startMs + durationMs * (0.2 + 0.5 * i / steps.length), () => vc.stepWall(node, k * perMs)))
+  }
+  return { joinAt, change: f.ruleChange === undefined ? null : scheduleRuleChange(vc, f.ruleChange, seeds, startMs + durationMs * f.ruleChange.atFraction, rng) }
+}
+
+function scheduleRuleChange (vc: VirtualCluster, rc: NonNullable<FaultSpec['ruleChange']>, seeds: readonly string[], at: number, rng: Rng): RuleChange {
+  const next = vc.file.map(r => scaledRule(r, rc.factor))
+  const change: RuleChange = { from: Infinity, to: -Infinity, rules: next }
+  const applied = (): void => {
+    change.from = Math.min(change.from, vc.now)
+    change.to = Math.max(change.to, vc.now)
+  }
+  if (rc.how === 'reload') {
+    // The operator edits the file, then sends SIGHUP to each node: a node that starts later reads the new file.
+    vc.at(at, () => { vc.file = next })
+    for (const n of seeds) {
+      vc.at(at + rng.next() * rc.spreadMs, () => {
+        vc.reload(n, next)
+        applied()
+      })
+    }
+    return change
+  }
+  // Every node stops; once all have, the file changes and each starts again.
+  vc.at(at, () => { for (const n of seeds) vc.stop(n) })
+  const startAll = (): void => {
+    if (seeds.some(n => vc.nodes.get(n)?.state === 'stopping')) { vc.at(vc.now + 20, startAll); return }
+    vc.file = next
+    for (const n of seeds) {
+      vc.at(vc.now + rng.next() * rc.spreadMs, () => {
+        vc.start(n)
+        applied()
+      })
+    }
+  }
+  vc.at(at + 20, startAll)
+  return change
 }

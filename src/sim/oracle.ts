@@ -27,6 +27,13 @@
  *   first admission (the most lenient start), refilled at limit/perMs per ms.
  *   Equivalently, admissions in any interval of length t are <= burst +
  *   rate*t.
+ *
+ * Rule changes (`rule.changes`): the central limiter's limit changes in true
+ * time. While the nodes change over, the larger of the old and new values
+ * applies (a node not yet reloaded still enforces the old rule); once the
+ * last has, the new one, against everything already admitted in the window
+ * (a central limiter keeps its counts across a change). For a token bucket,
+ * a larger burst adds its difference to the level, a smaller one caps it.
  */
 import type { Admission, OracleRule } from './types.js'
 
@@ -73,6 +80,29 @@ export function checkKey (rule: OracleRule, admissions: readonly Admission[], op
   return result
 }
 
+interface Limits { limit: number, burst: number }
+interface Boundary { t: number, before: Limits, after: Limits }
+
+/** The rule's limits at true time t, and the moments they change (see the header). */
+function schedule (rule: OracleRule): { at: (t: number) => Limits, boundaries: Boundary[] } {
+  const segs: Array<{ from: number, lim: Limits }> = [{ from: -Infinity, lim: { limit: rule.limit, burst: rule.burst } }]
+  let cur = segs[0].lim
+  for (const c of rule.changes ?? []) {
+    const during = { limit: Math.max(cur.limit, c.limit), burst: Math.max(cur.burst, c.burst) }
+    const after = { limit: c.limit, burst: c.burst }
+    segs.push({ from: c.from, lim: during }, { from: c.to, lim: after })
+    cur = after
+  }
+  const boundaries: Boundary[] = []
+  for (let i = 1; i < segs.length; i++) boundaries.push({ t: segs[i].from, before: segs[i - 1].lim, after: segs[i].lim })
+  const at = (t: number): Limits => {
+    let l = segs[0].lim
+    for (const s of segs) if (s.from <= t) l = s.lim
+    return l
+  }
+  return { at, boundaries }
+}
+
 function makeJudge (rule: OracleRule, opts: OracleOptions): Judge {
   switch (rule.algorithm) {
     case 'fixed-window': return fixedWindow(rule)
@@ -82,9 +112,12 @@ function makeJudge (rule: OracleRule, opts: OracleOptions): Judge {
   }
 }
 
-function fixedWindow ({ limit, perMs }: OracleRule): Judge {
+function fixedWindow (rule: OracleRule): Judge {
+  const { perMs } = rule
+  const sched = schedule(rule)
   const counted = new Map<number, number>()
   return a => {
+    const limit = sched.at(a.at).limit
     const k = Math.floor(a.local / perMs)
     const used = counted.get(k) ?? 0
     if (used + a.count > limit + EPS) {
@@ -95,11 +128,14 @@ function fixedWindow ({ limit, perMs }: OracleRule): Judge {
   }
 }
 
-function slidingWindow ({ limit, perMs }: OracleRule, { maxSkewMs }: OracleOptions): Judge {
+function slidingWindow (rule: OracleRule, { maxSkewMs }: OracleOptions): Judge {
+  const { perMs } = rule
+  const sched = schedule(rule)
   // Admissions arrive sorted by local time, so window k-1 is complete before
   // any admission of window k is judged.
   const counted = new Map<number, number>()
   return a => {
+    const limit = sched.at(a.at).limit
     const k = Math.floor(a.local / perMs)
     const f = (a.local - k * perMs) / perMs
     const prev = counted.get(k - 1) ?? 0
@@ -117,7 +153,9 @@ function slidingWindow ({ limit, perMs }: OracleRule, { maxSkewMs }: OracleOptio
   }
 }
 
-function slidingLog ({ limit, perMs }: OracleRule): Judge {
+function slidingLog (rule: OracleRule): Judge {
+  const { perMs } = rule
+  const sched = schedule(rule)
   // Recorded spends in time order; `head` is the oldest still inside the
   // window, so each spend is added and evicted once (O(n) overall).
   const times: number[] = []
@@ -125,6 +163,7 @@ function slidingLog ({ limit, perMs }: OracleRule): Judge {
   let head = 0
   let inWindow = 0
   return a => {
+    const limit = sched.at(a.at).limit
     while (head < times.length && times[head] <= a.at - perMs) {
       inWindow -= counts[head]
       head++
@@ -139,13 +178,31 @@ function slidingLog ({ limit, perMs }: OracleRule): Judge {
   }
 }
 
-function tokenBucket ({ limit, perMs, burst }: OracleRule): Judge {
-  const rate = limit / perMs
-  let level = burst
+function tokenBucket (rule: OracleRule): Judge {
+  const { perMs } = rule
+  const sched = schedule(rule)
+  let level = rule.burst
   let last: number | undefined
+  let next = 0
+  /** Refill from `last` to `to` under the limits in force then. */
+  const refill = (to: number): void => {
+    if (last === undefined) return
+    const l = sched.at(last)
+    level = Math.min(l.burst, level + l.limit / perMs * (to - last))
+    last = to
+  }
   return a => {
-    if (last !== undefined) level = Math.min(burst, level + rate * (a.at - last))
+    // Cross every change of limits since the last admission.
+    while (next < sched.boundaries.length && sched.boundaries[next].t <= a.at) {
+      const b = sched.boundaries[next++]
+      refill(Math.max(b.t, last ?? b.t))
+      if (b.after.burst > b.before.burst) level += b.after.burst - b.before.burst
+      else level = Math.min(level, b.after.burst)
+    }
+    refill(a.at)
     last = a.at
+    const { burst, limit } = sched.at(a.at)
+    const rate = limit / perMs
     if (level + EPS < a.count) {
       return `bucket level ${fmt(level)} < ${fmt(a.count)} (burst ${burst}, rate ${fmt(rate)}/ms)`
     }

@@ -46,10 +46,10 @@ export function propertyCases (seeds: number, first = 1): PropertyCase[] {
   return out
 }
 
-/** Run every case of one mode; returns each failure with its replay command (empty: all passed). */
-export function checkMode (mode: Mode, seeds: number): { runs: number, admitted: number, bad: string[] } {
+/** Run every case of one mode (of the given scenarios); returns each failure with its replay command (empty: all passed). */
+export function checkMode (mode: Mode, seeds: number, scenarios?: readonly string[]): { runs: number, admitted: number, bad: string[] } {
   const out = { runs: 0, admitted: 0, bad: [] as string[] }
-  for (const c of propertyCases(seeds).filter(x => x.mode === mode)) {
+  for (const c of propertyCases(seeds).filter(x => x.mode === mode && (scenarios === undefined || scenarios.includes(x.scenario)))) {
     const r = runCase(c)
     out.runs++
     out.admitted += r.cluster.admitted

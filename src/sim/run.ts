@@ -122,12 +122,14 @@ export function runSim (spec: SimSpec): SimResult {
   const skewRng = stream(spec.seed, 2)
   const skewMs: Record<string, number> = {}
   for (const n of allNodes) skewMs[n] = sc.skewMs === 0 ? 0 : (skewRng.next() * 2 - 1) * sc.skewMs
+  // Each node's monotonic clock starts near zero, far from its wall clock (as performance.now does): mixing them would show.
+  const monoOffsetMs = (n: string): number => -startMs + 100_003 * (1 + allNodes.indexOf(n))
   const vc = new VirtualCluster({
-    nodes: seeds, seeds, rules: [rule], limits, seed: stream(spec.seed, 3).int(0, 0xffffffff), startMs, network: sc.network, skewMs,
+    nodes: seeds, seeds, rules: [rule], limits, seed: stream(spec.seed, 3).int(0, 0xffffffff), startMs, network: sc.network, skewMs, monoOffsetMs,
     tuning: { gossipIntervalMs: spec.gossipIntervalMs, aliveTimeoutMs: Math.max(1000, 4 * spec.gossipIntervalMs), tickMs: Math.min(50, spec.gossipIntervalMs) }
   })
   spec.sabotage?.(vc, startMs)
-  const joinAt = scheduleFaults(vc, sc.faults, seeds, joiners, startMs, spec.durationMs, stream(spec.seed, 4))
+  const { joinAt, change } = scheduleFaults(vc, sc.faults, seeds, joiners, startMs, spec.durationMs, stream(spec.seed, 4))
 
   // Conservation, every 100 ms and at the end.
   const failures: string[] = []
@@ -152,14 +154,19 @@ export function runSim (spec: SimSpec): SimResult {
     const d = vc.acquire(a.node, a.key, a.count)
     if (d?.allowed === true) {
       admitted[i] = 1
-      admissions.push({ at: a.at, local: vc.clock(a.node), node: a.node, key: a.key, count: a.count })
+      admissions.push({ at: a.at, local: vc.calendar(a.node), node: a.node, key: a.key, count: a.count })
     }
   }
   vc.runUntil(endMs)
   audit()
 
-  // The oracle, per key.
+  // The oracle, per key. A rule change applies in true time, from its first node to its last.
   const oracleRule: OracleRule = { algorithm: rule.algorithm, limit: rule.limit, perMs: rule.perMs, burst: rule.burst }
+  const changed = change !== null && change.to >= change.from ? change : null
+  if (changed !== null) oracleRule.changes = [{ from: changed.from, to: changed.to, limit: changed.rules[0].limit, burst: changed.rules[0].burst }]
+  // Calendars may stray from true time by more than the configured skew (a wall-clock step, slewed): allow what was seen.
+  let maxSkewMs = sc.skewMs
+  for (const a of admissions) maxSkewMs = Math.max(maxSkewMs, Math.abs(a.local - a.at))
   const byKey = new Map<string, Admission[]>()
   for (const a of admissions) {
     let l = byKey.get(a.key)
@@ -168,7 +175,7 @@ export function runSim (spec: SimSpec): SimResult {
   }
   let overshoot = 0
   for (const [key, list] of byKey) {
-    const c = checkKey(oracleRule, list, { maxSkewMs: sc.skewMs })
+    const c = checkKey(oracleRule, list, { maxSkewMs })
     overshoot += c.overshoot
     for (const v of c.violations.slice(0, 2)) if (failures.length < 6 && spec.mode === 'hard') failures.push(`overshoot on ${key} at +${Math.round(v.at - startMs)} ms (${v.node}): ${v.detail}`)
   }
@@ -182,7 +189,7 @@ export function runSim (spec: SimSpec): SimResult {
   if (worstLost < -1e-6) failures.push(`conservation: ${fmt(-worstLost)} token(s) lost without being accounted for`)
 
   const f = figures({
-    arrivals, admitted, central: central(rule, limits, arrivals), static: staticSplit(rule, limits, seeds, arrivals),
+    arrivals, admitted, central: central(rule, limits, arrivals, changed), static: staticSplit(rule, limits, seeds, arrivals, changed),
     moves, startMs, endMs, vc, keys, overshoot, overdraft, gossipIntervalMs: spec.gossipIntervalMs
   })
   return {

@@ -16,6 +16,16 @@ export interface FaultSpec {
   /** Nodes that are not seeds and join mid-run (they start with nothing). */
   joins?: number
   restartAfterMs?: number
+  /**
+   * The rule's limit (and burst) changes to round(limit * factor), on every
+   * node, around `atFraction` of the run: by SIGHUP (`reload`, the nodes
+   * reloading over `spreadMs`), or by stopping every node (SIGTERM) and
+   * starting them again with the changed file (`restart`, started over
+   * `spreadMs` once all have stopped).
+   */
+  ruleChange?: { how: 'reload' | 'restart', factor: number, atFraction: number, spreadMs: number }
+  /** One node's wall clock steps by each of these multiples of the rule's period, spread over the run. */
+  wallSteps?: number[]
 }
 
 export interface Scenario {
@@ -61,6 +71,48 @@ export const SCENARIOS: readonly Scenario[] = [
     faults: { crashes: 1, stops: 1, joins: 1, restartAfterMs: 1500 }
   },
   { ...base, name: 'skew', summary: 'moving hot spot with clocks skewed up to +-50 ms', load: 'moving-hot', skewMs: 50 },
+  {
+    ...base,
+    name: 'stops',
+    summary: 'Zipf load; three graceful stops (each restarted 0.5 s later) while peers keep asking the stopping node',
+    load: 'zipf',
+    faults: { stops: 3, restartAfterMs: 500 }
+  },
+  {
+    ...base,
+    name: 'reload-lower',
+    summary: 'Zipf load; every node reloads (SIGHUP, over 300 ms) a limit lowered to 40%',
+    load: 'zipf',
+    faults: { ruleChange: { how: 'reload', factor: 0.4, atFraction: 0.35, spreadMs: 300 } }
+  },
+  {
+    ...base,
+    name: 'reload-raise',
+    summary: 'moving hot spot; every node reloads (SIGHUP, over 300 ms) a limit raised to 150%',
+    load: 'moving-hot',
+    faults: { ruleChange: { how: 'reload', factor: 1.5, atFraction: 0.35, spreadMs: 300 } }
+  },
+  {
+    ...base,
+    name: 'restart-changed',
+    summary: 'Zipf load; every node stops (SIGTERM) and starts again with the limit raised by a third',
+    load: 'zipf',
+    faults: { ruleChange: { how: 'restart', factor: 1.33, atFraction: 0.3, spreadMs: 200 } }
+  },
+  {
+    ...base,
+    name: 'restart-lowered',
+    summary: 'Zipf load; every node stops (SIGTERM) and starts again with the limit lowered to 60%',
+    load: 'zipf',
+    faults: { ruleChange: { how: 'restart', factor: 0.6, atFraction: 0.3, spreadMs: 200 } }
+  },
+  {
+    ...base,
+    name: 'clock-step',
+    summary: 'moving hot spot; one node\'s wall clock steps 2.5 periods forward, then 3.5 back',
+    load: 'moving-hot',
+    faults: { wallSteps: [2.5, -3.5] }
+  },
   { ...base, name: 'keys100', summary: '100 active keys of a glob rule, Zipf load at 1.2x each', load: 'zipf', keys: 100 },
   { ...base, name: 'keys100-slow', summary: 'the same 100 keys at a quarter of the request rate', load: 'zipf', keys: 100, demand: 0.3 }
 ]

@@ -4,8 +4,9 @@
  * say where each token of a key is:
  *
  *     held     in a live node's books: its bucket's share (held + spent and
- *              not yet back) plus deferred credits; or, for a key the node
- *              has no state for, the share it would create the key with
+ *              not yet back) plus deferred credits, less the burn it owes;
+ *              or, for a key the node has no state for, the share it would
+ *              create the key with
  *     transit  in a grant not applied yet, that can still be (a copy is in
  *              the network, or its giver is alive to resend it)
  *     saved    in a cleanly stopped node's saved state, or the share it would
@@ -16,9 +17,16 @@
  * The invariant is `held + transit + saved + stranded = stock` per key. More
  * means a token was created (a hard-mode safety failure); less means one was
  * lost without being accounted for (a bug too, if a safe one).
+ *
+ * Rule changes move the stock: it is the sum over seeds of each seed's
+ * pre-allocated share under the rules it has now (a live or cleanly stopped
+ * node that may allocate), or under the rules it had when it stopped being
+ * able to (a crash: its share is stranded, and later changes leave it be).
+ * A burn owed counts against its node's books, so a node that owes more than
+ * it holds has negative books until it has paid.
  */
 import type { ClusterCore } from '../cluster/cluster-core.js'
-import type { SavedKey } from '../cluster/durable-state.js'
+import type { SavedState } from '../cluster/durable-state.js'
 import { deferredTotal, type KeyExt } from '../cluster/key-ext.js'
 import type { Grant } from '../cluster/messages.js'
 import type { KeyState } from '../core/key-state.js'
@@ -39,6 +47,7 @@ interface GrantRecord {
 interface Disk {
   node: string
   allocate: boolean
+  rules: RuleSet
   keys: Map<string, number>
 }
 
@@ -55,7 +64,9 @@ export interface KeyAccount {
 
 export class TokenAudit {
   private readonly seeds: readonly string[]
-  private ruleSet: RuleSet | null = null
+  private readonly initialRules: RuleSet
+  /** Per node: the rules its stranded pre-allocated share was under when it lost the right to allocate. */
+  private readonly frozen = new Map<string, RuleSet | null>()
   /** Live incarnations by epoch. */
   private readonly live = new Map<string, ClusterCore>()
   private readonly open = new Map<string, GrantRecord>()
@@ -69,8 +80,9 @@ export class TokenAudit {
   /** Tokens of grants ever applied, for the report. */
   applied = 0
 
-  constructor (seeds: readonly string[]) {
+  constructor (seeds: readonly string[], rules: RuleConfig[]) {
     this.seeds = seeds
+    this.initialRules = new RuleSet(rules)
   }
 
   private static id (g: { giverEpoch: string, toEpoch: string, seq: number }): string {
@@ -80,9 +92,10 @@ export class TokenAudit {
   born (core: ClusterCore): void {
     this.live.set(core.epoch, core)
     this.disk.delete(core.node)
-    // Every incarnation runs the same rules in the simulator.
-    this.ruleSet ??= new RuleSet(core.limiter.rules.map(r => r.config as RuleConfig))
   }
+
+  /** A live node's rules changed (nothing to do: its contribution is read from its rules). */
+  reloaded (_core: ClusterCore): void {}
 
   /** A grant was created or resent. */
   granted (g: Grant): void {
@@ -99,7 +112,7 @@ export class TokenAudit {
   }
 
   /** An incarnation ends: a crash strands its books; a stop puts them on disk. */
-  died (core: ClusterCore, how: 'crash' | 'stop', saved?: SavedKey[]): void {
+  died (core: ClusterCore, how: 'crash' | 'stop', saved?: SavedState): void {
     this.settle()
     for (const [id, r] of this.open) {
       if (r.toEpoch !== core.epoch) continue
@@ -112,12 +125,14 @@ export class TokenAudit {
     this.live.delete(core.epoch)
     if (how === 'stop') {
       const keys = new Map<string, number>()
-      for (const k of saved ?? []) keys.set(k.key, (keys.get(k.key) ?? 0) + k.held + k.tokens)
-      this.disk.set(core.node, { node: core.node, allocate: core.limiter.allocate, keys })
+      for (const k of saved?.keys ?? []) keys.set(k.key, (keys.get(k.key) ?? 0) + k.held + k.tokens - k.burn)
+      this.disk.set(core.node, { node: core.node, allocate: core.limiter.allocate, rules: rulesOf(core), keys })
       return
     }
     for (const ks of core.limiter.states()) add(this.stranded, ks.key, booked(ks))
     this.crashed.push(core)
+    // Its share stays stranded under the rules it had; later incarnations start with nothing.
+    if (core.limiter.allocate) this.frozen.set(core.node, rulesOf(core))
   }
 
   private strand (items: Grant['items']): void {
@@ -141,28 +156,35 @@ export class TokenAudit {
     }
   }
 
-  private rule (key: string): CompiledRule | undefined {
-    return this.ruleSet?.match(key)
+  /** The share a node would create `key` with under `rules`. */
+  private share (node: string, allocate: boolean, rules: RuleSet, key: string): number {
+    const rule = rules.match(key)
+    return allocate && rule !== undefined ? initialShare(rule.stock, rule.glob, key, node, this.seeds) : 0
   }
 
-  /** The share a node would create `key` with. */
-  private share (node: string, allocate: boolean, rule: CompiledRule, key: string): number {
-    return allocate ? initialShare(rule.stock, rule.glob, key, node, this.seeds) : 0
+  /** A seed's part of the stock: its share under the rules it allocates with now, or had when it crashed. */
+  private contribution (node: string, key: string): number {
+    for (const core of this.live.values()) {
+      if (core.node === node && core.limiter.allocate) return this.share(node, true, rulesOf(core), key)
+    }
+    const d = this.disk.get(node)
+    if (d !== undefined && d.allocate) return this.share(node, true, d.rules, key)
+    const f = this.frozen.get(node)
+    return this.share(node, true, f ?? this.initialRules, key)
   }
 
   account (key: string): KeyAccount {
     this.settle()
-    const rule = this.rule(key)
-    const stock = rule?.stock ?? 0
+    let stock = 0
+    for (const s of this.seeds) stock += this.contribution(s, key)
     const a: KeyAccount = { key, stock, held: 0, transit: 0, saved: 0, stranded: this.stranded.get(key) ?? 0, error: 0 }
-    if (rule === undefined) return a
     for (const core of this.live.values()) {
       const ks = core.limiter.existing(key)
-      a.held += ks !== undefined ? booked(ks) : this.share(core.node, core.limiter.allocate, rule, key)
+      a.held += ks !== undefined ? booked(ks) : this.share(core.node, core.limiter.allocate, rulesOf(core), key)
     }
-    for (const d of this.disk.values()) a.saved += d.keys.get(key) ?? this.share(d.node, d.allocate, rule, key)
+    for (const d of this.disk.values()) a.saved += d.keys.get(key) ?? this.share(d.node, d.allocate, d.rules, key)
     for (const c of this.crashed) {
-      if (c.limiter.existing(key) === undefined) a.stranded += this.share(c.node, c.limiter.allocate, rule, key)
+      if (c.limiter.existing(key) === undefined) a.stranded += this.share(c.node, c.limiter.allocate, rulesOf(c), key)
     }
     for (const r of this.open.values()) {
       const lost = !this.live.has(r.toEpoch) || (!this.live.has(r.giverEpoch) && r.copies === 0)
@@ -177,9 +199,19 @@ export class TokenAudit {
   }
 }
 
-/** A key's tokens in a node's books: its bucket's share plus deferred credits. */
+/** A key's tokens in a node's books: its bucket's share plus deferred credits, less the burn it owes. */
 function booked (ks: KeyState): number {
-  return ks.bucket.share + (ks.ext === null ? 0 : deferredTotal(ks.ext as KeyExt))
+  const x = ks.ext as KeyExt | null
+  return ks.bucket.share + (x === null ? 0 : deferredTotal(x) - x.burn)
+}
+
+/** A core's current rules as a RuleSet (cached per rule list: reloads replace the list). */
+const ruleSets = new WeakMap<readonly CompiledRule[], RuleSet>()
+function rulesOf (core: ClusterCore): RuleSet {
+  const rules = core.limiter.rules
+  let rs = ruleSets.get(rules)
+  if (rs === undefined) ruleSets.set(rules, rs = new RuleSet(rules.map(r => r.config)))
+  return rs
 }
 
 function add (m: Map<string, number>, k: string, n: number): void {

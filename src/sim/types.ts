@@ -29,6 +29,16 @@ export interface HotMove {
   node: string
 }
 
+/**
+ * A rule change in a run: the nodes applied `rules` between true times
+ * `from` (the first node) and `to` (the last).
+ */
+export interface RuleChange {
+  from: number
+  to: number
+  rules: import('../config/types.js').RuleConfig[]
+}
+
 /** The rule facts the oracle needs (a compiled rule's algorithm and numbers). */
 export interface OracleRule {
   algorithm: 'fixed-window' | 'sliding-window' | 'sliding-log' | 'token-bucket'
@@ -36,4 +46,10 @@ export interface OracleRule {
   perMs: number
   /** Token bucket capacity (the other algorithms ignore it). */
   burst: number
+  /**
+   * Limit changes, in true time: from `to` on, `limit` and `burst` hold;
+   * while the nodes are changing over (`from` to `to`), the larger of the
+   * old and new values (nodes not yet changed still enforce the old rule).
+   */
+  changes?: Array<{ from: number, to: number, limit: number, burst: number }>
 }

@@ -3,25 +3,32 @@
  * object the daemon drives) joined by a virtual network on virtual time.
  *
  * - Each node ticks on its own schedule (its tuning's tickMs, with a seeded
- *   phase) and reads its own clock: true time plus its skew.
+ *   phase). It has two clocks, as a real node does: a monotonic one (true
+ *   time plus a constant per-node origin, which may be set far apart from
+ *   the wall clock to catch any mixing of the two) and a wall clock (true
+ *   time plus its skew, which a scenario can step forward or back). The
+ *   core gets the wall clock only through `observeWall` on each tick.
  * - Every message is msgpack-encoded and validated by the daemon's own
  *   parseMessage, so the wire format is exercised too. A gossip is encoded
  *   once and each receiver gets its own copy's delivery time, loss,
  *   duplication and reordering.
- * - Nodes crash (their holdings are stranded), stop gracefully (the
- *   daemon's sequence: settle in-flight requests, announce leaving, hand off,
- *   wait for acks, save), restart from their saved state or with nothing,
- *   and join late. `audit` (a TokenAudit) sees every grant and every death,
+ * - Lifecycle, with the daemon's own code paths: a node starts with
+ *   `startCore` from its "disk" (the last state it wrote: absent, running,
+ *   or a clean stop's snapshot), stops through the core's stop machine
+ *   (`beginStop`, then ticks until the snapshot), crashes (its disk keeps
+ *   the "running" file, so the next start is unclean), reloads its rules
+ *   (`setRules`, as SIGHUP does), and restarts with a changed file.
+ *   `audit` (a TokenAudit) sees every grant, birth, death and rule change,
  *   so conservation can be checked at any moment.
  *
  * Determinism: one seeded Rng, one event heap ordered by (time, insertion).
  */
 import { Packr } from 'msgpackr'
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
-import { ClusterCore, type Outbound } from '../cluster/cluster-core.js'
+import type { ClusterCore, Outbound } from '../cluster/cluster-core.js'
+import type { SavedState } from '../cluster/durable-state.js'
 import { parseMessage, type Ack, type Grant, type None, type Want } from '../cluster/messages.js'
-import { restoreKeys, snapshotKeys } from '../cluster/persist.js'
-import type { SavedKey } from '../cluster/durable-state.js'
+import { startCore } from '../cluster/persist.js'
 import type { ClusterTuning } from '../cluster/tuning.js'
 import type { Decision } from '../core/types.js'
 import { EventQueue } from './event-queue.js'
@@ -44,10 +51,10 @@ export interface VirtualClusterOptions {
   tuning?: Partial<ClusterTuning>
   /** A request with no reply fails after this. @default the core's wantTimeoutMs */
   requestTimeoutMs?: number
-  /** Clock offset per node, ms (true time + skew = the node's clock). */
+  /** Wall-clock offset per node, ms (true time + skew = the node's wall clock). */
   skewMs?: Record<string, number>
-  /** How long a stopping node waits for its handoff's acks. @default 3000 (the daemon's) */
-  handoffTimeoutMs?: number
+  /** Each node's monotonic origin: mono = true time + this. @default 0 (mono equals true time) */
+  monoOffsetMs?: (node: string) => number
 }
 
 export type NodeState = 'up' | 'stopping' | 'stopped' | 'crashed'
@@ -56,13 +63,11 @@ export interface SimNode {
   name: string
   state: NodeState
   core: ClusterCore | null
+  /** Wall clock minus true time (constant skew, moved by steps). */
   skewMs: number
-  /** Requests this incarnation sent that are not settled yet. */
-  inflight: number
-  /** What a clean stop saved (consumed by the next start). */
-  saved: { keys: SavedKey[], allocate: boolean } | null
-  /** Whether the next start may materialize pre-allocated shares (false after a crash). */
-  allocate: boolean
+  monoOffsetMs: number
+  /** The state file: what the last incarnation wrote (running at start, its snapshot at a clean stop). */
+  disk: SavedState | undefined
   incarnations: number
   sentBytes: number
   sentMessages: number
@@ -83,6 +88,8 @@ export class VirtualCluster {
   readonly cuts = new Cuts()
   /** Every core ever started, in order (crashed and stopped ones stay, for their counters). */
   readonly incarnations: ClusterCore[] = []
+  /** The cluster file's rules: what a node starts with (a reload may give a node other rules). */
+  file: RuleConfig[]
   private readonly queue = new EventQueue()
   private readonly opts: VirtualClusterOptions
 
@@ -92,13 +99,25 @@ export class VirtualCluster {
     this.now = opts.startMs
     this.network = opts.network ?? PERFECT
     this.seeds = opts.seeds ?? opts.nodes
-    this.audit = new TokenAudit(this.seeds)
+    this.file = opts.rules
+    this.audit = new TokenAudit(this.seeds, opts.rules)
     for (const name of opts.nodes) this.start(name)
   }
 
-  /** The node's clock. */
+  /** The node's wall clock (what a log line would show). */
   clock (name: string): number {
     return this.now + (this.nodes.get(name)?.skewMs ?? this.opts.skewMs?.[name] ?? 0)
+  }
+
+  /** The node's monotonic clock: what its core's `nowMs` is. */
+  mono (name: string): number {
+    return this.now + (this.nodes.get(name)?.monoOffsetMs ?? 0)
+  }
+
+  /** The node's calendar (where its windows fall), or its wall clock when it is down. */
+  calendar (name: string): number {
+    const core = this.nodes.get(name)?.core
+    return core != null ? core.calendar.at(this.mono(name)) : this.clock(name)
   }
 
   /** Schedule `run` at true time `at` (not before now). */
@@ -108,98 +127,92 @@ export class VirtualCluster {
 
   // ---- lifecycle -------------------------------------------------------
 
-  /** Start (first start, join, or restart) a node: new epoch; restores a clean stop's saved state. */
-  start (name: string): void {
+  /** Start (first start, join, or restart) a node from its disk, with the file's rules (or `rules`). */
+  start (name: string, rules: RuleConfig[] = this.file): void {
     let n = this.nodes.get(name)
     if (n === undefined) {
-      n = { name, state: 'stopped', core: null, skewMs: this.opts.skewMs?.[name] ?? 0, inflight: 0, saved: null, allocate: true, incarnations: 0, sentBytes: 0, sentMessages: 0, recvBytes: 0 }
+      n = {
+        name, state: 'stopped', core: null, skewMs: this.opts.skewMs?.[name] ?? 0, monoOffsetMs: this.opts.monoOffsetMs?.(name) ?? 0,
+        disk: undefined, incarnations: 0, sentBytes: 0, sentMessages: 0, recvBytes: 0
+      }
       this.nodes.set(name, n)
     }
     if (n.state === 'up' || n.state === 'stopping') return
-    const allocate = n.saved !== null ? n.saved.allocate : n.allocate
-    const core = new ClusterCore({
+    const mono = this.mono(name)
+    const { core } = startCore({
       node: name,
       epoch: `${name}.${++n.incarnations}.${this.rng.int(0, 0xffffff).toString(16)}`,
+      cluster: 'sim',
       seeds: this.seeds,
-      rules: this.opts.rules,
       limits: this.opts.limits,
-      allocate,
-      tuning: this.opts.tuning
-    })
-    const now = this.clock(name)
-    if (n.saved !== null) restoreKeys(core, n.saved.keys, now)
-    // Like the daemon: the saved state is consumed before serving; a crash from here on starts with nothing.
-    n.saved = null
-    n.allocate = allocate
-    core.init(now)
+      tuning: this.opts.tuning,
+      wallMs: this.clock(name),
+      monoMs: mono
+    }, rules, n.disk, mono)
+    // Like the daemon: the saved state is consumed before serving; a crash from here on is unclean.
+    n.disk = core.save(mono, 'running')
     n.core = core
     n.state = 'up'
-    n.inflight = 0
     this.cores.set(name, core)
     this.incarnations.push(core)
     this.audit.born(core)
     const tickMs = core.tuning.tickMs
     const tick = (): void => {
-      if (n.core !== core || n.state !== 'up') return
-      this.dispatch(name, core.tick(this.clock(name)))
+      if (n.core !== core) return
+      core.observeWall(this.clock(name), this.mono(name))
+      this.dispatch(name, core.tick(this.mono(name)))
+      if (core.snapshot !== null) { this.finishStop(n, core); return }
       this.at(this.now + tickMs, tick)
     }
     this.at(this.now + this.rng.next() * tickMs, tick)
   }
 
-  /** kill -9: whatever the node held is stranded; it restarts with nothing. */
+  /** kill -9: whatever the node held is stranded; its disk says "running", so it restarts with nothing. */
   crash (name: string): void {
     const n = this.nodes.get(name)
     if (n === undefined || n.core === null || (n.state !== 'up' && n.state !== 'stopping')) return
     this.audit.died(n.core, 'crash')
     n.state = 'crashed'
     n.core = null
-    n.saved = null
-    n.allocate = false
     this.cores.delete(name)
   }
 
-  /**
-   * SIGTERM, as the daemon's ClusterNode.stop does it: stop ticking, let
-   * in-flight requests settle, gossip `leaving`, wait two gossip intervals,
-   * hand off, wait (bounded) for the acks, gossip once more, save.
-   */
+  /** SIGTERM: the core's own stop machine runs on the node's ticks until it hands over its snapshot. */
   stop (name: string): void {
     const n = this.nodes.get(name)
     if (n === undefined || n.core === null || n.state !== 'up') return
-    const core = n.core
     n.state = 'stopping'
-    const live = (): boolean => n.core === core && n.state === 'stopping'
-    const gossip = (): void => this.dispatch(name, [{ kind: 'gossip', msg: core.gossipNow(this.clock(name)) }])
-    const waitFor = (done: () => boolean, then: () => void): void => {
-      const poll = (): void => { if (live()) { if (done()) then(); else this.at(this.now + 10, poll) } }
-      poll()
-    }
-    waitFor(() => n.inflight === 0, () => {
-      core.leaving = true
-      gossip()
-      this.at(this.now + 2 * core.tuning.gossipIntervalMs, () => {
-        if (!live()) return
-        this.dispatch(name, core.handoff(this.clock(name)))
-        const deadline = this.now + (this.opts.handoffTimeoutMs ?? 3000)
-        waitFor(() => n.inflight === 0 || this.now >= deadline, () => {
-          gossip()
-          const now = this.clock(name)
-          n.saved = { keys: snapshotKeys(core, now), allocate: core.limiter.allocate }
-          this.audit.died(core, 'stop', n.saved.keys)
-          n.state = 'stopped'
-          n.core = null
-          this.cores.delete(name)
-        })
-      })
-    })
+    this.dispatch(name, n.core.beginStop(this.mono(name)))
+  }
+
+  private finishStop (n: SimNode, core: ClusterCore): void {
+    const snap = core.snapshot as SavedState
+    n.disk = snap
+    this.audit.died(core, 'stop', snap)
+    n.state = 'stopped'
+    n.core = null
+    this.cores.delete(n.name)
+  }
+
+  /** SIGHUP with new rules (the daemon's reload path). */
+  reload (name: string, rules: RuleConfig[]): void {
+    const core = this.nodes.get(name)?.core
+    if (core == null) return
+    core.setRules(rules, this.mono(name))
+    this.audit.reloaded(core)
+  }
+
+  /** Step a node's wall clock (NTP, an operator, a VM resume): its monotonic clock does not move. */
+  stepWall (name: string, ms: number): void {
+    const n = this.nodes.get(name)
+    if (n !== undefined) n.skewMs += ms
   }
 
   /** A local acquire at a node; undefined when the node is not serving. */
   acquire (name: string, key: string, count: number): Decision | undefined {
     const n = this.nodes.get(name)
     if (n === undefined || n.core === null || n.state !== 'up') return undefined
-    return n.core.acquire(key, count, this.clock(name))
+    return n.core.acquire(key, count, this.mono(name))
   }
 
   // ---- network -----------------------------------------------------------
@@ -250,7 +263,7 @@ export class VirtualCluster {
           if (to === from || target.core === null) continue
           this.transmit(from, to, bytes, () => {
             const c = this.nodes.get(to)?.core
-            if (c != null) c.onGossip(m, this.clock(to))
+            if (c != null) c.onGossip(m, this.mono(to))
           })
         }
       } else {
@@ -262,15 +275,13 @@ export class VirtualCluster {
   private request (sender: SimNode, core: ClusterCore, to: string, msg: Want | Grant): void {
     if (msg.t === 'grant') this.audit.granted(msg)
     let settled = false
-    sender.inflight++
     const settle = (): boolean => {
       if (settled) return false
       settled = true
-      if (sender.core === core) sender.inflight--
       return sender.core === core
     }
     const timeout = this.opts.requestTimeoutMs ?? core.tuning.wantTimeoutMs
-    this.at(this.now + timeout, () => { if (settle()) core.onRequestFailed(msg, this.clock(sender.name)) })
+    this.at(this.now + timeout, () => { if (settle()) core.onRequestFailed(msg, this.mono(sender.name)) })
     const bytes = packr.pack(msg)
     this.count(sender.name, bytes.length)
     this.transmit(sender.name, to, bytes, () => {
@@ -279,8 +290,8 @@ export class VirtualCluster {
       if (target === undefined || tc == null) return
       const m = parseMessage(packr.unpack(bytes))
       let reply: Grant | Ack | None | undefined
-      if (m.t === 'want') reply = tc.onWant(m, this.clock(to))
-      else if (m.t === 'grant') reply = tc.onGrant(m, this.clock(to))
+      if (m.t === 'want') reply = tc.onWant(m, this.mono(to))
+      else if (m.t === 'grant') reply = tc.onGrant(m, this.mono(to))
       if (reply === undefined) return
       if (reply.t === 'grant') this.audit.granted(reply)
       const back = packr.pack(reply)
@@ -288,7 +299,7 @@ export class VirtualCluster {
       this.transmit(to, sender.name, back, () => {
         const r = parseMessage(packr.unpack(back))
         if (r.t !== 'grant' && r.t !== 'ack' && r.t !== 'none') return
-        if (settle()) core.onReply(msg, r, this.clock(sender.name))
+        if (settle()) core.onReply(msg, r, this.mono(sender.name))
       }, reply.t === 'grant' ? reply : undefined)
     }, msg.t === 'grant' ? msg : undefined)
   }

@@ -45,6 +45,13 @@ export interface Bucket {
   credit: (count: number) => void
   /** Remove up to `count` held tokens (a transfer out). Returns how many were removed. */
   debit: (count: number) => number
+  /**
+   * Held tokens that may not be spent (KeyState.reserve). Only a token bucket
+   * needs to know: its refill rate is proportional to its capacity, so it
+   * refills at the rate of its capacity less the reserve (see token-bucket.ts).
+   * Called after `advance(nowMs)`, so the past refills at the old rate.
+   */
+  setReserve?: (reserve: number) => void
 }
 
 /** Parameters every algorithm gets. `share` is this node's starting holding. */

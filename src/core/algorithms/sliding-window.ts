@@ -16,6 +16,7 @@
  * tolerance because `prev * f` is a float.
  */
 import { EPSILON, type Bucket, type BucketParams } from './bucket.js'
+import type { CalendarView } from '../calendar.js'
 
 export class SlidingWindowBucket implements Bucket {
   private base: number
@@ -24,17 +25,21 @@ export class SlidingWindowBucket implements Bucket {
   private windowStart: number
   private frac = 0
   private readonly perMs: number
+  /** Windows are placed on the calendar (methods take monotonic time). */
+  private readonly cal: CalendarView
 
-  constructor (p: BucketParams, nowMs: number) {
+  constructor (p: BucketParams, nowMs: number, cal: CalendarView) {
     this.perMs = p.perMs
     this.base = p.share
-    this.windowStart = Math.floor(nowMs / p.perMs) * p.perMs
+    this.cal = cal
+    this.windowStart = Math.floor(cal.at(nowMs) / p.perMs) * p.perMs
   }
 
   get held (): number { return this.base + this.prev * this.frac }
   get share (): number { return this.base + this.prev + this.curr }
 
-  advance (nowMs: number): void {
+  advance (monoMs: number): void {
+    const nowMs = this.cal.at(monoMs)
     const elapsed = nowMs - this.windowStart
     if (elapsed >= this.perMs) {
       const w = Math.floor(nowMs / this.perMs) * this.perMs
@@ -74,13 +79,14 @@ export class SlidingWindowBucket implements Bucket {
     if (need <= restOfPrev + EPSILON) return need * this.perMs / this.prev
     need -= restOfPrev
     if (need > this.curr + EPSILON) return Infinity
-    return (this.windowStart + this.perMs - nowMs) + need * this.perMs / this.curr
+    return (this.windowStart + this.perMs - this.cal.at(nowMs)) + need * this.perMs / this.curr
   }
 
   resetIn (nowMs: number): number {
     this.advance(nowMs)
-    if (this.curr > 0) return this.windowStart + 2 * this.perMs - nowMs
-    if (this.prev > 0) return this.windowStart + this.perMs - nowMs
+    const t = this.cal.at(nowMs)
+    if (this.curr > 0) return this.windowStart + 2 * this.perMs - t
+    if (this.prev > 0) return this.windowStart + this.perMs - t
     return 0
   }
 

@@ -7,6 +7,13 @@
  *
  * Here the rate share is proportional to the capacity share:
  * rate = (limit / perMs) * capacity / burst.
+ *
+ * Reserve (cluster caution, after a rule change lowered the stock while some
+ * node owes a burn): the cluster then holds more capacity than the new burst,
+ * and so refills faster than the new rate. Every node that reserves R of its
+ * holding also refills only at the rate of (capacity - R): summed over the
+ * nodes that is at most the new stock's rate (the same argument as for held
+ * tokens, caution.ts), while a node that owes burns its own refills.
  */
 import { EPSILON, type Bucket, type BucketParams } from './bucket.js'
 
@@ -16,6 +23,7 @@ export class TokenBucket implements Bucket {
   /** Tokens per ms per token of capacity: limit / perMs / burst. */
   private readonly ratePerCap: number
   private last: number
+  private reserved = 0
 
   constructor (p: BucketParams, nowMs: number) {
     this.capacity = p.share
@@ -26,7 +34,9 @@ export class TokenBucket implements Bucket {
 
   get share (): number { return this.capacity }
 
-  private get rate (): number { return this.capacity * this.ratePerCap }
+  private get rate (): number { return Math.max(0, this.capacity - this.reserved) * this.ratePerCap }
+
+  setReserve (reserve: number): void { this.reserved = reserve }
 
   advance (nowMs: number): void {
     const dt = nowMs - this.last
@@ -60,7 +70,9 @@ export class TokenBucket implements Bucket {
   resetIn (nowMs: number): number {
     this.advance(nowMs)
     const gap = this.capacity - this.held
-    return gap > EPSILON ? gap / this.rate : 0
+    // With the whole refill reserved, say when it would be back at the nominal rate.
+    const rate = this.rate > 0 ? this.rate : this.capacity * this.ratePerCap
+    return gap > EPSILON && rate > 0 ? gap / rate : 0
   }
 
   forceSpend (count: number, nowMs: number): void {

@@ -1,0 +1,84 @@
+/**
+ * Caution: how many of its held tokens of a key a node must leave unspent
+ * while burns owed elsewhere are unpaid (rule-change.ts). It becomes the
+ * key's `reserve`, which the limiter never spends into.
+ *
+ * Why this is enough. After a rule change lowers a stock by D, the cluster
+ * must destroy D tokens, but a node's share may have shrunk by more than it
+ * holds: it owes the rest (`burn`), while the tokens that should be gone sit
+ * at other nodes. Let R be the sum of every unpaid burn, and h_i what node i
+ * holds. A node that owes holds nothing (it burns before anything else).
+ * Every other node spends only above R: sum over i of max(0, h_i - R) <=
+ * max(0, sum h_i - R) whenever R >= 0 (at most one term can exceed the
+ * total less R). So the cluster spends at most its holdings less what it
+ * owes: exactly what it could spend had every burn been paid at once. Tokens
+ * in flight and tokens coming back join some h_i and the same bound holds.
+ *
+ * A node knows others' burns only from gossip, so it counts, per other seed
+ * (only seeds have pre-allocated shares, so only seeds can owe):
+ * - what the seed last said it owes of the key, if it said so under our
+ *   version of the rule (a burn only shrinks until the next change, so an
+ *   old figure is never too small);
+ * - while our own change of the rule is not known to be complete
+ *   (Transitions), for a seed not yet heard at our version, or not done
+ *   announcing its keys under it: the most its share can have shrunk by;
+ *   and Infinity for a seed on a version we never had (we don't know what it
+ *   owes: spend nothing of the key until it catches up);
+ * - what ended epochs of the seed owed (Peers.legacy).
+ * The sum is recomputed at most every half gossip interval per key.
+ */
+import type { KeyState } from '../core/limiter.js'
+import { ext } from './key-ext.js'
+import type { Peers } from './peers.js'
+import type { Transitions } from './rule-change.js'
+
+export interface CautionInput {
+  node: string
+  seeds: readonly string[]
+  peers: Peers
+  transitions: Transitions
+  /** How long a computed reserve stays good. */
+  refreshMs: number
+}
+
+/** Bring `ks.reserve` up to date (cheap when nothing is owed anywhere). */
+export function updateReserve (c: CautionInput, ks: KeyState, nowMs: number): void {
+  if (c.peers.owingEntries === 0 && !c.transitions.active) {
+    setReserve(ks, 0, nowMs)
+    return
+  }
+  const x = ext(ks)
+  if (nowMs >= x.reserveAt && nowMs - x.reserveAt < c.refreshMs) return
+  x.reserveAt = nowMs
+  setReserve(ks, reserveOf(c, ks), nowMs)
+}
+
+function setReserve (ks: KeyState, r: number, nowMs: number): void {
+  if (ks.reserve === r) return
+  // A token bucket refills at the rate of its capacity less the reserve: settle the past at the old rate first.
+  if (ks.bucket.setReserve !== undefined) {
+    ks.bucket.advance(nowMs)
+    ks.bucket.setReserve(r)
+  }
+  ks.reserve = r
+}
+
+function reserveOf (c: CautionInput, ks: KeyState): number {
+  const rule = ks.rule
+  const transitioning = c.transitions.versions(rule.name) !== undefined
+  let n = 0
+  for (const j of c.seeds) {
+    if (j === c.node) continue
+    const p = c.peers.get(j)
+    if (p !== undefined) n += c.peers.legacyOwed(p, ks.key)
+    const e = p?.keys.get(ks.key)
+    if (e !== undefined && e.gen[rule.name] === rule.hash) { n += e.owed; continue }
+    if (!transitioning) continue
+    const jHash = p?.rules[rule.name]
+    // At our version and done announcing: no entry at our version means no state, so nothing owed.
+    if (p !== undefined && jHash === rule.hash && !p.pending.has(rule.name)) continue
+    n += c.transitions.expectedDebt(rule, ks.key, j, jHash, c.seeds)
+    if (n === Infinity) return n
+  }
+  return n
+}

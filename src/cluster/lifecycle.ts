@@ -1,0 +1,76 @@
+/**
+ * A node's graceful stop, as one pure state machine inside the cluster
+ * core. The daemon and the simulator both drive it the same way: call
+ * `beginStop`, keep ticking, and when `snapshot` appears, persist it and
+ * shut the transport. Nothing about stopping is written twice.
+ *
+ *   running --beginStop--> draining --> settling --> stopped
+ *
+ * - draining: the node announces `leaving` (peers stop sending it tokens
+ *   and asking it for any) and refuses every want from now on. It waits
+ *   for its own requests in flight to settle (a want may still bring
+ *   tokens) and for two gossip intervals, so that nodes stopping together
+ *   hear of each other and don't hand tokens to each other.
+ * - settling: it hands every whole held token to live agreeing peers (the
+ *   fastest consumer of each key first), then waits until they are acked,
+ *   at most `handoffTimeoutMs`. Grants that reach it meanwhile are applied
+ *   (and saved). Unacked grants may or may not have been applied: they are
+ *   not saved (that could create tokens), so at worst they are stranded.
+ * - stopped: the snapshot of what is left is taken in the same step that
+ *   leaves settling, and from then on the core applies nothing: no want is
+ *   served, no grant credited, no acquire admitted. So no token can be both
+ *   in the saved state and somewhere else. (Before this machine, a node
+ *   answered wants after saving: those tokens existed twice after restart.)
+ *
+ * Every wait is bounded: requests time out (`wantTimeoutMs`), and each
+ * phase has a deadline, so a stop always finishes.
+ */
+
+export type Phase = 'running' | 'draining' | 'settling' | 'stopped'
+
+export interface StopTimes {
+  gossipIntervalMs: number
+  wantTimeoutMs: number
+  handoffTimeoutMs: number
+}
+
+export class StopMachine {
+  phase: Phase = 'running'
+  private drainFrom = 0
+  private drainUntil = 0
+  private drainDeadline = 0
+  private settleDeadline = 0
+  private readonly t: StopTimes
+
+  constructor (t: StopTimes) {
+    this.t = t
+  }
+
+  begin (nowMs: number): boolean {
+    if (this.phase !== 'running') return false
+    this.phase = 'draining'
+    this.drainFrom = nowMs
+    this.drainUntil = nowMs + 2 * this.t.gossipIntervalMs
+    // In-flight requests settle within their timeout; the margin covers a driver's lag.
+    this.drainDeadline = this.drainUntil + this.t.wantTimeoutMs + 1000
+    return true
+  }
+
+  /** Draining is over: no request of ours in flight (or the deadline passed), and peers have heard. */
+  drained (nowMs: number, inflight: number): boolean {
+    return nowMs >= this.drainUntil && (inflight === 0 || nowMs >= this.drainDeadline)
+  }
+
+  startSettling (nowMs: number): void {
+    this.phase = 'settling'
+    this.settleDeadline = nowMs + this.t.handoffTimeoutMs
+  }
+
+  settled (nowMs: number, unacked: number): boolean {
+    return unacked === 0 || nowMs >= this.settleDeadline
+  }
+
+  get since (): number {
+    return this.drainFrom
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * Rule changes in a cluster (SIGHUP, or a clean restart with a changed
+ * file: both run this same code).
+ *
+ * Carry-over, per key: the key's tokens stay where they are. This node
+ * keeps what it holds and what it has outstanding (spent again now, so
+ * nothing returns early), and adds or destroys only the change in its own
+ * pre-allocated share. Summed over the seeds, the cluster's tokens move by
+ * exactly the change in the rule's stock, wherever they had travelled.
+ * (Rebuilding from the new share, as a lone node may, would re-create tokens
+ * that had moved to other nodes.)
+ *
+ * What cannot be destroyed at once, because this node holds too little, is
+ * a burn it owes (`KeyExt.burn`): paid from tokens as they come back or
+ * arrive, asked of peers if need be, saved across restarts, and gossiped.
+ * A burn owed at one node means tokens elsewhere that should not exist, so
+ * while it is unpaid every node keeps that many of its own held tokens
+ * unspent (caution.ts). For that, a node remembers the versions a rule came
+ * through (`Transitions`) until every seed has announced the new one: a seed
+ * not yet heard at the new version may still owe what its share shrank by.
+ */
+import { createBucket } from '../core/algorithms/index.js'
+import type { CalendarView } from '../core/calendar.js'
+import type { KeyState } from '../core/limiter.js'
+import type { CompiledRule } from '../core/rules.js'
+import { initialShare } from '../core/share.js'
+import { ext } from './key-ext.js'
+import type { Peer } from './peers.js'
+
+/** What a node must know of a rule version to work out a seed's share under it. */
+export interface RuleStamp {
+  hash: string
+  stock: number
+  glob: boolean
+}
+
+export function stampOf (r: CompiledRule): RuleStamp {
+  return { hash: r.hash, stock: r.stock, glob: r.glob }
+}
+
+/**
+ * Move one key to its changed rule. `allocate` false (after an unclean
+ * restart): this node's pre-allocated share is already stranded, so a change
+ * to it neither adds nor owes anything here.
+ */
+export function carryOver (ks: KeyState, next: CompiledRule, node: string, seeds: readonly string[], allocate: boolean, nowMs: number, cal: CalendarView): void {
+  const b = ks.bucket
+  b.advance(nowMs)
+  const held = Math.max(0, b.held)
+  const out = b.outstanding(nowMs)
+  const old = ks.rule
+  const delta = allocate ? initialShare(next.stock, next.glob, ks.key, node, seeds) - initialShare(old.stock, old.glob, ks.key, node, seeds) : 0
+  const x = ext(ks)
+  // An earlier burn still owed is paid first out of a raise.
+  const total = held + out + delta - x.burn
+  // Spent tokens stay spent, all of them, and return no earlier than they would have: an
+  // exact limiter still counts them (a sliding window's previous window, say). So the
+  // share never drops below them; what the change takes beyond what is held is owed.
+  const share = Math.max(out, total)
+  x.burn = share - total
+  const c = next.config
+  const fresh = createBucket(c.algorithm, { limit: c.limit, perMs: c.perMs, burst: next.stock, share }, nowMs, cal)
+  fresh.forceSpend(out, nowMs)
+  fresh.setReserve?.(ks.reserve)
+  ks.bucket = fresh
+  ks.initial = Math.max(0, ks.initial + delta)
+  // Peers must hear the new owed (and holding) at the new version; the reserve is recomputed now.
+  x.sentOwed = NaN
+  x.sentHeld = NaN
+  x.reserveAt = -Infinity
+}
+
+/**
+ * The rule versions each changed rule came through at this node, kept
+ * until the change is complete: every other seed has announced the new
+ * version and all of its keys under it.
+ */
+export class Transitions {
+  /** rule name -> earlier versions, oldest first. */
+  private readonly from = new Map<string, RuleStamp[]>()
+
+  /** The rule `old` became `next` here. */
+  changed (old: RuleStamp, next: CompiledRule): void {
+    const list = this.from.get(next.name) ?? []
+    if (!list.some(s => s.hash === old.hash)) list.push(old)
+    // A change back to an earlier version is still a change from the one before it.
+    this.from.set(next.name, list.filter(s => s.hash !== next.hash))
+    if (this.from.get(next.name)?.length === 0) this.from.delete(next.name)
+  }
+
+  get active (): boolean {
+    return this.from.size > 0
+  }
+
+  versions (rule: string): readonly RuleStamp[] | undefined {
+    return this.from.get(rule)
+  }
+
+  /**
+   * The most seed `j` may owe of `key` while its change to `rule` is not
+   * known to be done: what its share shrank by from the largest earlier
+   * version (it may come through any of them). Infinity if `j` is on a
+   * version this node never had: nothing bounds what it may owe.
+   */
+  expectedDebt (rule: CompiledRule, key: string, j: string, jHash: string | undefined, seeds: readonly string[]): number {
+    const list = this.from.get(rule.name)
+    if (list === undefined) return 0
+    if (jHash !== undefined && jHash !== rule.hash && !list.some(s => s.hash === jHash)) return Infinity
+    const now = initialShare(rule.stock, rule.glob, key, j, seeds)
+    let most = 0
+    for (const s of list) most = Math.max(most, initialShare(s.stock, s.glob, key, j, seeds) - now)
+    return most
+  }
+
+  /** Forget the change of every rule that every other seed has finished. */
+  settle (rules: readonly CompiledRule[], seeds: readonly string[], me: string, peer: (name: string) => Peer | undefined): void {
+    for (const name of this.from.keys()) {
+      const rule = rules.find(r => r.name === name)
+      if (rule === undefined) { this.from.delete(name); continue }
+      const done = seeds.every(j => {
+        if (j === me) return true
+        const p = peer(j)
+        return p !== undefined && p.rules[name] === rule.hash && !p.pending.has(name)
+      })
+      if (done) this.from.delete(name)
+    }
+  }
+
+  /** For the state file. */
+  toJSON (): Record<string, RuleStamp[]> {
+    return Object.fromEntries(this.from)
+  }
+
+  restore (saved: Record<string, RuleStamp[]>): void {
+    for (const [name, list] of Object.entries(saved)) if (list.length > 0) this.from.set(name, list.map(s => ({ ...s })))
+  }
+}

@@ -1,0 +1,170 @@
+/**
+ * Validation of the state file (durable-state.ts), field by field, with the
+ * JSON path of the first bad field. A state file decides how many tokens a
+ * node starts with, so nothing in it is taken on trust: a string where a
+ * number belongs (`"held": "1e3"`), a negative count, a key entry that is
+ * not an object, or a file written by another node or cluster is refused
+ * with E_STATE_INVALID, and the node does not start. Deleting the file is
+ * never the fix (a first start materializes shares again): the message says
+ * what to write instead.
+ *
+ * Version 1 files (quotad 0.1) are read as version 2 without rules: a
+ * restart with the same rules works; one with a changed rule is refused
+ * (there is no record of the old rule to carry the keys over from).
+ */
+import { ALGORITHMS, FAILURE_POLICIES, MODES, type RuleConfig } from '../config/types.js'
+import { ErrorCodes, QuotadError } from '../errors.js'
+import type { SavedKey, SavedState } from './durable-state.js'
+import type { RuleStamp } from './rule-change.js'
+
+type Obj = Record<string, unknown>
+
+/** Token counts are far below 2^53 (config caps stocks at 1e12). */
+const MAX_TOKENS = 1e15
+
+class Bad extends Error {
+  readonly path: string
+  constructor (path: string, what: string) {
+    super(`${path}: ${what}`)
+    this.path = path
+  }
+}
+
+function obj (v: unknown, path: string): Obj {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Bad(path, 'must be an object')
+  return v as Obj
+}
+
+function str (v: unknown, path: string, max = 4096): string {
+  if (typeof v !== 'string' || v.length === 0 || v.length > max) throw new Bad(path, `must be a non-empty string of at most ${max} characters`)
+  return v
+}
+
+function count (v: unknown, path: string, max = MAX_TOKENS): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > max) throw new Bad(path, `must be a number in [0, ${max}], got ${JSON.stringify(v)}`)
+  return v
+}
+
+function int (v: unknown, path: string): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new Bad(path, `must be a whole number >= 0, got ${JSON.stringify(v)}`)
+  return v
+}
+
+function time (v: unknown, path: string): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || Math.abs(v) > 1e15) throw new Bad(path, `must be a time in ms, got ${JSON.stringify(v)}`)
+  return v
+}
+
+function bool (v: unknown, path: string): boolean {
+  if (typeof v !== 'boolean') throw new Bad(path, `must be true or false, got ${JSON.stringify(v)}`)
+  return v
+}
+
+function oneOf<T extends string> (v: unknown, allowed: readonly T[], path: string): T {
+  if (typeof v !== 'string' || !allowed.includes(v as T)) throw new Bad(path, `must be one of ${allowed.join(', ')}, got ${JSON.stringify(v)}`)
+  return v as T
+}
+
+function arr (v: unknown, path: string, max: number): unknown[] {
+  if (!Array.isArray(v)) throw new Bad(path, 'must be an array')
+  if (v.length > max) throw new Bad(path, `has more than ${max} entries`)
+  return v
+}
+
+function key (v: unknown, path: string): SavedKey {
+  const o = obj(v, path)
+  return {
+    key: str(o.key, `${path}.key`, 65_536),
+    rule: str(o.rule, `${path}.rule`, 64),
+    ruleHash: str(o.ruleHash, `${path}.ruleHash`, 64),
+    initial: count(o.initial, `${path}.initial`),
+    held: count(o.held ?? 0, `${path}.held`),
+    tokens: count(o.tokens, `${path}.tokens`),
+    at: time(o.at, `${path}.at`),
+    burn: count(o.burn ?? 0, `${path}.burn`)
+  }
+}
+
+function rule (v: unknown, path: string): RuleConfig {
+  const o = obj(v, path)
+  return {
+    name: str(o.name, `${path}.name`, 64),
+    match: str(o.match, `${path}.match`, 256),
+    limit: count(o.limit, `${path}.limit`),
+    perMs: count(o.perMs, `${path}.perMs`),
+    per: str(o.per, `${path}.per`, 64),
+    algorithm: oneOf(o.algorithm, ALGORITHMS, `${path}.algorithm`),
+    burst: count(o.burst, `${path}.burst`),
+    mode: oneOf(o.mode, MODES, `${path}.mode`),
+    onPartition: oneOf(o.onPartition, FAILURE_POLICIES, `${path}.onPartition`),
+    maxDebt: count(o.maxDebt, `${path}.maxDebt`)
+  }
+}
+
+function stamps (v: unknown, path: string): Record<string, RuleStamp[]> {
+  const o = obj(v, path)
+  const out: Record<string, RuleStamp[]> = {}
+  for (const [name, list] of Object.entries(o)) {
+    out[name] = arr(list, `${path}.${name}`, 64).map((s, i) => {
+      const p = `${path}.${name}[${i}]`
+      const so = obj(s, p)
+      return { hash: str(so.hash, `${p}.hash`, 64), stock: count(so.stock, `${p}.stock`), glob: bool(so.glob, `${p}.glob`) }
+    })
+  }
+  return out
+}
+
+function state (raw: unknown): SavedState {
+  const o = obj(raw, '$')
+  if (o.version !== 1 && o.version !== 2) throw new Bad('version', `must be 1 or 2, got ${JSON.stringify(o.version)}`)
+  const status = oneOf(o.status, ['running', 'stopped'] as const, 'status')
+  const s: SavedState = {
+    version: 2,
+    node: str(o.node, 'node', 64),
+    cluster: str(o.cluster, 'cluster', 64),
+    status,
+    allocate: bool(o.allocate, 'allocate'),
+    incarnation: o.version === 1 ? 0 : int(o.incarnation, 'incarnation'),
+    epoch: o.version === 1 ? 'v1' : str(o.epoch, 'epoch', 64),
+    carries: o.version === 1 ? [] : arr(o.carries, 'carries', 64).map((e, i) => str(e, `carries[${i}]`, 64)),
+    keys: arr(o.keys, 'keys', 10_000_000).map((k, i) => key(k, `keys[${i}]`))
+  }
+  if (o.stoppedAt !== undefined) s.stoppedAt = time(o.stoppedAt, 'stoppedAt')
+  if (o.rules !== undefined) s.rules = arr(o.rules, 'rules', 10_000).map((r, i) => rule(r, `rules[${i}]`))
+  if (o.transitions !== undefined) s.transitions = stamps(o.transitions, 'transitions')
+  return s
+}
+
+/** What to put in place of a bad file so the node starts with nothing (its tokens stay stranded). */
+export function emptyStateHint (node: string, cluster: string): string {
+  return JSON.stringify({ version: 2, node, cluster, status: 'running', allocate: false, incarnation: 1_000_000, epoch: 'reset', carries: [], keys: [] })
+}
+
+/** Parse and validate a state file's text. Throws E_STATE_INVALID naming the field. */
+export function parseState (text: string, file: string): SavedState {
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch (err) {
+    throw invalid(file, '$', `not JSON (${(err as Error).message})`)
+  }
+  try {
+    return state(raw)
+  } catch (err) {
+    if (!(err instanceof Bad)) throw err
+    throw invalid(file, err.path, err.message)
+  }
+}
+
+function invalid (file: string, path: string, what: string): QuotadError {
+  return new QuotadError(ErrorCodes.STATE_INVALID,
+    `${file} is not a valid quotad state file: ${what}. Do not delete it (a first start would materialize this node's shares again). ` +
+    'To start the node with nothing (its tokens stay stranded), write ' + emptyStateHint('NODE', 'CLUSTER') + ' with this node\'s and cluster\'s names',
+    { file, path })
+}
+
+/** Refuse a state file written by another node or cluster. */
+export function checkOwner (s: SavedState, file: string, node: string, cluster: string): void {
+  if (s.node !== node) throw invalid(file, 'node', `it belongs to node "${s.node}", not "${node}" (a data directory per node)`)
+  if (s.cluster !== cluster) throw invalid(file, 'cluster', `it belongs to cluster "${s.cluster}", not "${cluster}"`)
+}

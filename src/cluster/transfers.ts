@@ -1,0 +1,164 @@
+/**
+ * Tokens moving between nodes, the core's side: serving a peer's want,
+ * giving (the donor debits before the grant exists), crediting an incoming
+ * grant exactly once (the Ledger decides), the replies to our own requests,
+ * and the handoff of a stopping node.
+ *
+ * Phases (lifecycle.ts): only a running node serves wants; a stopped node
+ * (its snapshot taken) credits nothing, so no token is both saved and
+ * spent elsewhere.
+ */
+import type { KeyState } from '../core/limiter.js'
+import type { ClusterCore, Outbound } from './cluster-core.js'
+import { agrees } from './cluster-view.js'
+import { applyDeferred, ext, horizon, keepRate, windowed, windowStart, type KeyExt } from './key-ext.js'
+import { CLUSTER_VERSION, type Ack, type Grant, type GrantItem, type None, type Want } from './messages.js'
+import type { Peer } from './peers.js'
+
+export class Transfers {
+  private readonly core: ClusterCore
+
+  constructor (core: ClusterCore) {
+    this.core = core
+  }
+
+  /** A peer asks for tokens. The donor debits before the grant exists. */
+  onWant (w: Want, nowMs: number): Grant | None {
+    const c = this.core
+    const none: None = { v: CLUSTER_VERSION, t: 'none', node: c.node, epoch: c.epoch }
+    // Leaving (or stopped): it is about to hand off or has saved; a grant now could exist twice.
+    if (c.phase !== 'running') return none
+    const p = c.peers.get(w.node)
+    if (p === undefined || p.epoch !== w.epoch || w.node === c.node || p.leaving) return none
+    let ks: KeyState
+    try {
+      ks = c.limiter.existing(w.key) ?? c.limiter.keyState(w.key, 1, nowMs)
+    } catch {
+      return none
+    }
+    if (!agrees(p, ks)) return none
+    const x = ext(ks)
+    applyDeferred(ks, x, c.calendar.at(nowMs))
+    c.burn(ks, x, nowMs)
+    const keep = keepRate(x) * horizon(ks, c.tuning.horizonMs, nowMs, c.calendar) / 1000 + x.debt
+    // A token this node expects to use less than half of goes: kept, it would likely lapse unspent.
+    let surplus = Math.floor(ks.bucket.held - keep + 0.5)
+    if (surplus >= 1 && c.view.clusterRemaining(ks, nowMs) < c.tuning.lowWater * ks.rule.stock) {
+      // Tight: a part at a time, but at least one, or the last tokens would sit where no one asks for them.
+      surplus = Math.max(1, Math.floor(surplus * c.tuning.tightenFraction))
+    }
+    const n = Math.min(Math.floor(w.want), surplus)
+    if (n < 1) return none
+    // The grant goes back as the reply: not a request of ours, nothing in flight to count.
+    const g = this.give(ks, x, p, n, nowMs)
+    if (g === undefined) return none
+    c.counters.wantsServed++
+    return g
+  }
+
+  /** Debit `n` tokens of a key and put them in a grant to `p` (the ledger keeps it until acked). */
+  give (ks: KeyState, x: KeyExt, p: Peer, n: number, nowMs: number): Grant | undefined {
+    const c = this.core
+    const moved = ks.bucket.debit(n)
+    if (moved <= 0) return undefined
+    const rule = ks.rule.config
+    // Tagged in calendar time (the one clock nodes share), never earlier than now.
+    const t = c.calendar.at(nowMs)
+    const at = windowed(rule.algorithm) ? windowStart(t, rule.perMs) : t
+    x.transfersOut += moved
+    c.counters.tokensOut += moved
+    c.active.add(ks)
+    return c.ledger.grant(p.name, p.epoch, [[ks.key, moved, at]], nowMs)
+  }
+
+  /** Give, and send the grant as a request of ours (a push: return-home, handoff). */
+  push (ks: KeyState, x: KeyExt, p: Peer, n: number, nowMs: number, out: Outbound[]): void {
+    const g = this.give(ks, x, p, n, nowMs)
+    if (g !== undefined) this.core.request(out, p.name, g)
+  }
+
+  /** Tokens arrive. The ledger lets each grant through at most once; a stopped node takes none. */
+  onGrant (g: Grant, nowMs: number): Ack {
+    const c = this.core
+    if (c.phase !== 'stopped') {
+      const { result, credit } = c.ledger.apply(g, c.peers.get(g.node)?.epoch)
+      for (const cr of credit) {
+        c.counters.grantsApplied++
+        for (const item of cr.items) this.credit(item, nowMs)
+      }
+      if (result === 'gap' || result === 'wrong-epoch' || result === 'old-epoch') c.counters.grantsRejected++
+    }
+    return { v: CLUSTER_VERSION, t: 'ack', node: c.node, epoch: c.epoch, applied: c.ledger.appliedFrom(g.node, g.epoch) }
+  }
+
+  private credit ([key, amount, at]: GrantItem, nowMs: number): void {
+    const c = this.core
+    let ks: KeyState
+    try {
+      ks = c.limiter.existing(key) ?? c.limiter.keyState(key, 1, nowMs)
+    } catch {
+      // No rule or no room: the tokens can't be placed. They are lost, never created.
+      c.ledger.stranded += amount
+      return
+    }
+    const x = ext(ks)
+    x.transfersIn += amount
+    c.counters.tokensIn += amount
+    if (at > c.calendar.at(nowMs)) {
+      (x.deferred ??= []).push([amount, at])
+    } else {
+      ks.bucket.credit(amount)
+      // A burn owed is paid before the tokens can be spent.
+      c.burn(ks, x, nowMs)
+      c.limiter.touched(ks, nowMs)
+    }
+    // Tokens came: asking again at once is progress. Only wants that got nothing wait out the gap.
+    x.wantSentAt = -Infinity
+    x.lastWantAt = -Infinity
+    c.active.add(ks)
+  }
+
+  onReply (req: Want | Grant, reply: Grant | Ack | None, nowMs: number): void {
+    const c = this.core
+    if (reply.t === 'grant') {
+      this.onGrant(reply, nowMs)
+      // The donor holds that much less now: don't ask it again on a view its next gossip would correct.
+      const ks = req.t === 'want' ? c.limiter.existing(req.key) : undefined
+      if (ks !== undefined) c.view.believeHeld(reply.node, ks, -reply.items.reduce((n, i) => n + (i[0] === ks.key ? i[1] : 0), 0))
+    } else if (reply.t === 'ack') {
+      if (req.t === 'grant') c.ledger.ack(reply.node, reply.epoch, reply.applied)
+    } else if (req.t === 'want') {
+      // No surplus there: forget its gossiped holding until it says otherwise.
+      const k = c.peers.get(reply.node)?.keys.get(req.key)
+      if (k !== undefined) k.held = 0
+      const ks = c.limiter.existing(req.key)
+      if (ks !== undefined) ext(ks).wantSentAt = -Infinity
+    }
+  }
+
+  /**
+   * Graceful stop: hand every whole held token to alive agreeing peers that
+   * are not leaving, the fastest consumer of each key first.
+   */
+  handoff (nowMs: number, out: Outbound[]): void {
+    const c = this.core
+    const alive = c.peers.alive(nowMs)
+    const cal = c.calendar.at(nowMs)
+    for (const ks of c.limiter.states()) {
+      const x = ext(ks)
+      applyDeferred(ks, x, cal)
+      c.burn(ks, x, nowMs)
+      ks.bucket.advance(nowMs)
+      const n = Math.floor(ks.bucket.held)
+      if (n < 1) continue
+      let to: Peer | undefined
+      let rate = -1
+      for (const p of alive) {
+        if (p.leaving || !agrees(p, ks)) continue
+        const r = p.keys.get(ks.key)?.rate ?? 0
+        if (r > rate) { to = p; rate = r }
+      }
+      if (to !== undefined) this.push(ks, x, to, n, nowMs, out)
+    }
+  }
+}

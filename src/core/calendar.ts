@@ -1,0 +1,72 @@
+/**
+ * The calendar: where calendar-aligned windows (fixed-window and
+ * sliding-window rules, grant window tags, saved return times) are placed.
+ *
+ * calendar(mono) = mono + offset. The offset starts as wall - mono, so the
+ * calendar reads the wall clock at start, and then follows the monotonic
+ * clock. `sync(wall, mono)` (called on ticks) pulls it back toward the wall
+ * clock, within bounds that keep it safe:
+ *
+ * - It NEVER runs backwards, and never faster than mono by more than
+ *   FORWARD_SLEW (500 ppm, the rate NTP slews at). A window is therefore
+ *   never shorter than its length in true (monotonic) time, less 500 ppm,
+ *   and no window's tokens come back twice: a wall clock stepping back by an
+ *   hour does not reopen the last hour's windows, and one stepping forward
+ *   by a day does not hand back today's tokens early.
+ * - When the wall clock is behind (stepped back), the calendar runs slower
+ *   than mono (at least BACK_SLEW_KEEP of its rate) until it has caught up.
+ *   Slower windows only return tokens later: always safe.
+ * - A large forward step is followed only at 500 ppm; `skewMs` reports the
+ *   gap (status shows it) and a restart realigns (a clean restart keeps the
+ *   node's tokens; their saved return times are wall-clock times).
+ *
+ * Invariant: successive readings for increasing mono are strictly increasing.
+ */
+
+/** Most the calendar may gain on mono, per ms of mono (500 ppm). */
+export const FORWARD_SLEW = 0.0005
+/** While ahead of the wall clock, the calendar keeps at least this fraction of mono's rate. */
+export const BACK_SLEW_KEEP = 0.9
+
+/** What windowed buckets need of a calendar. */
+export interface CalendarView {
+  at: (monoMs: number) => number
+}
+
+/** Calendar time equal to the time passed in: for a lone Limiter driven by one clock (tests, tools). */
+export const IDENTITY_CALENDAR: CalendarView = { at: m => m }
+
+export class Calendar implements CalendarView {
+  /** calendar - mono. */
+  offset: number
+  private lastMono: number
+  /** The latest reading: a slew back must stall readings, never reverse them. */
+  private last = -Infinity
+
+  constructor (wallMs: number, monoMs: number) {
+    this.offset = wallMs - monoMs
+    this.lastMono = monoMs
+  }
+
+  /** The calendar time at monotonic time `monoMs` (never less than an earlier reading). */
+  at (monoMs: number): number {
+    const c = monoMs + this.offset
+    if (c > this.last) this.last = c
+    return this.last
+  }
+
+  /** Move toward the wall clock within the slew bounds. */
+  sync (wallMs: number, monoMs: number): void {
+    const dt = monoMs - this.lastMono
+    if (dt <= 0) return
+    this.lastMono = monoMs
+    const gap = (wallMs - monoMs) - this.offset
+    if (gap > 0) this.offset += Math.min(gap, FORWARD_SLEW * dt)
+    else if (gap < 0) this.offset += Math.max(gap, -(1 - BACK_SLEW_KEEP) * dt)
+  }
+
+  /** How far the calendar is from the wall clock at `wallMs`/`monoMs` (positive: calendar ahead). */
+  skewMs (wallMs: number, monoMs: number): number {
+    return this.at(monoMs) - wallMs
+  }
+}

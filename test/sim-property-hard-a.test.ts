@@ -1,0 +1,4 @@
+/** The simulator's property test, hard mode, the first half of the scenarios (test/helpers/property.ts). */
+import { propertyTests } from './helpers/property.js'
+
+propertyTests('hard', 0)

@@ -3,10 +3,12 @@
  * and starts and stops them in order. CLI entry points stay thin and call
  * this; tests call it directly to run real nodes in-process.
  *
- * Start order: data dir -> cluster (durable state consumed, libp2p up) ->
- * decision service -> Unix socket. Stop order is the reverse: the socket
+ * Start order: data dir and its lock (one daemon per node; nothing is read or
+ * written before it is held) -> cluster (durable state consumed, libp2p up)
+ * -> decision service -> Unix socket. Stop order is the reverse: the socket
  * stops taking work first (in-flight waiters are answered), then the cluster
- * hands its tokens to peers and saves what is left, then timers stop.
+ * hands its tokens to peers and saves what is left, then timers stop, then
+ * the lock goes.
  *
  * A cluster file with one node runs without the cluster layer (no libp2p,
  * no swarm key needed): the node holds the whole stock.
@@ -19,6 +21,7 @@ import { LocalQuota } from './node/local-quota.js'
 import { UnixServer } from './server/unix-server.js'
 import { ClusterNode } from './cluster/cluster-node.js'
 import { createLogger, type Logger } from './util/log.js'
+import { DataLock } from './node/data-lock.js'
 
 export interface DaemonOptions {
   config: ClusterConfig
@@ -39,7 +42,10 @@ export class Daemon {
   private readonly log: Logger
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new'
 
-  private constructor (opts: DaemonOptions, node: NodeConfig, log: Logger, cluster: ClusterNode | null) {
+  private readonly lock: DataLock
+
+  private constructor (opts: DaemonOptions, node: NodeConfig, log: Logger, cluster: ClusterNode | null, lock: DataLock) {
+    this.lock = lock
     this.config = opts.config
     this.node = node
     this.log = log
@@ -68,14 +74,20 @@ export class Daemon {
     const node = findNode(opts.config, opts.node)
     const log = opts.logger ?? createLogger({ base: { node: node.name } })
     await mkdir(node.dataDir, { recursive: true, mode: 0o700 })
-    // The cluster is built first (it reads durable state) but reports arriving tokens to the quota built after it.
-    const ref: { d?: Daemon } = {}
-    const cluster = opts.config.nodes.length > 1
-      ? await ClusterNode.create({ config: opts.config, node, clock: opts.clock ?? systemClock, log: log.child('cluster'), onTokens: () => ref.d?.quota.kick() })
-      : null
-    const d = ref.d = new Daemon(opts, node, log, cluster)
-    await d.run()
-    return d
+    const lock = await DataLock.acquire(node.dataDir)
+    try {
+      // The cluster is built first (it reads durable state) but reports arriving tokens to the quota built after it.
+      const ref: { d?: Daemon } = {}
+      const cluster = opts.config.nodes.length > 1
+        ? await ClusterNode.create({ config: opts.config, node, clock: opts.clock ?? systemClock, log: log.child('cluster'), onTokens: () => ref.d?.quota.kick() })
+        : null
+      const d = ref.d = new Daemon(opts, node, log, cluster, lock)
+      await d.run()
+      return d
+    } catch (err) {
+      await lock.release()
+      throw err
+    }
   }
 
   private async run (): Promise<void> {
@@ -122,9 +134,13 @@ export class Daemon {
     if (this.state === 'stopping' || this.state === 'stopped') return
     this.state = 'stopping'
     this.log.info('stopping')
-    await this.server.stop()
-    await this.cluster?.stop()
-    this.quota.stop()
+    try {
+      await this.server.stop()
+      await this.cluster?.stop()
+      this.quota.stop()
+    } finally {
+      await this.lock.release()
+    }
     this.state = 'stopped'
     this.log.info('stopped')
   }

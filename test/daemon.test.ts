@@ -92,25 +92,35 @@ test('SIGHUP reloads the rules; a bad new file is refused and the old rules stay
   t.like(await client.acquire('payments'), { allowed: true, remaining: 2 }, 'unchanged rule kept its state: 3 spent of 5')
 })
 
-test('a second daemon on a live socket is refused with E_SOCKET_IN_USE; a stale socket file is replaced', async t => {
+test('a second daemon is refused: E_DATA_DIR_LOCKED for the same node, E_SOCKET_IN_USE for a live socket; kill -9 leaves nothing in the way', async t => {
   const dir = tempDir()
   const { file, socket } = writeCluster(dir, RULES)
   const first = startQuotad(['--config', file, '--node', 'a'])
+  t.teardown(async () => await stop(first))
   await waitForSocket(socket, first)
+  const lock = join(dir, 'data/a/quotad.lock')
+  const owner = readFileSync(lock, 'utf8')
   const second = startQuotad(['--config', file, '--node', 'a'])
-  const { code } = await second.exited
-  t.is(code, 2)
-  t.regex(second.stderr(), /E_SOCKET_IN_USE/)
-  // kill -9 leaves the socket file behind: the next start must replace it
+  t.is((await second.exited).code, 2)
+  t.regex(second.stderr(), /E_DATA_DIR_LOCKED/)
+  t.regex(second.stderr(), new RegExp(`pid ${first.child.pid ?? 0}`))
+  t.is(readFileSync(lock, 'utf8'), owner, 'the refused daemon left the lock alone')
+  // Another data dir, the same socket: the socket is the live daemon's.
+  const third = startQuotad(['--config', file, '--node', 'a', '--data-dir', join(dir, 'other')])
+  t.is((await third.exited).code, 2)
+  t.regex(third.stderr(), /E_SOCKET_IN_USE/)
+  // kill -9 leaves the socket file and the lock behind: the next start takes both over.
   first.child.kill('SIGKILL')
   await first.exited
   t.true(existsSync(socket))
-  const third = startQuotad(['--config', file, '--node', 'a'])
-  t.teardown(async () => await stop(third))
-  await waitForSocket(socket, third)
+  t.true(existsSync(lock))
+  const fourth = startQuotad(['--config', file, '--node', 'a'])
+  t.teardown(async () => await stop(fourth))
+  await waitForSocket(socket, fourth)
   const c = await QuotadClient.connect({ socketPath: socket })
   t.true((await c.acquire('payments')).allowed)
   await c.close()
+  t.regex(readFileSync(lock, 'utf8'), new RegExp(`"pid":${fourth.child.pid ?? 0}`))
 })
 
 test('quotad check-config reports every problem with its JSON path and exits 2', async t => {

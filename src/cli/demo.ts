@@ -22,8 +22,8 @@
  * would have fewer). The last node keeps its tokens in its state file.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import { dirname, resolve } from 'node:path'
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { basename, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { QuotadClient } from '../client/index.js'
 import { loadClusterFile } from '../config/load.js'
@@ -77,7 +77,7 @@ async function main (): Promise<void> {
   for (const n of cfg.nodes) {
     if (await answers(n.socket)) throw new QuotadError(ErrorCodes.SOCKET_IN_USE, `a quotad already serves ${n.socket}: is another demo running with ${file}?`)
   }
-  const children = cfg.nodes.map(n => startNode(file, n.name))
+  const children: ChildProcess[] = []
   const gapMs = defaultTuning(cfg.cluster.gossipIntervalMs).aliveTimeoutMs + 300
   const stopAll = async (): Promise<boolean> => await stopInTurn(children, names, gapMs)
   // Whatever happens to the demo, its nodes do not outlive it.
@@ -91,8 +91,8 @@ async function main (): Promise<void> {
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => { void shutdown() })
 
   process.stdout.write(`quotad demo: ${names.length} nodes (${names.join(', ')}) from ${file}\n`)
-  const gone = (): string | undefined => names.find((_, i) => !running(children[i]))
-  const clients = await Promise.all(cfg.nodes.map(async n => await connectWhenUp(n.socket, () => stopping, gone)))
+  const gone = (): string | undefined => names.find((_, i) => children[i] !== undefined && !running(children[i]))
+  const clients = await startAll(cfg, file, children, () => stopping, gone)
   await waitForPeers(clients, names.length - 1)
   if (stopping) return
   // A node that died at start (its log says why) may have left another process's socket for us to talk to.
@@ -266,6 +266,35 @@ async function keyAt (client: QuotadClient, name: string, key: string): Promise<
   } catch {
     return undefined
   }
+}
+
+/**
+ * Start every node. With fixed ports, all at once. With port 0 (the OS picks;
+ * the tests do this), one at a time: each later node reads a copy of the file,
+ * next to it, that holds the real addresses of the nodes before it.
+ */
+async function startAll (cfg: ClusterConfig, file: string, children: ChildProcess[], stopped: () => boolean, gone: () => string | undefined): Promise<QuotadClient[]> {
+  if (!cfg.nodes.some(n => /\/tcp\/0$/.test(n.listen))) {
+    for (const n of cfg.nodes) children.push(startNode(file, n.name))
+    return await Promise.all(cfg.nodes.map(async n => await connectWhenUp(n.socket, stopped, gone)))
+  }
+  const raw = JSON.parse(readFileSync(file, 'utf8')) as { nodes: Array<{ name: string, listen: string }> }
+  const derived = join(dirname(file), `.${basename(file)}.demo-${process.pid}.json`)
+  process.on('exit', () => rmSync(derived, { force: true }))
+  let current = file
+  const clients: QuotadClient[] = []
+  for (const n of cfg.nodes) {
+    children.push(startNode(current, n.name))
+    const c = await connectWhenUp(n.socket, stopped, gone)
+    clients.push(c)
+    const s = await c.status() as { cluster?: { listen?: string[] } }
+    const addr = s.cluster?.listen?.[0]?.replace(/\/p2p\/.*$/, '')
+    const entry = raw.nodes.find(x => x.name === n.name)
+    if (addr !== undefined && entry !== undefined) entry.listen = addr
+    writeFileSync(derived, JSON.stringify(raw, null, 2))
+    current = derived
+  }
+  return clients
 }
 
 function startNode (file: string, name: string): ChildProcess {

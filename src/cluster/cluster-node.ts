@@ -93,7 +93,8 @@ export class ClusterNode {
     const create = this.opts.createTransport ?? (await import('./transport/libp2p-transport.js')).createTransport
     const t = await create({
       listen: node.listen,
-      seeds: config.nodes.filter(n => n.name !== node.name).map(n => n.listen),
+      // Port 0 is "any port": such an entry can't be dialled (its node dials us instead).
+      seeds: config.nodes.filter(n => n.name !== node.name && !/\/tcp\/0$/.test(n.listen)).map(n => n.listen),
       psk,
       dataDir: node.dataDir,
       topic: `quotad/${config.cluster.name}/gossip/2`,

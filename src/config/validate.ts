@@ -31,8 +31,8 @@ export const FIELDS = {
   limits: Object.keys(DEFAULT_LIMITS) as Array<keyof LimitsConfig>
 } as const
 
-const NAME_RE = /^[A-Za-z0-9._-]{1,64}$/
-const NAME_TEXT = '1-64 characters from A-Z a-z 0-9 . _ -'
+export const NAME_RE = /^[A-Za-z0-9._-]{1,64}$/
+export const NAME_TEXT = '1-64 characters from A-Z a-z 0-9 . _ -'
 const RULE_NAME_RE = /^[A-Za-z0-9._:-]{1,64}$/
 const RULE_NAME_TEXT = '1-64 characters from A-Z a-z 0-9 . _ : -'
 const MAX_NODES = 1000
@@ -43,7 +43,7 @@ const MAX_TOKENS = 1e12
 const MAX_SLIDING_LOG_LIMIT = 1_000_000
 const MAX_PER_MS = 366 * 86_400_000
 /** Linux sun_path is 108 bytes including the terminating NUL. */
-const MAX_SOCKET_PATH_BYTES = 107
+export const MAX_SOCKET_PATH_BYTES = 107
 const LISTEN_RE = /^\/(ip4|ip6|dns4|dns6|dns)\/([^/]+)\/tcp\/([0-9]{1,5})$/
 const HOST_RE = /^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$/
 
@@ -184,7 +184,7 @@ function checkCluster (c: Checker, v: unknown): Partial<ClusterSection> {
   }
 }
 
-function listenIssue (text: string): string | undefined {
+export function listenIssue (text: string): string | undefined {
   const m = LISTEN_RE.exec(text)
   if (m === null) {
     return 'must be a multiaddr like /ip4/127.0.0.1/tcp/7401 (/ip4, /ip6, /dns4, /dns6 or /dns, ' +

@@ -1,24 +1,20 @@
 /**
- * An N-node cluster of real `quotad` processes on loopback, on free ports
- * (found by binding port 0), with a fresh swarm key, for tests.
+ * An N-node cluster of real `quotad` processes on loopback, with a fresh
+ * swarm key, for tests.
+ *
+ * Ports: every node listens on /tcp/0, so the OS picks a free port (no
+ * "find a free port, then bind it" race). The cluster file starts with every
+ * node at /tcp/0 (nodes skip such entries when dialling); as each node
+ * starts, the file gets its real address, so nodes started later dial it.
+ * A restarted node gets a new port and dials the others itself.
  */
-import { createServer } from 'node:net'
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { writeSwarmKey } from '../../src/config/swarm-key.js'
 import { QuotadClient } from '../../src/client/index.js'
 import { startQuotad, stop, tempDir, waitForSocket, type Proc } from './proc.js'
 
-export async function freePort (): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
+export const ANY_PORT = '/ip4/127.0.0.1/tcp/0'
 
 export interface TestCluster {
   dir: string
@@ -26,9 +22,14 @@ export interface TestCluster {
   names: string[]
   sockets: Record<string, string>
   procs: Record<string, Proc>
-  start: (name: string) => Promise<void>
+  /** Start (or restart) a node and wait until it serves; its real address goes into the file. */
+  start: (name: string, opts?: { config?: string, args?: string[] }) => Promise<void>
+  /** Change the rules in the file (nodes read it on start and on SIGHUP). */
+  setRules: (rules: unknown[]) => void
   stopAll: () => Promise<void>
 }
+
+interface FileNode { name: string, listen: string }
 
 export async function makeCluster (names: string[], rules: unknown[], opts: { gossipIntervalMs?: number, extraNodes?: Array<{ name: string, seed: boolean }> } = {}): Promise<TestCluster> {
   const dir = tempDir()
@@ -36,31 +37,56 @@ export async function makeCluster (names: string[], rules: unknown[], opts: { go
   const nodes = []
   const sockets: Record<string, string> = {}
   for (const n of all) {
-    const port = await freePort()
     sockets[n.name] = join(dir, `${n.name}.sock`)
-    nodes.push({ name: n.name, listen: `/ip4/127.0.0.1/tcp/${port}`, socket: `${n.name}.sock`, dataDir: `data/${n.name}`, ...(n.seed ? {} : { seed: false }) })
+    nodes.push({ name: n.name, listen: ANY_PORT, socket: `${n.name}.sock`, dataDir: `data/${n.name}`, ...(n.seed ? {} : { seed: false }) })
   }
   const file = join(dir, 'cluster.json')
   writeFileSync(file, JSON.stringify({ cluster: { name: 'test', secretFile: 'swarm.key', gossipIntervalMs: opts.gossipIntervalMs ?? 100 }, nodes, rules }, null, 2))
   await writeSwarmKey(join(dir, 'swarm.key'))
   const procs: Record<string, Proc> = {}
-  const c: TestCluster = {
+  // Starts run one at a time, so each node reads a file with the real addresses of those before it.
+  let queue: Promise<void> = Promise.resolve()
+  const edit = (f: (cfg: { nodes: FileNode[], rules: unknown[] }) => void): void => {
+    const cfg = JSON.parse(readFileSync(file, 'utf8')) as { nodes: FileNode[], rules: unknown[] }
+    f(cfg)
+    writeFileSync(file, JSON.stringify(cfg, null, 2))
+  }
+  return {
     dir,
     file,
     names: all.map(n => n.name),
     sockets,
     procs,
-    start: async (name: string) => {
-      procs[name] = startQuotad(['--config', file, '--node', name, '--log-level', 'debug'])
-      await waitForSocket(sockets[name], procs[name], 20_000)
+    start: async (name, o = {}) => {
+      const run = queue.then(async () => {
+        procs[name] = startQuotad(['--config', o.config ?? file, '--node', name, '--listen', ANY_PORT, '--log-level', 'debug', ...(o.args ?? [])])
+        await waitForSocket(sockets[name], procs[name], 30_000)
+        const listen = await listenAddr(sockets[name])
+        edit(cfg => { for (const n of cfg.nodes) if (n.name === name) n.listen = listen })
+      })
+      queue = run.catch(() => {})
+      await run
     },
+    setRules: rules => edit(cfg => { cfg.rules = rules }),
     stopAll: async () => { await Promise.all(Object.values(procs).map(async p => await stop(p))) }
   }
-  return c
+}
+
+/** The node's actual TCP listen address (from status), without its /p2p/ part. */
+async function listenAddr (socketPath: string): Promise<string> {
+  const c = await QuotadClient.connect({ socketPath })
+  try {
+    const s = await c.status() as { cluster?: { listen?: string[] } }
+    const addr = (s.cluster?.listen ?? []).map(a => a.replace(/\/p2p\/.*$/, '')).find(a => a.startsWith('/ip4/127.0.0.1/tcp/'))
+    if (addr === undefined) throw new Error(`no loopback listen address in status: ${JSON.stringify(s.cluster?.listen)}`)
+    return addr
+  } finally {
+    await c.close()
+  }
 }
 
 /** Wait until every listed node sees `peers` alive peers. */
-export async function waitForPeers (c: TestCluster, names: string[], peers: number, ms = 20_000): Promise<void> {
+export async function waitForPeers (c: TestCluster, names: string[], peers: number, ms = 30_000): Promise<void> {
   const deadline = Date.now() + ms
   for (const name of names) {
     const client = await QuotadClient.connect({ socketPath: c.sockets[name] })

@@ -8,7 +8,7 @@ import { Daemon } from '../../src/daemon.js'
 import { validateClusterFile } from '../../src/config/validate.js'
 import { writeSwarmKey } from '../../src/config/swarm-key.js'
 import { silentLogger } from '../../src/util/log.js'
-import { freePort } from './cluster-procs.js'
+import { ANY_PORT } from './cluster-procs.js'
 import { tempDir } from './proc.js'
 
 export interface InProcessCluster {
@@ -20,11 +20,17 @@ export interface InProcessCluster {
 export async function startInProcess (names: string[], rules: unknown[]): Promise<InProcessCluster> {
   const dir = tempDir()
   await writeSwarmKey(join(dir, 'swarm.key'))
-  const nodes = []
-  for (const name of names) nodes.push({ name, listen: `/ip4/127.0.0.1/tcp/${await freePort()}`, socket: `${name}.sock`, dataDir: `data/${name}` })
-  const config = validateClusterFile({ cluster: { name: 'inproc', secretFile: 'swarm.key', gossipIntervalMs: 100 }, nodes, rules }, dir)
+  // Each node listens on port 0 (the OS picks); the next ones are told the real addresses of those before them.
+  const nodes = names.map(name => ({ name, listen: ANY_PORT, socket: `${name}.sock`, dataDir: `data/${name}` }))
+  const raw = { cluster: { name: 'inproc', secretFile: 'swarm.key', gossipIntervalMs: 100 }, nodes, rules }
   const daemons = new Map<string, Daemon>()
-  await Promise.all(names.map(async name => daemons.set(name, await Daemon.start({ config, node: name, logger: silentLogger }))))
+  for (const [i, name] of names.entries()) {
+    const d = await Daemon.start({ config: validateClusterFile(raw, dir), node: name, logger: silentLogger })
+    daemons.set(name, d)
+    const listen = (d.cluster?.status().cluster as { listen?: string[] } | undefined)?.listen?.[0]?.replace(/\/p2p\/.*$/, '')
+    if (listen !== undefined) nodes[i].listen = listen
+  }
+  const config = validateClusterFile(raw, dir)
   return {
     daemons,
     sockets: Object.fromEntries(config.nodes.map(n => [n.name, n.socket])),

@@ -53,7 +53,7 @@ export class Redialer {
   constructor (opts: RedialerOptions) {
     this.opts = opts
     this.random = opts.random ?? Math.random
-    this.now = opts.now ?? Date.now
+    this.now = opts.now ?? (() => performance.now())
     this.seeds = [...new Set(opts.seeds)].map(addr => ({
       addr, peerId: undefined, failures: 0, connectedAt: 0, dialling: false, timer: undefined, self: false
     }))

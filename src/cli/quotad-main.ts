@@ -1,0 +1,111 @@
+/**
+ * `quotad`: run a node, check a cluster file, or write a swarm key.
+ * Thin: parses flags, handles signals, exits. `Daemon` does the work.
+ * Loaded by quotad.ts once the stop signals are taken over.
+ */
+import { resolve } from 'node:path'
+import { Daemon } from '../daemon.js'
+import { loadClusterFile } from '../config/load.js'
+import { writeSwarmKey } from '../config/swarm-key.js'
+import { ExitCodes } from '../errors.js'
+import { overridesFrom, withNodeOverrides, type NodeOverrides } from '../config/node-overrides.js'
+import type { ClusterConfig } from '../config/types.js'
+import { earlySignals } from './signals.js'
+import { createLogger, LOG_LEVELS, type LogLevel } from '../util/log.js'
+import { fail, parseCli, usage } from './common.js'
+import { simulate } from './simulate.js'
+
+const HELP = `usage:
+  quotad --config FILE --node NAME [--listen ADDR] [--socket PATH] [--data-dir DIR]
+         [--log-level debug|info|warn|error]
+      run one node of the cluster file; SIGTERM stops it, SIGHUP reloads the rules.
+      --listen, --socket and --data-dir override the node's entry (a node not in the
+      file joins as a member with all three). Environment: QUOTAD_CONFIG, QUOTAD_NODE,
+      QUOTAD_LISTEN, QUOTAD_SOCKET, QUOTAD_DATA_DIR (flags win).
+  quotad check-config FILE
+      validate a cluster file and print every problem with its JSON path
+  quotad keygen FILE [--force]
+      write a new pre-shared swarm key (libp2p pnet format, mode 0600)
+  quotad simulate [--config FILE] [--nodes N] [--scenario NAME] [--seeds K] ...
+      run the cluster in the deterministic simulator (quotad simulate --help)
+`
+
+export async function main (argv: string[]): Promise<void> {
+  try {
+    await cli(argv)
+  } catch (err) {
+    fail(err)
+  }
+}
+
+async function cli (argv: string[]): Promise<void> {
+  if (argv[0] === 'simulate') { await simulate(argv.slice(1)); return }
+  const { values, positionals } = parseCli({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      config: { type: 'string', short: 'c' },
+      node: { type: 'string', short: 'n' },
+      listen: { type: 'string' },
+      socket: { type: 'string' },
+      'data-dir': { type: 'string' },
+      'log-level': { type: 'string' },
+      force: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' }
+    }
+  })
+  if (values.help === true) { process.stdout.write(HELP); return }
+  const [cmd, arg] = positionals
+  if (cmd === 'check-config') {
+    if (arg === undefined) throw usage('check-config needs a FILE')
+    const cfg = await loadClusterFile(resolve(arg))
+    process.stdout.write(`${arg}: ok (${cfg.nodes.length} nodes, ${cfg.rules.length} rules)\n`)
+    return
+  }
+  if (cmd === 'keygen') {
+    if (arg === undefined) throw usage('keygen needs a FILE')
+    await writeSwarmKey(resolve(arg), values.force === true)
+    process.stdout.write(`wrote swarm key to ${arg}\n`)
+    return
+  }
+  if (cmd !== undefined) throw usage(`unknown command "${cmd}"\n${HELP}`)
+  const config = values.config ?? process.env.QUOTAD_CONFIG
+  const node = values.node ?? process.env.QUOTAD_NODE
+  if (config === undefined || config === '' || node === undefined || node === '') throw usage(`--config and --node are required\n${HELP}`)
+  const level = (values['log-level'] ?? 'info') as LogLevel
+  if (!LOG_LEVELS.includes(level)) throw usage(`--log-level must be one of ${LOG_LEVELS.join(', ')}`)
+  await run(resolve(config), node, overridesFrom(values, process.env), level)
+}
+
+async function load (file: string, node: string, o: NodeOverrides): Promise<ClusterConfig> {
+  return withNodeOverrides(await loadClusterFile(file), node, o)
+}
+
+async function run (file: string, node: string, o: NodeOverrides, level: LogLevel): Promise<void> {
+  const log = createLogger({ level, base: { node } })
+  log.info('starting', { config: file, pid: process.pid })
+  const config = await load(file, node, o)
+  // A stop asked for while loading: nothing has been touched yet, so there is nothing to save.
+  if (earlySignals.received !== null) {
+    log.info('stopped before starting', { signal: earlySignals.received })
+    process.exit(ExitCodes.OK)
+  }
+  const daemon = await Daemon.start({ config, node, logger: log })
+  let stopping = false
+  // Delivers a signal that came during the start at once: a clean stop, so the state file says "stopped".
+  earlySignals.onStop(signal => {
+    if (stopping) return
+    stopping = true
+    log.info('signal', { signal })
+    daemon.stop().then(() => process.exit(ExitCodes.OK), err => {
+      log.error('stop failed', { err })
+      process.exit(ExitCodes.ERROR)
+    })
+  })
+  process.on('SIGHUP', () => {
+    // Any failure (unreadable, invalid, this node gone from the file) keeps the old rules.
+    load(file, node, o).then(cfg => daemon.reload(cfg)).catch(err => {
+      log.error('reload refused; the old rules stay', { err, details: (err as { details?: unknown }).details })
+    })
+  })
+}

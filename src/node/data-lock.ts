@@ -51,7 +51,9 @@ function parse (text: string): Owner | null {
   try {
     const o = JSON.parse(text) as Partial<Owner>
     if (typeof o.pid === 'number' && Number.isSafeInteger(o.pid) && o.pid > 0) return { pid: o.pid, start: typeof o.start === 'string' ? o.start : '' }
-  } catch {}
+  } catch {
+    // not JSON: a garbled lock, treated as stale
+  }
   return null
 }
 

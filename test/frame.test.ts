@@ -259,3 +259,44 @@ test('batch requests: hand-written bytes match msgpackr and the fast reader', t 
   const lying = Buffer.from([0x83, 0xa2, 0x69, 0x64, 0x01, 0xa2, 0x6f, 0x70, 0xa5, ...Buffer.from('batch'), 0xa5, ...Buffer.from('items'), 0xdd, 0xff, 0xff, 0xff, 0xff])
   t.is(readRequest(lying, 0, lying.length), undefined, 'a lying array header allocates nothing')
 })
+
+test('pause() from onFrame holds the rest of the chunk, and later chunks, until resume()', t => {
+  const bs = bodies(50)
+  const all = Buffer.concat(bs.map(encodeFrame))
+  const got: Buffer[] = []
+  let budget = 7
+  const d: FrameDecoder = new FrameDecoder({
+    onFrame: (b, s, e) => {
+      got.push(Buffer.from(b.subarray(s, e)))
+      if (--budget === 0) d.pause()
+    },
+    onFrameTooLarge: () => t.fail()
+  }, 1024)
+  // Two chunks, the second starting mid-frame.
+  const cut = Math.floor(all.length / 3)
+  d.push(all.subarray(0, cut))
+  t.is(got.length, 7)
+  t.true(d.isPaused)
+  t.is(d.pendingBytes, cut - Buffer.concat(bs.slice(0, 7).map(encodeFrame)).length)
+  d.push(all.subarray(cut))
+  t.is(got.length, 7, 'nothing is delivered while paused')
+  t.is(d.pendingBytes + Buffer.concat(bs.slice(0, 7).map(encodeFrame)).length, all.length)
+  while (d.isPaused) {
+    budget = 7
+    d.resume()
+  }
+  t.deepEqual(got, bs, 'every frame, once, in order')
+  t.is(d.bufferedBytes, 0)
+})
+
+test('stop() drops held input', t => {
+  const c = new Collect()
+  const d = new FrameDecoder(c, 1024)
+  d.pause()
+  d.push(encodeFrame(Buffer.from([0xc0])))
+  t.is(d.pendingBytes, 5)
+  d.stop()
+  t.is(d.bufferedBytes, 0)
+  d.resume()
+  t.is(c.frames.length, 0)
+})

@@ -15,6 +15,11 @@
  * - A header split over chunks (down to one byte per chunk) is collected in a
  *   4-byte scratch buffer.
  *
+ * The owner can `pause()` the decoder from inside `onFrame`: it then keeps the
+ * unread rest of the chunk (and any later chunk) until `resume()`. The server
+ * uses this to stop working for one client mid-chunk, for fairness and when
+ * the client does not read its replies.
+ *
  * A declared length above `maxFrameBytes` is reported once through
  * `onFrameTooLarge` and the decoder stops for good: after that the stream's
  * frame boundaries cannot be trusted, so the owner should close it.
@@ -54,6 +59,10 @@ export class FrameDecoder {
   private bodyLength = -1
   private readonly parts: Buffer[] = []
   private partsBytes = 0
+  /** Chunks (or their unread tails) not looked at yet because the owner paused us. */
+  private readonly held: Buffer[] = []
+  private heldBytes = 0
+  private paused = false
   private stopped = false
 
   constructor (handler: FrameHandler, maxFrameBytes: number) {
@@ -64,9 +73,14 @@ export class FrameDecoder {
     this.maxFrameBytes = maxFrameBytes
   }
 
-  /** Bytes held for a frame not yet complete. */
+  /** Bytes held: a frame not yet complete, plus input not yet looked at while paused. */
   get bufferedBytes (): number {
-    return this.headerFill + this.partsBytes
+    return this.headerFill + this.partsBytes + this.heldBytes
+  }
+
+  /** Input received but not yet looked at (the rest of a chunk, held by `pause`). */
+  get pendingBytes (): number {
+    return this.heldBytes
   }
 
   /** True once the decoder gave up (oversized frame) or was stopped by its owner. */
@@ -74,14 +88,51 @@ export class FrameDecoder {
     return this.stopped
   }
 
-  /** Drop any partial frame and ignore all further input. Safe to call from a handler. */
+  get isPaused (): boolean {
+    return this.paused
+  }
+
+  /** Drop any partial frame and held input, and ignore all further input. Safe to call from a handler. */
   stop (): void {
     this.stopped = true
     this.reset()
+    this.held.length = 0
+    this.heldBytes = 0
+  }
+
+  /**
+   * Deliver no more frames until `resume()`. Called from `onFrame`, it takes
+   * effect after that frame: the rest of the chunk is kept (a view, not a
+   * copy), and so is every chunk pushed meanwhile. This is how a connection
+   * stops working for a client mid-chunk (fairness, backpressure).
+   */
+  pause (): void {
+    this.paused = true
+  }
+
+  /** Go on with held input, until it is used up or the handler pauses again. */
+  resume (): void {
+    this.paused = false
+    while (!this.paused && !this.stopped && this.held.length > 0) {
+      const chunk = this.held.shift() as Buffer
+      this.heldBytes -= chunk.length
+      this.feed(chunk)
+    }
   }
 
   push (chunk: Buffer): void {
-    if (this.stopped) return
+    if (this.stopped || chunk.length === 0) return
+    if (this.paused || this.held.length > 0) {
+      // Behind input already held: keep the order.
+      this.held.push(chunk)
+      this.heldBytes += chunk.length
+      return
+    }
+    this.feed(chunk)
+  }
+
+  /** Decode `chunk`, the oldest input, until it is used up or the handler pauses. */
+  private feed (chunk: Buffer): void {
     const n = chunk.length
     let off = 0
 
@@ -106,6 +157,14 @@ export class FrameDecoder {
 
     // 2. The fast loop: whole frames inside this chunk, decoded in place.
     while (!this.stopped) {
+      if (this.paused) {
+        // `chunk` is the oldest input we have: its unread tail goes first in line.
+        if (off < n) {
+          this.held.unshift(off === 0 ? chunk : chunk.subarray(off))
+          this.heldBytes += n - off
+        }
+        return
+      }
       const left = n - off
       if (left < FRAME_HEADER_BYTES) {
         for (let i = 0; i < left; i++) this.header[i] = chunk[off + i]

@@ -13,6 +13,7 @@
  * the helpers allocation-free. Strings that repeat (rule names, hot keys) come
  * from a small cache instead of a fresh UTF-8 decode.
  */
+import { isUtf8 } from 'node:buffer'
 import type { Decision } from '../core/types.js'
 
 let rp = 0
@@ -69,7 +70,7 @@ function readNumber (buf: Buffer, end: number): number {
   }
 }
 
-/** A fixstr, str8 or str16 at `rp`, or undefined. */
+/** A fixstr, str8 or str16 at `rp`, or undefined (also for invalid UTF-8: strict-read.ts names that). */
 function readString (buf: Buffer, end: number): string | undefined {
   if (rp >= end) return undefined
   const b = buf[rp]
@@ -121,10 +122,10 @@ const CACHE_MAX_BYTES = 64
 const slotBytes: Array<Buffer | undefined> = new Array(STRING_SLOTS)
 const slotStrings: string[] = new Array(STRING_SLOTS)
 
-function cachedString (buf: Buffer, from: number, to: number): string {
+function cachedString (buf: Buffer, from: number, to: number): string | undefined {
   const len = to - from
   if (len === 0) return ''
-  if (len > CACHE_MAX_BYTES) return buf.toString('utf8', from, to)
+  if (len > CACHE_MAX_BYTES) return validUtf8(buf, from, to) ? buf.toString('utf8', from, to) : undefined
   // FNV-1a over every byte: keys like `bench:123` differ only in a few bytes.
   let h = 0x811c9dc5
   for (let i = from; i < to; i++) h = Math.imul(h ^ buf[i], 0x01000193)
@@ -133,12 +134,24 @@ function cachedString (buf: Buffer, from: number, to: number): string {
   if (known !== undefined && known.length === len) {
     let i = 0
     while (i < len && known[i] === buf[from + i]) i++
-    if (i === len) return slotStrings[slot]
+    if (i === len) return slotStrings[slot] // cached bytes were checked when they went in
   }
+  if (!validUtf8(buf, from, to)) return undefined
   const str = buf.toString('utf8', from, to)
   slotBytes[slot] = Buffer.from(buf.subarray(from, to))
   slotStrings[slot] = str
   return str
+}
+
+/**
+ * Whether `buf[from, to)` is valid UTF-8. Decoding invalid bytes would give
+ * U+FFFD, and `k:\xff` and `k:\xfe` would become one key. ASCII, the usual
+ * case, is checked inline; the rest natively.
+ */
+function validUtf8 (buf: Buffer, from: number, to: number): boolean {
+  let i = from
+  while (i < to && buf[i] < 0x80) i++
+  return i === to || isUtf8(buf.subarray(i, to))
 }
 
 // ---------------------------------------------------------------------------

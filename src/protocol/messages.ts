@@ -7,6 +7,13 @@
  * Packr is module-wide because msgpackr keeps per-instance state and encodes
  * into a shared slab: one instance is both the fast and the correct choice.
  *
+ * Requests are read by hand: fast-read.ts for the usual flat maps, and
+ * strict-read.ts for everything else. msgpackr only encodes here (and decodes
+ * replies on the client), because as a general decoder it accepts what the
+ * protocol forbids (extension types, invalid UTF-8). Whatever a client sends,
+ * `decodeRequest` throws only RequestError, with the request's id whenever
+ * the id could be read.
+ *
  * Hot-path notes: `decodeRequest` validates the decoded map in place and
  * returns it (no second object), and every `encode*` writes the frame header
  * into 4 bytes reserved in front of the msgpack body (`RESERVE_START_SPACE`),
@@ -21,6 +28,7 @@ import type { Decision } from '../core/types.js'
 import type { LimitsConfig } from '../config/types.js'
 import { FRAME_HEADER_BYTES } from './frame.js'
 import { readRequest } from './fast-read.js'
+import { INVALID_UTF8, Opaque, readRequestStrict } from './strict-read.js'
 
 export const packr = new Packr({
   useRecords: false,
@@ -64,7 +72,15 @@ export class RequestError extends QuotadError {
   readonly id: number | null
 
   constructor (code: ErrorCode, message: string, id: number | null) {
-    super(code, message)
+    // A client's mistake, not ours: a stack trace would say nothing, and
+    // capturing one was most of the cost of answering a bad frame.
+    const limit = Error.stackTraceLimit
+    Error.stackTraceLimit = 0
+    try {
+      super(code, message)
+    } finally {
+      Error.stackTraceLimit = limit
+    }
     this.name = 'RequestError'
     this.id = id
   }
@@ -82,20 +98,16 @@ type Limits = Pick<LimitsConfig, 'maxKeyBytes' | 'maxBatchItems' | 'maxWaitMs'>
  */
 export function decodeRequest (buf: Buffer, start: number, end: number, limits: Limits): Request {
   if (end <= start) throw new RequestError(ErrorCodes.BAD_FRAME, 'empty request body', null)
-  // The common flat requests skip msgpackr; anything else (batch, odd encodings) takes it.
+  // The common flat requests take the fast reader; anything else (batch, odd encodings, damage) the strict one.
   let msg = readRequest(buf, start, end) as Record<string, unknown> | undefined
   if (msg === undefined) {
-    try {
-      msg = packr.unpack(buf, { start, end }) as Record<string, unknown>
-    } catch (err) {
-      throw new RequestError(ErrorCodes.BAD_FRAME, `undecodable msgpack: ${(err as Error).message}`, null)
-    }
+    const r = readRequestStrict(buf, start, end, limits.maxBatchItems)
+    if (r.code !== null) throw new RequestError(r.code, r.message, r.map === null ? null : validId(r.map.id))
+    if (r.map === null) throw new RequestError(ErrorCodes.BAD_FRAME, 'request body must be a msgpack map', null)
+    msg = r.map as unknown as Record<string, unknown>
   }
-  if (msg === null || typeof msg !== 'object' || Array.isArray(msg) || msg instanceof Map || Buffer.isBuffer(msg)) {
-    throw new RequestError(ErrorCodes.BAD_FRAME, 'request body must be a msgpack map', null)
-  }
-  const id = msg.id
-  if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > MAX_REQUEST_ID) {
+  const id = validId(msg.id)
+  if (id === null) {
     throw new RequestError(ErrorCodes.BAD_FRAME, 'request id must be an unsigned integer < 2^32', null)
   }
   switch (msg.op) {
@@ -121,14 +133,19 @@ export function decodeRequest (buf: Buffer, start: number, end: number, limits: 
     case 'ping':
       break
     default:
-      throw new RequestError(ErrorCodes.UNKNOWN_OP, `unknown op ${JSON.stringify(msg.op) ?? 'undefined'}; expected one of ${OPS.join(', ')}`, id)
+      throw new RequestError(ErrorCodes.UNKNOWN_OP, `unknown op ${describe(msg.op)}; expected one of ${OPS.join(', ')}`, id)
   }
   return msg as unknown as Request
 }
 
+/** The id to echo: an integer in [0, 2^32), or null. */
+function validId (id: unknown): number | null {
+  return typeof id === 'number' && Number.isInteger(id) && id >= 0 && id <= MAX_REQUEST_ID ? id : null
+}
+
 /** Validate one batch item; throws `RequestError` (with the batch's id) for this item only. */
 export function checkBatchItem (item: unknown, limits: Limits, id: number): BatchItem {
-  if (item === null || typeof item !== 'object' || Array.isArray(item)) {
+  if (item === null || typeof item !== 'object' || Array.isArray(item) || item instanceof Opaque) {
     throw new RequestError(ErrorCodes.BAD_ARGUMENT, 'batch item must be a map {key, count?}', id)
   }
   // Validated in place, like requests: no second object per item.
@@ -139,6 +156,8 @@ export function checkBatchItem (item: unknown, limits: Limits, id: number): Batc
 }
 
 function checkKey (key: unknown, limits: Limits, id: number): void {
+  // Decoding invalid UTF-8 would give U+FFFD, and different keys would share one counter.
+  if (key === INVALID_UTF8) throw new RequestError(ErrorCodes.BAD_KEY, 'key is not valid UTF-8', id)
   if (typeof key !== 'string') throw new RequestError(ErrorCodes.BAD_ARGUMENT, 'key must be a string', id)
   if (key.length === 0) throw new RequestError(ErrorCodes.BAD_ARGUMENT, 'key must not be empty', id)
   // A UTF-16 code unit is at most 3 UTF-8 bytes, and at least 1: count bytes only when it matters.
@@ -161,14 +180,34 @@ function checkWaitMs (waitMs: unknown, limits: Limits, id: number): number {
   throw new RequestError(ErrorCodes.BAD_ARGUMENT, `waitMs must be a number in [0, ${limits.maxWaitMs}], got ${describe(waitMs)}`, id)
 }
 
+/** A short, safe description of a value from a request, for error messages. */
 function describe (v: unknown): string {
-  return typeof v === 'number' || typeof v === 'boolean' ? String(v) : typeof v === 'string' ? JSON.stringify(v.slice(0, 32)) : typeof v
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v)
+  if (typeof v === 'string') return JSON.stringify(v.slice(0, 32))
+  if (v instanceof Opaque) return v.what
+  if (v === null) return 'nil'
+  return Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'a map' : typeof v
 }
 
-/** The `{code, message}` sent for any exception: QuotadError passes through, anything else is E_INTERNAL. */
+/** Error messages carry at most this many characters, so an error reply stays small. */
+const MAX_MESSAGE_CHARS = 1024
+
+function clip (message: string): string {
+  return message.length <= MAX_MESSAGE_CHARS ? message : message.slice(0, MAX_MESSAGE_CHARS - 1) + '…'
+}
+
+/**
+ * The `{code, message}` sent for any exception: QuotadError passes through,
+ * anything else is E_INTERNAL. Never throws, whatever `err` is.
+ */
 export function toWireError (err: unknown): WireError {
-  if (isQuotadError(err)) return { code: err.code, message: err.message }
-  return { code: ErrorCodes.INTERNAL, message: `internal error: ${err instanceof Error ? err.message : String(err)}` }
+  try {
+    if (isQuotadError(err)) return { code: String(err.code), message: clip(String(err.message)) }
+    return { code: ErrorCodes.INTERNAL, message: clip(`internal error: ${err instanceof Error ? err.message : String(err)}`) }
+  } catch {
+    // An object whose toString throws, a revoked proxy, ...
+    return { code: ErrorCodes.INTERNAL, message: 'internal error (the exception could not be printed)' }
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -195,8 +234,13 @@ export function encodeDecisionReply (id: number, d: Decision): Buffer {
   })
 }
 
+/** Never throws: an error reply is what the server sends when everything else failed. */
 export function encodeErrorReply (id: number | null, code: string, message: string): Buffer {
-  return encodeMessage({ id, ok: false, error: { code, message } })
+  try {
+    return encodeMessage({ id, ok: false, error: { code: String(code), message: clip(String(message)) } })
+  } catch {
+    return encodeMessage({ id: typeof id === 'number' ? id : null, ok: false, error: { code: ErrorCodes.INTERNAL, message: 'the error reply could not be encoded' } })
+  }
 }
 
 export function encodeStatusReply (id: number, status: Record<string, unknown>): Buffer {

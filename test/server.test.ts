@@ -31,7 +31,8 @@ test('acquire, peek, status and ping', async t => {
 test('1000 pipelined requests in one write; a waiting acquire answers after later requests', async t => {
   const { path: p } = await startServer(t)
   const c = await Raw.open(p)
-  const msgs: unknown[] = [{ id: 0, op: 'acquire', key: 'wait:slow', waitMs: 80 }]
+  // Long enough that all 999 others are answered first even on a loaded machine (they now take several turns).
+  const msgs: unknown[] = [{ id: 0, op: 'acquire', key: 'wait:slow', waitMs: 1000 }]
   for (let i = 1; i < 1000; i++) msgs.push(i % 2 === 0 ? { id: i, op: 'ping' } : { id: i, op: 'acquire', key: `k${i % 7}` })
   c.send(...msgs)
   const replies = await c.waitFor(1000)

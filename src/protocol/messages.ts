@@ -29,6 +29,7 @@ import type { LimitsConfig } from '../config/types.js'
 import { FRAME_HEADER_BYTES } from './frame.js'
 import { readRequest } from './fast-read.js'
 import { INVALID_UTF8, Opaque, readRequestStrict } from './strict-read.js'
+import { boundStatus } from './status-bound.js'
 
 export const packr = new Packr({
   useRecords: false,
@@ -243,8 +244,9 @@ export function encodeErrorReply (id: number | null, code: string, message: stri
   }
 }
 
+/** The status reply, bounded to STATUS_MAX_BYTES (status-bound.ts): long lists and strings are cut, and `truncated` says so. */
 export function encodeStatusReply (id: number, status: Record<string, unknown>): Buffer {
-  return encodeMessage({ id, ok: true, status })
+  return boundStatus(status, s => encodeMessage({ id, ok: true, status: s }))
 }
 
 export function encodePongReply (id: number, time: number): Buffer {

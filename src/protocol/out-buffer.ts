@@ -50,6 +50,12 @@ export class OutBuffer {
     this.pos = this.start + length
   }
 
+  /** Drop everything not yet taken, and the slab. */
+  clear (): void {
+    this.buf = EMPTY
+    this.start = this.pos = 0
+  }
+
   /** The bytes written since the last take, as a view the caller may keep. */
   take (): Buffer {
     const out = this.buf.subarray(this.start, this.pos)

@@ -7,10 +7,10 @@
  * - A socket 'data' chunk goes through the FrameDecoder, which calls
  *   `onFrame` for every complete frame in it, synchronously, with the bytes
  *   still in the chunk. Each request is decoded (fast-read.ts for the usual
- *   flat maps, msgpackr otherwise), validated and answered right there: its
- *   reply frame is encoded straight into `out`, the connection's slab writer
- *   (out-buffer.ts; decisions and batches by hand in fast-write.ts).
- * - When the chunk is consumed, `flush` hands everything in `out` to ONE
+ *   flat maps, strict-read.ts otherwise), validated and answered right there:
+ *   its reply frame is encoded straight into `out`, the connection's slab
+ *   writer (out-buffer.ts; decisions and batches by hand in fast-write.ts).
+ * - When the turn ends, `flush` hands everything in `out` to ONE
  *   socket.write, as one Buffer view, without a copy. So a client pipelining
  *   500 requests in one chunk costs one syscall each way.
  * - A waiting acquire (`service.acquire` returned a WaitHandle) is kept in the
@@ -19,9 +19,26 @@
  *   share that one write. If the connection goes away first, every waiter is
  *   cancelled (`WaitHandle.cancel()`: spends nothing).
  *
- * Bounds: `waiters.size` <= limits.maxInflightPerConnection (E_OVERLOADED past
- * it); reading pauses while more than WRITE_HIGH_WATER bytes wait in the
- * socket's write buffer, so a client that does not read cannot grow our memory.
+ * Turns (fairness and backpressure). The connection works in turns: a 'data'
+ * chunk starts one, and so does the scheduler (scheduler.ts). A turn ends
+ * when its budget (turn-budget.ts: frames, bytes, time) is spent, or as soon
+ * as the replies waiting to be sent (`out` plus the socket's write buffer)
+ * pass WRITE_HIGH_WATER. The decoder is paused
+ * right after the frame that ended the turn, keeping the rest of the chunk,
+ * and the socket stops reading. Then:
+ * - replies above WRITE_HIGH_WATER (a client that does not read): nothing
+ *   more is done for this client until the socket drains;
+ * - input left: the connection queues for another turn, behind every other
+ *   busy connection;
+ * - nothing left: reading goes on.
+ *
+ * Bounds per connection: `waiters.size` <= limits.maxInflightPerConnection
+ * (E_OVERLOADED past it); replies waiting to be sent <= WRITE_HIGH_WATER plus
+ * one reply (a status reply is at most STATUS_MAX_BYTES, a batch reply about
+ * 100 bytes per item); input held <= one partial frame (maxFrameBytes) plus
+ * the chunks read before reading stopped (64 KiB each, one or two). A client
+ * that never reads costs about WRITE_HIGH_WATER + 2 × 64 KiB; `bufferedBytes`
+ * and `peakBufferedBytes` report it.
  *
  * Replies for synchronous requests leave in request order; a waiting acquire
  * answers later, after replies to requests sent behind it.
@@ -37,16 +54,15 @@ import {
 import { OutBuffer } from '../protocol/out-buffer.js'
 import { writeBatchReply, writeDecisionReply } from '../protocol/fast-write.js'
 import { closeSocketSoon, type ConnectionHost } from './host.js'
-
-/** Pause reading while the socket holds more than this many unwritten bytes. */
-export const WRITE_HIGH_WATER = 1024 * 1024
+import type { Turned } from './scheduler.js'
+import { TurnBudget, WRITE_HIGH_WATER } from './turn-budget.js'
 
 interface Waiter {
   readonly id: number
   readonly handle: WaitHandle
 }
 
-export class Connection implements FrameHandler {
+export class Connection implements FrameHandler, Turned {
   readonly id: number
   readonly socket: net.Socket
   private readonly host: ConnectionHost
@@ -54,10 +70,17 @@ export class Connection implements FrameHandler {
   private readonly waiters = new Set<Waiter>()
   private readonly out = new OutBuffer()
   private flushScheduled = false
+  /** The socket is paused (our turn ended with work left, or the client is not reading). */
   private readPaused = false
+  /** More than WRITE_HIGH_WATER bytes of replies wait: no work until 'drain'. */
+  private backlogged = false
   private closing = false
   private closed = false
+  private readonly budget = new TurnBudget()
+  queued = false
   requests = 0
+  /** Most bytes this connection ever held at once (see `bufferedBytes`). */
+  peakBufferedBytes = 0
 
   constructor (id: number, socket: net.Socket, host: ConnectionHost) {
     this.id = id
@@ -74,17 +97,66 @@ export class Connection implements FrameHandler {
     return this.waiters.size
   }
 
+  /**
+   * Bytes this connection holds now: replies not yet taken by the kernel
+   * (`out` and the socket's write buffer) and input not yet answered (a
+   * partial frame, input held by a paused decoder, the socket's read buffer).
+   */
+  get bufferedBytes (): number {
+    if (this.closed) return 0
+    return this.out.length + this.socket.writableLength + this.decoder.bufferedBytes + this.socket.readableLength
+  }
+
   // Arrow properties: one closure per connection, none per request.
   private readonly onData = (chunk: Buffer): void => {
+    this.beginTurn()
     this.decoder.push(chunk)
-    this.flush()
+    this.endTurn()
   }
 
   private readonly onDrain = (): void => {
-    if (this.readPaused && !this.closing) {
-      this.readPaused = false
-      this.socket.resume()
+    if (!this.backlogged || this.closing) return
+    this.backlogged = false
+    // Held input waits its turn behind the other busy connections.
+    this.host.scheduler.enqueue(this)
+  }
+
+  /** A turn given by the scheduler: go on with held input. */
+  runTurn (): void {
+    if (this.closing || this.backlogged) return
+    this.beginTurn()
+    this.decoder.resume()
+    this.endTurn()
+  }
+
+  private beginTurn (): void {
+    this.budget.begin(this.socket.writableLength, this.out.length)
+  }
+
+  /** Send what the turn produced, then decide whether to read on, queue, or wait for 'drain'. */
+  private endTurn (): void {
+    this.flush()
+    if (this.closing) return
+    const d = this.decoder
+    if (this.socket.writableLength > WRITE_HIGH_WATER) {
+      // The client is not reading: no more work for it. The write that got us
+      // here returned false, so 'drain' (or 'close') follows.
+      this.backlogged = true
+      this.setReading(false)
+    } else if (d.isPaused && d.pendingBytes > 0) {
+      this.setReading(false)
+      this.host.scheduler.enqueue(this)
+    } else {
+      if (d.isPaused) d.resume() // stopped exactly at the end of the input
+      this.setReading(true)
     }
+  }
+
+  private setReading (on: boolean): void {
+    if (on === !this.readPaused) return
+    this.readPaused = !on
+    if (on) this.socket.resume()
+    else this.socket.pause()
   }
 
   private readonly onError = (err: NodeJS.ErrnoException): void => {
@@ -100,15 +172,27 @@ export class Connection implements FrameHandler {
     this.closing = true
     this.decoder.stop()
     this.cancelWaiters(null)
+    this.out.clear() // the socket is gone: replies not sent are dropped with it
     this.host.connectionClosed(this)
   }
 
+  /** Replies of waiters that settled this tick: one write, and the same backlog rule as a turn. */
   private readonly flushTick = (): void => {
     this.flushScheduled = false
     this.flush()
+    if (!this.closing && !this.backlogged && this.socket.writableLength > WRITE_HIGH_WATER) {
+      this.backlogged = true
+      this.setReading(false)
+    }
   }
 
   onFrame (buf: Buffer, start: number, end: number): void {
+    this.answer(buf, start, end)
+    // The turn ends after this frame: the rest of the chunk waits in the decoder.
+    if (this.budget.spent(end - start + 4, this.out.length)) this.decoder.pause()
+  }
+
+  private answer (buf: Buffer, start: number, end: number): void {
     this.requests++
     this.host.counters.requests++
     let req: Request
@@ -293,9 +377,10 @@ export class Connection implements FrameHandler {
     const socket = this.socket
     if (!socket.writable) return
     socket.write(data)
-    if (socket.writableLength > WRITE_HIGH_WATER && !this.readPaused && !this.closing) {
-      this.readPaused = true
-      socket.pause()
+    const held = socket.writableLength + this.decoder.bufferedBytes + socket.readableLength
+    if (held > this.peakBufferedBytes) {
+      this.peakBufferedBytes = held
+      if (held > this.host.counters.peakConnectionBytes) this.host.counters.peakConnectionBytes = held
     }
   }
 

@@ -9,6 +9,7 @@ import type { QuotaService } from '../core/types.js'
 import type { Clock } from '../clock.js'
 import type { Connection } from './connection.js'
 import type { EventSink } from './events.js'
+import type { TurnScheduler } from './scheduler.js'
 
 /** How long a closing connection may take to flush before it is destroyed. */
 const CLOSE_GRACE_MS = 2000
@@ -21,6 +22,8 @@ export interface ConnectionHost {
   readonly events: EventSink
   readonly stopping: boolean
   readonly counters: ServerCounters
+  /** Round-robin turns for connections with more input than one turn handles. */
+  readonly scheduler: TurnScheduler
   connectionClosed: (conn: Connection) => void
 }
 
@@ -32,6 +35,8 @@ export interface ServerCounters {
   waiting: number
   overloaded: number
   internalErrors: number
+  /** Most bytes one connection ever held at once: replies not yet sent plus input not yet answered. */
+  peakConnectionBytes: number
 }
 
 /** Close `socket` after what was written reaches the kernel, or after a grace period. */

@@ -22,6 +22,7 @@ import { encodeErrorReply } from '../protocol/messages.js'
 import { Connection } from './connection.js'
 import { closeSocketSoon, type ConnectionHost, type ServerCounters } from './host.js'
 import { EventSink, type ServerEventListener } from './events.js'
+import { TurnScheduler } from './scheduler.js'
 import { listenOnSocket, prepareSocketPath, removeSocketFile, type SocketFileIdentity } from './socket-file.js'
 
 export interface UnixServerOptions {
@@ -47,6 +48,14 @@ export interface ServerStats extends ServerCounters {
   connectionsRefused: number
 }
 
+export interface ConnectionStats {
+  id: number
+  requests: number
+  waiting: number
+  bufferedBytes: number
+  peakBufferedBytes: number
+}
+
 type State = 'new' | 'starting' | 'listening' | 'stopping' | 'stopped'
 
 export class UnixServer implements ConnectionHost {
@@ -63,8 +72,11 @@ export class UnixServer implements ConnectionHost {
     framesTooLarge: 0,
     waiting: 0,
     overloaded: 0,
-    internalErrors: 0
+    internalErrors: 0,
+    peakConnectionBytes: 0
   }
+
+  readonly scheduler = new TurnScheduler()
 
   private readonly shutdownGraceMs: number
   private readonly connections = new Set<Connection>()
@@ -169,6 +181,13 @@ export class UnixServer implements ConnectionHost {
       connectionsRefused: this.connectionsRefused,
       ...this.counters
     }
+  }
+
+  /** Per connection: requests read, bytes held now and at most (see Connection.bufferedBytes). */
+  connectionStats (): ConnectionStats[] {
+    return [...this.connections].map(c => ({
+      id: c.id, requests: c.requests, waiting: c.waiting, bufferedBytes: c.bufferedBytes, peakBufferedBytes: c.peakBufferedBytes
+    }))
   }
 
   connectionClosed (conn: Connection): void {

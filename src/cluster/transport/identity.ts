@@ -4,14 +4,19 @@
  * `privateKeyToProtobuf` writes), mode 0600. The peer id is derived from it,
  * so it must survive restarts: peers and operators recognise a node by it.
  *
+ * An existing key file that group or others may read or write is refused
+ * with E_KEY_PERMISSIONS (config/key-file-mode.ts), unless
+ * QUOTAD_ALLOW_INSECURE_KEYS=1.
+ *
  * The first start creates the key atomically (temp file, then `link`, which
  * refuses to replace an existing file), so a crash never leaves a half-written
  * key and two processes racing on one data dir end up with the same identity.
  */
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys'
-import { chmod, link, mkdir, open, readFile, stat, unlink } from 'node:fs/promises'
+import { chmod, link, mkdir, open, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
-import { ErrorCodes, QuotadError } from '../../errors.js'
+import { ErrorCodes, QuotadError, isQuotadError } from '../../errors.js'
+import { assertKeyFileMode } from '../../config/key-file-mode.js'
 
 export const PEER_KEY_FILE = 'peer-key'
 
@@ -23,7 +28,7 @@ export interface LoadedIdentity {
   path: string
   /** True when this call generated and wrote a new key. */
   created: boolean
-  /** Permission bits of the key file; anything beyond 0600 is worth a warning. */
+  /** Permission bits of the key file; group/other bits only with QUOTAD_ALLOW_INSECURE_KEYS=1. */
   mode: number
 }
 
@@ -61,9 +66,19 @@ export async function loadOrCreateIdentity (dataDir: string): Promise<LoadedIden
 
 async function readKeyFile (path: string): Promise<LoadedIdentity | undefined> {
   let bytes: Buffer
+  let mode: number
   try {
-    bytes = await readFile(path)
+    const fh = await open(path, 'r')
+    try {
+      // The mode of the file actually read: refused, like ssh, if group or others may read it.
+      mode = (await fh.stat()).mode & 0o777
+      assertKeyFileMode(path, mode, 'peer key')
+      bytes = await fh.readFile()
+    } finally {
+      await fh.close()
+    }
   } catch (err) {
+    if (isQuotadError(err)) throw err
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
     throw new QuotadError(ErrorCodes.CONFIG_INVALID,
       `${path}: cannot read the peer identity file (${(err as Error).message})`)
@@ -76,6 +91,5 @@ async function readKeyFile (path: string): Promise<LoadedIdentity | undefined> {
       `${path}: not a valid peer identity file (${(err as Error).message}); ` +
       'restore it from a backup, or delete it to give this node a new peer id')
   }
-  const mode = (await stat(path)).mode & 0o777
   return { key, path, created: false, mode }
 }

@@ -4,6 +4,7 @@
  * write coalescing, timeouts, connection loss and reconnect.
  */
 import test from 'ava'
+import { performance } from 'node:perf_hooks'
 import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
@@ -173,6 +174,21 @@ test('no reply within timeoutMs: E_TIMEOUT; a waiting acquire gets timeoutMs + w
   const { path: p } = await startServer(t)
   const w = await connect(t, p, { timeoutMs: 100 })
   t.like(await w.acquire('wait:long', { waitMs: 300 }), { allowed: true }, 'waitMs extends the deadline')
+})
+
+test.serial('timeouts run on the monotonic clock: a wall clock stepped back an hour still times out', async t => {
+  const { path: silent } = await rawServer(t, () => {})
+  const c = await connect(t, silent, { timeoutMs: 100 })
+  const realNow = Date.now
+  const pending = c.acquire('a')
+  Date.now = () => realNow() - 3_600_000 // NTP steps the clock back
+  try {
+    const t0 = performance.now()
+    await t.throwsAsync(pending, { code: ErrorCodes.TIMEOUT })
+    t.true(performance.now() - t0 < 1000)
+  } finally {
+    Date.now = realNow
+  }
 })
 
 test('a dropped connection rejects pending requests with E_CONNECTION', async t => {

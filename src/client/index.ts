@@ -173,7 +173,8 @@ export class QuotadClient {
    * promise is rejected at once and `kick` drops the frame the caller writes.
    */
   private register<T> (id: number, kind: number, extraMs: number): Promise<T> {
-    const p = new Pending(kind, Date.now() + this.timeoutMs + extraMs)
+    // Deadlines on the monotonic clock: a wall-clock step (NTP, suspend) must not time out or stall requests.
+    const p = new Pending(kind, performance.now() + this.timeoutMs + extraMs)
     const promise = new Promise<T>((resolve, reject) => {
       p.resolve = resolve as (value: never) => void
       p.reject = reject
@@ -213,7 +214,7 @@ export class QuotadClient {
   }
 
   private readonly sweep = (): void => {
-    this.pending.sweep(Date.now(), () =>
+    this.pending.sweep(performance.now(), () =>
       new QuotadError(ErrorCodes.TIMEOUT, `no reply within timeoutMs (${this.timeoutMs} ms, plus waitMs for a waiting acquire)`))
   }
 

@@ -19,6 +19,7 @@ export class Pending {
   resolve!: (value: never) => void
   reject!: (err: QuotadError) => void
   readonly kind: number
+  /** performance.now() milliseconds (monotonic). */
   readonly deadline: number
 
   constructor (kind: number, deadline: number) {

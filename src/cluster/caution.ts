@@ -39,17 +39,22 @@ export interface CautionInput {
   transitions: Transitions
   /** How long a computed reserve stays good. */
   refreshMs: number
+  /** The time of the current computation (set by updateReserve). */
+  now: number
 }
 
 /** Bring `ks.reserve` up to date (cheap when nothing is owed anywhere). */
 export function updateReserve (c: CautionInput, ks: KeyState, nowMs: number): void {
   if (c.peers.owingEntries === 0 && !c.transitions.active) {
     setReserve(ks, 0, nowMs)
+    const x = ks.ext as { debts: number } | null
+    if (x !== null) x.debts = 0
     return
   }
   const x = ext(ks)
   if (nowMs >= x.reserveAt && nowMs - x.reserveAt < c.refreshMs) return
   x.reserveAt = nowMs
+  c.now = nowMs
   setReserve(ks, reserveOf(c, ks), nowMs)
 }
 
@@ -63,7 +68,26 @@ function setReserve (ks: KeyState, r: number, nowMs: number): void {
   ks.reserve = r
 }
 
+/**
+ * The reserve: the larger of this node's own view of the burns owed
+ * elsewhere, and the views peers gossip. A peer's view covers a node that
+ * knows nothing yet (it started with nothing after a crash, and peers are
+ * its only source of tokens): it learns of a debt from the very peers that
+ * give it tokens. Only own views are gossiped, never the larger of the two,
+ * so a view can't echo between nodes after the debt is paid.
+ */
 function reserveOf (c: CautionInput, ks: KeyState): number {
+  const x = ext(ks)
+  x.debts = ownView(c, ks)
+  let r = x.debts
+  for (const p of c.peers.all()) {
+    const e = p.keys.get(ks.key)
+    if (e !== undefined && e.debts > r && e.gen[ks.rule.name] === ks.rule.hash && c.peers.isAlive(p, c.now)) r = e.debts
+  }
+  return r
+}
+
+function ownView (c: CautionInput, ks: KeyState): number {
   const rule = ks.rule
   const transitioning = c.transitions.versions(rule.name) !== undefined
   let n = 0

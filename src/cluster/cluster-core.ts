@@ -113,7 +113,7 @@ export class ClusterCore {
     this.peers = new Peers(this.tuning.aliveTimeoutMs)
     this.view = new ClusterView(this.node, this.seeds, this.peers, this.tuning, this.calendar)
     this.stopper = new StopMachine(this.tuning)
-    this.caution = { node: this.node, seeds: this.seeds, peers: this.peers, transitions: this.transitions, refreshMs: this.tuning.gossipIntervalMs / 2 }
+    this.caution = { node: this.node, seeds: this.seeds, peers: this.peers, transitions: this.transitions, refreshMs: this.tuning.gossipIntervalMs / 2, now: 0 }
     this.limiter = new Limiter({
       node: opts.node,
       seeds: this.seeds,
@@ -348,7 +348,7 @@ export class ClusterCore {
     const need = rate * horizon(ks, this.tuning.horizonMs, nowMs, this.calendar) / 1000
     const held = ks.bucket.held
     if (x.burn <= 0 && held >= need && held >= 1) return
-    const donor = this.view.chooseDonor(ks, nowMs)
+    const donor = this.view.chooseDonor(ks, nowMs, x.burn > 0)
     if (donor === undefined) return
     const want = Math.max(1, Math.ceil(2 * need - held + x.burn))
     x.wantSentAt = nowMs
@@ -460,6 +460,7 @@ export class ClusterCore {
       s.stoppedAt = this.calendar.at(nowMs)
       s.rules = this.limiter.rules.map(r => r.config)
       s.transitions = this.transitions.toJSON()
+      s.debts = this.peers.knownDebts()
       s.keys = snapshotKeys(this, nowMs)
     }
     return s

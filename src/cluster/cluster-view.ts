@@ -48,7 +48,7 @@ export class ClusterView {
     const held = Math.max(0, this.peerHeld(p, ks) + delta)
     const k = p.keys.get(ks.key)
     if (k !== undefined) k.held = held
-    else p.keys.set(ks.key, { held, outstanding: 0, rate: 0, owed: 0, gen: NO_GEN, seq: 0 }) // a belief: says nothing of burns
+    else p.keys.set(ks.key, { held, outstanding: 0, rate: 0, owed: 0, debts: 0, gen: NO_GEN, seq: 0 }) // a belief: says nothing of burns
   }
 
   /**
@@ -69,18 +69,22 @@ export class ClusterView {
   }
 
   /**
-   * The alive, agreeing peer with the largest surplus over what its own rate
+   * The alive, agreeing peer with the largest surplus (for a burn owed here,
+   * counting what it keeps in reserve for burns like it) over what its own rate
    * needs within the horizon. Peers gossip the rate they keep for (the lower
    * of their two averages), so a node that just went quiet shows its surplus
    * at once.
    */
-  chooseDonor (ks: KeyState, nowMs: number): Peer | undefined {
+  chooseDonor (ks: KeyState, nowMs: number, forBurn = false): Peer | undefined {
     let best: Peer | undefined
     let bestSurplus = 0.999
     for (const p of this.peers.alive(nowMs)) {
       if (p.leaving || !agrees(p, ks)) continue
-      const rate = p.keys.get(ks.key)?.rate ?? 0
-      const surplus = this.peerHeld(p, ks) - rate * horizon(ks, this.tuning.horizonMs, nowMs, this.calendar) / 1000
+      const e = p.keys.get(ks.key)
+      const rate = e?.rate ?? 0
+      let surplus = this.peerHeld(p, ks) - rate * horizon(ks, this.tuning.horizonMs, nowMs, this.calendar) / 1000
+      // A burn is paid from what peers hold in reserve for it, however busy they are (transfers.ts).
+      if (forBurn && e !== undefined && e.debts > 0) surplus = Math.max(surplus, Math.min(e.held, e.debts))
       if (surplus > bestSurplus) { best = p; bestSurplus = surplus }
     }
     return best

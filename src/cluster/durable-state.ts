@@ -64,7 +64,16 @@ export interface SavedState {
   rules?: RuleConfig[]
   /** Rule versions the stopped node was still changing from. */
   transitions?: Record<string, RuleStamp[]>
+  /** Burns other nodes owed as far as the stopped node knew: kept until they say otherwise (caution.ts). */
+  debts?: KnownDebt[]
   keys: SavedKey[]
+}
+
+export interface KnownDebt {
+  node: string
+  epoch: string
+  inc: number
+  owed: Record<string, number>
 }
 
 export type StartKind = 'first-start' | 'clean-restart' | 'unclean-restart'

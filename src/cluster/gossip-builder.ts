@@ -62,15 +62,18 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     const rate = keepRate(x)
     // A key gone quiet gets one exact last word, so idle views are exact (and the key can leave the active set).
     // An owed burn is exact: peers keep that much of their own holdings unspent while it is unpaid.
-    const changed = stale(x.sentHeld, held, 0.5) || stale(x.sentRate, rate, 0.05) || (rate === 0 && held !== x.sentHeld) || x.burn !== x.sentOwed
+    const changed = stale(x.sentHeld, held, 0.5) || stale(x.sentRate, rate, 0.05) || (rate === 0 && held !== x.sentHeld) ||
+      x.burn !== x.sentOwed || x.debts !== x.sentDebts
     if (!changed) continue
     x.sentHeld = held
     x.sentOutstanding = outstanding
     // The rate peers plan with is the one this node keeps tokens for.
     x.sentRate = rate
     x.sentOwed = x.burn
-    // Rounding owed down would understate it: send it up to a tenth (it is whole in practice).
-    keys.push([ks.key, compact(Math.max(0, held)), compact(outstanding), compact(rate), Math.ceil(x.burn * 10) / 10])
+    x.sentDebts = x.debts
+    // Rounding owed or debts down would understate them: up to a tenth (they are whole in practice); Infinity as -1.
+    const up = (n: number): number => n === Infinity ? -1 : Math.ceil(n * 10) / 10
+    keys.push([ks.key, compact(Math.max(0, held)), compact(outstanding), compact(rate), up(x.burn), up(x.debts)])
     bytes += cost
     // Stop right after the last one taken, so a resumable candidate source loses nothing.
     if (keys.length >= max) break

@@ -40,6 +40,8 @@ export interface KeyExt {
   burn: number
   /** When `ks.reserve` (caution.ts) was last computed. */
   reserveAt: number
+  /** Burns owed elsewhere as this node's own view sees them (caution.ts); gossiped. */
+  debts: number
   /** Tightening: cluster-wide remaining below the low-water mark. */
   tight: boolean
   /** Tokens spendable before the next tick while tight. */
@@ -53,6 +55,7 @@ export interface KeyExt {
   sentOutstanding: number
   sentRate: number
   sentOwed: number
+  sentDebts: number
 }
 
 export function ext (ks: KeyState): KeyExt {
@@ -60,8 +63,8 @@ export function ext (ks: KeyState): KeyExt {
   if (x === null) {
     x = {
       demand: 0, rate: 0, fastRate: 0, lastDemandAt: -Infinity, wantSentAt: -Infinity, lastWantAt: -Infinity, peersHeld: 0, peersHeldAt: -Infinity, deferred: null, debt: 0, overdraft: 0, burn: 0,
-      reserveAt: -Infinity,
-      tight: false, pace: 0, transfersIn: 0, transfersOut: 0, stranded: 0, sentHeld: NaN, sentOutstanding: NaN, sentRate: NaN, sentOwed: NaN
+      reserveAt: -Infinity, debts: 0,
+      tight: false, pace: 0, transfersIn: 0, transfersOut: 0, stranded: 0, sentHeld: NaN, sentOutstanding: NaN, sentRate: NaN, sentOwed: NaN, sentDebts: NaN
     }
     ks.ext = x
   }

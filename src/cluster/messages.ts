@@ -16,8 +16,12 @@ import { ErrorCodes, QuotadError } from '../errors.js'
 
 export const CLUSTER_VERSION = 2
 
-/** One key's line in a gossip delta: [key, held, outstanding, rate tokens/s, owed (unpaid burn)]. */
-export type GossipKey = [key: string, held: number, outstanding: number, rate: number, owed: number]
+/**
+ * One key's line in a gossip delta: [key, held, outstanding, rate tokens/s,
+ * owed (this node's unpaid burn), debts (the unpaid burns elsewhere this
+ * node knows of: what it keeps unspent, caution.ts)].
+ */
+export type GossipKey = [key: string, held: number, outstanding: number, rate: number, owed: number, debts: number]
 /** [giver name, giver epoch, highest grant seq applied from it]. */
 export type GossipAck = [node: string, epoch: string, applied: number]
 
@@ -162,8 +166,10 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
         rules[name(r, 'rule name')] = h as string
       }
       const keys = list(m.keys, b.maxEntries, 'keys').map(e => {
-        const t = tuple(e, 5, 'key entry')
-        return [key(t[0], b), num(t[1], 'held'), num(t[2], 'outstanding'), num(t[3], 'rate'), num(t[4], 'owed')] as GossipKey
+        const t = tuple(e, 6, 'key entry')
+        // debts -1: "unknown, spend nothing" (Infinity does not survive msgpack's integer paths).
+        const debts = num(t[5], 'debts', -1)
+        return [key(t[0], b), num(t[1], 'held'), num(t[2], 'outstanding'), num(t[3], 'rate'), num(t[4], 'owed'), debts < 0 ? Infinity : debts] as GossipKey
       })
       const pending = list(m.pending, b.maxRules, 'pending').map(r => name(r, 'pending rule'))
       const carries = list(m.carries, MAX_CARRIES, 'carries').map(r => name(r, 'carried epoch'))

@@ -33,6 +33,8 @@ export interface PeerKey {
   rate: number
   /** Tokens of this key the peer still owes to burn. */
   owed: number
+  /** The unpaid burns elsewhere the peer knows of (what it keeps unspent itself). */
+  debts: number
   /** The peer's rules (name -> hash) when it sent this entry. */
   gen: Record<string, string>
   /** The message it came in. */
@@ -76,7 +78,7 @@ const NO_PENDING: ReadonlySet<string> = new Set()
 export class Peers {
   private readonly byName = new Map<string, Peer>()
   private readonly aliveTimeoutMs: number
-  /** Entries with owed > 0 plus legacy debts, over all peers: 0 lets caution skip its sums. */
+  /** Entries with owed > 0 or debts > 0, plus legacy debts, over all peers: 0 lets caution skip its sums. */
   owingEntries = 0
 
   constructor (aliveTimeoutMs: number) {
@@ -120,12 +122,19 @@ export class Peers {
     }
     // Zero entries are kept: "holds nothing" is information. A key a peer never
     // gossiped is assumed to be at its pre-allocated share instead.
-    for (const [k, held, outstanding, rate, owed] of g.keys) {
+    for (const [k, held, outstanding, rate, owed, debts] of g.keys) {
       const old = p.keys.get(k)
       if (old !== undefined && old.seq >= g.seq) continue
-      if (old !== undefined && old.owed > 0) this.owingEntries--
-      if (owed > 0) this.owingEntries++
-      p.keys.set(k, { held, outstanding, rate, owed, gen: p.rules, seq: g.seq })
+      if (old !== undefined && (old.owed > 0 || old.debts > 0)) this.owingEntries--
+      if (owed > 0 || debts > 0) this.owingEntries++
+      p.keys.set(k, { held, outstanding, rate, owed, debts, gen: p.rules, seq: g.seq })
+      // A debt of this epoch restored from our own state file is superseded by what the epoch says now.
+      const restored = p.legacy?.get(p.epoch)
+      if (restored?.delete(k) === true) {
+        this.owingEntries--
+        if (restored.size === 0) p.legacy?.delete(p.epoch)
+        if (p.legacy?.size === 0) p.legacy = null
+      }
     }
     for (const [node, epoch, applied] of g.acks) {
       if (node === myNode && epoch === myEpoch && applied > p.appliedFromMe) p.appliedFromMe = applied
@@ -139,8 +148,9 @@ export class Peers {
   private endEpoch (p: Peer): void {
     let owed: Map<string, number> | null = null
     for (const [k, e] of p.keys) {
-      if (e.owed <= 0) continue
+      if (e.owed <= 0 && e.debts <= 0) continue
       this.owingEntries--
+      if (e.owed <= 0) continue
       owed ??= new Map()
       owed.set(k, e.owed)
     }
@@ -162,6 +172,37 @@ export class Peers {
       legacy.delete(e)
     }
     if (legacy.size === 0) p.legacy = null
+  }
+
+  /** Restore debts known at a clean stop (persist.ts): `epoch` of `name` owed these. */
+  restoreLegacy (name: string, epoch: string, inc: number, owed: Map<string, number>): void {
+    let p = this.byName.get(name)
+    if (p === undefined) {
+      p = {
+        name, epoch, inc, seq: 0, lastHeard: -Infinity, clockOffsetMs: 0, rules: {}, keys: new Map(),
+        appliedFromMe: 0, leaving: false, pending: NO_PENDING, carries: [], legacy: null
+      }
+      this.byName.set(name, p)
+    }
+    p.legacy ??= new Map()
+    const m = p.legacy.get(epoch) ?? new Map<string, number>()
+    for (const [k, n] of owed) {
+      if (!m.has(k)) this.owingEntries++
+      m.set(k, Math.max(n, m.get(k) ?? 0))
+    }
+    p.legacy.set(epoch, m)
+  }
+
+  /** Every debt known of others, by node and epoch (for the state file). */
+  knownDebts (): Array<{ node: string, epoch: string, inc: number, owed: Record<string, number> }> {
+    const out: Array<{ node: string, epoch: string, inc: number, owed: Record<string, number> }> = []
+    for (const p of this.byName.values()) {
+      const cur: Record<string, number> = {}
+      for (const [k, e] of p.keys) if (e.owed > 0) cur[k] = e.owed
+      if (Object.keys(cur).length > 0) out.push({ node: p.name, epoch: p.epoch, inc: p.inc, owed: cur })
+      for (const [epoch, m] of p.legacy ?? []) out.push({ node: p.name, epoch, inc: p.inc, owed: Object.fromEntries(m) })
+    }
+    return out
   }
 
   /** Tokens of `key` that ended epochs of `p` still owe. */

@@ -84,6 +84,10 @@ export function startCore (base: CoreBase, rules: RuleConfig[], saved: SavedStat
     }
   }
   if (saved.transitions !== undefined) core.transitions.restore(saved.transitions)
+  // What others owed stays owed until they say otherwise: a cluster restarted as a whole must not forget it.
+  for (const d of saved.debts ?? []) {
+    if (d.node !== core.node) core.peers.restoreLegacy(d.node, d.epoch, d.inc, new Map(Object.entries(d.owed)))
+  }
   for (const k of saved.keys) {
     const rule = core.limiter.rules.find(x => x.name === k.rule)
     if (rule === undefined || rule.hash !== k.ruleHash) {

@@ -14,7 +14,7 @@
  */
 import { ALGORITHMS, FAILURE_POLICIES, MODES, type RuleConfig } from '../config/types.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
-import type { SavedKey, SavedState } from './durable-state.js'
+import type { KnownDebt, SavedKey, SavedState } from './durable-state.js'
 import type { RuleStamp } from './rule-change.js'
 
 type Obj = Record<string, unknown>
@@ -114,6 +114,14 @@ function stamps (v: unknown, path: string): Record<string, RuleStamp[]> {
   return out
 }
 
+function debt (v: unknown, path: string): KnownDebt {
+  const o = obj(v, path)
+  const owed = obj(o.owed, `${path}.owed`)
+  const out: Record<string, number> = {}
+  for (const [k, n] of Object.entries(owed)) out[k] = count(n, `${path}.owed[${JSON.stringify(k)}]`)
+  return { node: str(o.node, `${path}.node`, 64), epoch: str(o.epoch, `${path}.epoch`, 64), inc: int(o.inc, `${path}.inc`), owed: out }
+}
+
 function state (raw: unknown): SavedState {
   const o = obj(raw, '$')
   if (o.version !== 1 && o.version !== 2) throw new Bad('version', `must be 1 or 2, got ${JSON.stringify(o.version)}`)
@@ -132,6 +140,7 @@ function state (raw: unknown): SavedState {
   if (o.stoppedAt !== undefined) s.stoppedAt = time(o.stoppedAt, 'stoppedAt')
   if (o.rules !== undefined) s.rules = arr(o.rules, 'rules', 10_000).map((r, i) => rule(r, `rules[${i}]`))
   if (o.transitions !== undefined) s.transitions = stamps(o.transitions, 'transitions')
+  if (o.debts !== undefined) s.debts = arr(o.debts, 'debts', 100_000).map((d, i) => debt(d, `debts[${i}]`))
   return s
 }
 

@@ -47,6 +47,10 @@ export class Transfers {
       // Tight: a part at a time, but at least one, or the last tokens would sit where no one asks for them.
       surplus = Math.max(1, Math.floor(surplus * c.tuning.tightenFraction))
     }
+    // A peer that owes a burn gets what this node holds in reserve for it: reserved tokens can't be
+    // spent here anyway, and each one given and burned there lowers the reserve by one.
+    const owedThere = p.keys.get(w.key)?.owed ?? 0
+    if (owedThere > 0 && ks.reserve > 0) surplus = Math.max(surplus, Math.floor(Math.min(owedThere, ks.reserve, ks.bucket.held)))
     const n = Math.min(Math.floor(w.want), surplus)
     if (n < 1) return none
     // The grant goes back as the reply: not a request of ours, nothing in flight to count.

@@ -55,12 +55,19 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, seeds: readonl
   for (let i = 0; i < (f.stops ?? 0); i++) {
     const node = rng.pick(seeds)
     const t = within(0.1, 0.7)
-    vc.at(t, () => vc.stop(node))
+    // The peers do not hear the stopping node's gossip (its pubsub links are mute), so they never hear
+    // "leaving" and keep asking it for tokens: their wants reach it while, and after, it stops.
+    const deaf = f.muteDuringStop === true ? seeds.filter(n => n !== node) : []
+    vc.at(t, () => {
+      for (const d of deaf) vc.cuts.muteGossip(node, d, true)
+      vc.stop(node)
+    })
     // Restart once the stop has finished (it takes a few gossip intervals plus the handoff).
     const again = (): void => {
       const n = vc.nodes.get(node)
-      if (n?.state === 'stopping') vc.at(vc.now + 100, again)
-      else vc.start(node)
+      if (n?.state === 'stopping') { vc.at(vc.now + 100, again); return }
+      for (const d of deaf) vc.cuts.muteGossip(node, d, false)
+      vc.start(node)
     }
     vc.at(t + restart, again)
   }
@@ -76,7 +83,19 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, seeds: readonl
     const perMs = vc.file[0].perMs
     steps.forEach((k, i) => vc.at(startMs + durationMs * (0.2 + 0.5 * i / steps.length), () => vc.stepWall(node, k * perMs)))
   }
+  if (f.restartAllAt !== undefined) restartAll(vc, seeds, startMs + durationMs * f.restartAllAt, () => {})
   return { joinAt, change: f.ruleChange === undefined ? null : scheduleRuleChange(vc, f.ruleChange, seeds, startMs + durationMs * f.ruleChange.atFraction, rng) }
+}
+
+/** SIGTERM every node at `at`; once all have stopped, `then()` (which may change the file), and start them all. */
+function restartAll (vc: VirtualCluster, seeds: readonly string[], at: number, then: () => void, start: (n: string) => void = n => vc.start(n)): void {
+  vc.at(at, () => { for (const n of seeds) vc.stop(n) })
+  const startAll = (): void => {
+    if (seeds.some(n => vc.nodes.get(n)?.state === 'stopping')) { vc.at(vc.now + 20, startAll); return }
+    then()
+    for (const n of seeds) start(n)
+  }
+  vc.at(at + 20, startAll)
 }
 
 function scheduleRuleChange (vc: VirtualCluster, rc: NonNullable<FaultSpec['ruleChange']>, seeds: readonly string[], at: number, rng: Rng): RuleChange {
@@ -98,17 +117,9 @@ function scheduleRuleChange (vc: VirtualCluster, rc: NonNullable<FaultSpec['rule
     return change
   }
   // Every node stops; once all have, the file changes and each starts again.
-  vc.at(at, () => { for (const n of seeds) vc.stop(n) })
-  const startAll = (): void => {
-    if (seeds.some(n => vc.nodes.get(n)?.state === 'stopping')) { vc.at(vc.now + 20, startAll); return }
-    vc.file = next
-    for (const n of seeds) {
-      vc.at(vc.now + rng.next() * rc.spreadMs, () => {
-        vc.start(n)
-        applied()
-      })
-    }
-  }
-  vc.at(at + 20, startAll)
+  restartAll(vc, seeds, at, () => { vc.file = next }, n => vc.at(vc.now + rng.next() * rc.spreadMs, () => {
+    vc.start(n)
+    applied()
+  }))
   return change
 }

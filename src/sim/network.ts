@@ -43,9 +43,25 @@ export function sampleLatency (m: NetworkModel, rng: Rng): number {
 /** Directed cut links: `a>b` cut means nothing a sends reaches b. */
 export class Cuts {
   private readonly cut = new Set<string>()
+  /**
+   * Links that lose gossip only (direct requests and replies still pass): a
+   * pubsub mesh that silently stopped delivering, which libp2p can do while
+   * the connection itself is fine.
+   */
+  private readonly mute = new Set<string>()
 
   has (from: string, to: string): boolean {
     return this.cut.size > 0 && this.cut.has(`${from}>${to}`)
+  }
+
+  hasGossip (from: string, to: string): boolean {
+    return this.has(from, to) || (this.mute.size > 0 && this.mute.has(`${from}>${to}`))
+  }
+
+  /** Stop gossip from `from` to `to` (until unmuted). */
+  muteGossip (from: string, to: string, on: boolean): void {
+    if (on) this.mute.add(`${from}>${to}`)
+    else this.mute.delete(`${from}>${to}`)
   }
 
   /** Cut every link from group a to group b (and back unless oneWay). */

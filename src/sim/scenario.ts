@@ -13,6 +13,8 @@ export interface FaultSpec {
   crashes?: number
   /** Graceful stops per run, each restarted from its saved state after `restartAfterMs`. */
   stops?: number
+  /** During each stop, one peer does not hear the stopping node's gossip (but its requests and replies pass). */
+  muteDuringStop?: boolean
   /** Nodes that are not seeds and join mid-run (they start with nothing). */
   joins?: number
   restartAfterMs?: number
@@ -26,6 +28,8 @@ export interface FaultSpec {
   ruleChange?: { how: 'reload' | 'restart', factor: number, atFraction: number, spreadMs: number }
   /** One node's wall clock steps by each of these multiples of the rule's period, spread over the run. */
   wallSteps?: number[]
+  /** Every node stops (SIGTERM) at this fraction of the run and starts again with the same file once all have stopped. */
+  restartAllAt?: number
 }
 
 export interface Scenario {
@@ -74,9 +78,9 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     ...base,
     name: 'stops',
-    summary: 'Zipf load; three graceful stops (each restarted 0.5 s later) while peers keep asking the stopping node',
+    summary: 'Zipf load; three graceful stops (each restarted 0.5 s later), unheard by the peers, whose wants keep reaching it',
     load: 'zipf',
-    faults: { stops: 3, restartAfterMs: 500 }
+    faults: { stops: 3, restartAfterMs: 500, muteDuringStop: true }
   },
   {
     ...base,
@@ -84,6 +88,13 @@ export const SCENARIOS: readonly Scenario[] = [
     summary: 'Zipf load; every node reloads (SIGHUP, over 300 ms) a limit lowered to 40%',
     load: 'zipf',
     faults: { ruleChange: { how: 'reload', factor: 0.4, atFraction: 0.35, spreadMs: 300 } }
+  },
+  {
+    ...base,
+    name: 'reload-lower-restart',
+    summary: 'Zipf load; a limit lowered to 40% by SIGHUP, then every node stops and starts again while burns are still owed',
+    load: 'zipf',
+    faults: { ruleChange: { how: 'reload', factor: 0.4, atFraction: 0.3, spreadMs: 100 }, restartAllAt: 0.34 }
   },
   {
     ...base,

@@ -68,6 +68,12 @@ export interface SimNode {
   monoOffsetMs: number
   /** The state file: what the last incarnation wrote (running at start, its snapshot at a clean stop). */
   disk: SavedState | undefined
+  /**
+   * A core that has stopped (snapshot taken) but whose transport is still
+   * open for a moment, as the daemon's is while it writes the state file:
+   * requests still reach it, and it must refuse them.
+   */
+  lingering: ClusterCore | null
   incarnations: number
   sentBytes: number
   sentMessages: number
@@ -75,6 +81,9 @@ export interface SimNode {
 }
 
 const packr = new Packr({ useRecords: false })
+
+/** How long a stopped node's transport stays open after its snapshot (the daemon writes its state file meanwhile). */
+export const LINGER_MS = 250
 
 export class VirtualCluster {
   /** The live cores (up or stopping), by node name. */
@@ -133,11 +142,12 @@ export class VirtualCluster {
     if (n === undefined) {
       n = {
         name, state: 'stopped', core: null, skewMs: this.opts.skewMs?.[name] ?? 0, monoOffsetMs: this.opts.monoOffsetMs?.(name) ?? 0,
-        disk: undefined, incarnations: 0, sentBytes: 0, sentMessages: 0, recvBytes: 0
+        disk: undefined, lingering: null, incarnations: 0, sentBytes: 0, sentMessages: 0, recvBytes: 0
       }
       this.nodes.set(name, n)
     }
     if (n.state === 'up' || n.state === 'stopping') return
+    n.lingering = null
     const mono = this.mono(name)
     const { core } = startCore({
       node: name,
@@ -192,6 +202,9 @@ export class VirtualCluster {
     n.state = 'stopped'
     n.core = null
     this.cores.delete(n.name)
+    // The daemon writes the file, then closes libp2p: until then the stopped core still gets requests.
+    n.lingering = core
+    this.at(this.now + LINGER_MS, () => { if (n.lingering === core) n.lingering = null })
   }
 
   /** SIGHUP with new rules (the daemon's reload path). */
@@ -226,8 +239,8 @@ export class VirtualCluster {
   }
 
   /** Carry one copy (or two, or none) of an encoded message from -> to. */
-  private transmit (from: string, to: string, bytes: Uint8Array, deliver: () => void, grant?: Grant): void {
-    if (this.cuts.has(from, to) || this.rng.chance(this.network.loss)) return
+  private transmit (from: string, to: string, bytes: Uint8Array, deliver: () => void, grant?: Grant, gossip = false): void {
+    if ((gossip ? this.cuts.hasGossip(from, to) : this.cuts.has(from, to)) || this.rng.chance(this.network.loss)) return
     const copies = this.rng.chance(this.network.duplicate) ? 2 : 1
     for (let i = 0; i < copies; i++) {
       if (grant !== undefined) this.audit.copies(grant, 1)
@@ -264,7 +277,7 @@ export class VirtualCluster {
           this.transmit(from, to, bytes, () => {
             const c = this.nodes.get(to)?.core
             if (c != null) c.onGossip(m, this.mono(to))
-          })
+          }, undefined, true)
         }
       } else {
         this.request(sender, core, o.to, o.msg)
@@ -286,7 +299,7 @@ export class VirtualCluster {
     this.count(sender.name, bytes.length)
     this.transmit(sender.name, to, bytes, () => {
       const target = this.nodes.get(to)
-      const tc = target?.core
+      const tc = target?.core ?? target?.lingering
       if (target === undefined || tc == null) return
       const m = parseMessage(packr.unpack(bytes))
       let reply: Grant | Ack | None | undefined

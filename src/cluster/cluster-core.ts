@@ -21,7 +21,7 @@ import { homeNode, seedOrder } from '../core/share.js'
 import type { Decision } from '../core/types.js'
 import { updateReserve, type CautionInput } from './caution.js'
 import { agrees, ClusterView } from './cluster-view.js'
-import { buildGossip } from './gossip-builder.js'
+import { GossipSchedule } from './gossip-schedule.js'
 import { applyDeferred, burnDue, ext, horizon, needRate, updateRate, type KeyExt } from './key-ext.js'
 import { Ledger } from './ledger.js'
 import { StopMachine, type Phase } from './lifecycle.js'
@@ -29,7 +29,7 @@ import { repayDebt, softVerdict, updatePacing } from './local-policy.js'
 import { CLUSTER_VERSION, type Ack, type Gossip, type Grant, type None, type Want } from './messages.js'
 import { Peers, type Peer } from './peers.js'
 import { carryOver, stampOf, Transitions } from './rule-change.js'
-import { snapshotKeys } from './persist.js'
+import { saveState } from './persist.js'
 import type { SavedState } from './durable-state.js'
 import { Transfers } from './transfers.js'
 import { defaultTuning, type ClusterTuning } from './tuning.js'
@@ -78,21 +78,9 @@ export class ClusterCore {
   private readonly transfers: Transfers
   private readonly stopper: StopMachine
   private readonly caution: CautionInput
+  readonly gossip: GossipSchedule
   private lastTick = -Infinity
-  private lastGossip = -Infinity
   private lastHousekeeping = -Infinity
-  private gossips = 0
-  private gossipSeq = 0
-  private fullSync = true
-  /** Resumable pass over every key with cluster state, for full syncs. */
-  private syncCursor: Iterator<KeyState> | null = null
-  /** A key taken for a gossip that did not fit: offered first next time. */
-  private carry: KeyState | null = null
-  /** Rules whose keys are not all announced since the start or their last change; and the counters that clear it. */
-  private readonly announcing = new Set<string>()
-  private changes = 0
-  private passFrom = -1
-  private passDone = false
   /** Requests sent and not yet answered or failed (stop waits for them). */
   inflight = 0
   /** What the stop saved; set in the step that ends the stop. */
@@ -131,8 +119,7 @@ export class ClusterCore {
       }
     })
     this.transfers = new Transfers(this)
-    // A new epoch announces every key before peers may read absence as "nothing owed".
-    for (const r of this.limiter.rules) this.announcing.add(r.name)
+    this.gossip = new GossipSchedule(this, this.limiter.rules.map(r => r.name))
   }
 
   /** Materialize the exact-key rules' shares at start, so peers learn of them from the first gossip. */
@@ -181,18 +168,8 @@ export class ClusterCore {
   setRules (rules: RuleConfig[], nowMs: number): Resolution[] {
     const before = new Map(this.limiter.rules.map(r => [r.name, r.hash]))
     const out = this.limiter.setRules(rules, nowMs)
-    let changed = false
-    for (const r of this.limiter.rules) {
-      if (before.get(r.name) === r.hash) continue
-      this.announcing.add(r.name)
-      changed = true
-    }
-    if (changed) {
-      // A fresh pass announces every key under the new versions; until it ends they are pending.
-      this.changes++
-      this.syncCursor = null
-      this.fullSync = true
-    }
+    // A fresh pass announces every key under the new versions; until it ends they are pending.
+    this.gossip.rulesChanged(this.limiter.rules.filter(r => before.get(r.name) !== r.hash).map(r => r.name))
     return out
   }
 
@@ -265,17 +242,8 @@ export class ClusterCore {
       }
     }
     for (const g of this.ledger.due(nowMs, this.tuning.retransmitMs)) this.request(out, g.to, g)
-    if (nowMs - this.lastGossip >= this.tuning.gossipIntervalMs) {
-      this.lastGossip = nowMs
-      // A full pass over a large table takes many gossips; start the next only when it is done.
-      if ((this.fullSync || ++this.gossips % this.tuning.fullSyncEvery === 0) && this.syncCursor === null) {
-        this.syncCursor = this.limiter.states()
-        this.passFrom = this.changes
-        this.passDone = false
-      }
-      this.fullSync = false
-      out.push({ kind: 'gossip', msg: this.gossip(nowMs) })
-    }
+    const g = this.gossip.due(nowMs)
+    if (g !== null) out.push({ kind: 'gossip', msg: g })
     if (nowMs - this.lastHousekeeping >= this.tuning.gossipIntervalMs) {
       this.lastHousekeeping = nowMs
       this.transitions.settle(this.limiter.rules, this.seeds, this.node, n => this.peers.get(n))
@@ -285,45 +253,11 @@ export class ClusterCore {
     return out
   }
 
-  private gossip (nowMs: number): Gossip {
-    const { msg, leftover } = buildGossip(this, this.candidates(), nowMs)
-    this.carry = leftover
-    // Every key was offered since the last change, and all were taken: absence now means "no state".
-    if (this.passDone && this.carry === null && this.passFrom === this.changes) this.announcing.clear()
-    return msg
-  }
-
-  /** Rules with keys not yet all announced (for the gossip). */
-  pendingRules (): string[] {
-    return [...this.announcing]
-  }
-
-  nextGossipSeq (): number {
-    return ++this.gossipSeq
-  }
-
   /** Each known peer's current epoch (for the ack list). */
   currentEpochs (): Map<string, string> {
     const m = new Map<string, string>()
     for (const p of this.peers.all()) m.set(p.name, p.epoch)
     return m
-  }
-
-  /** The carried-over key, then active keys, then the full-sync pass (which marks each key stale as it reaches it). */
-  private * candidates (): Generator<KeyState> {
-    const carried = this.carry
-    this.carry = null
-    if (carried !== null) yield carried
-    yield * this.active
-    const c = this.syncCursor
-    if (c === null) return
-    while (true) {
-      const n = c.next()
-      if (n.done === true) { this.syncCursor = null; this.passDone = true; return }
-      if (n.value.ext === null) continue
-      ext(n.value).sentHeld = NaN
-      yield n.value
-    }
   }
 
   private quiet (ks: KeyState, x: KeyExt, nowMs: number): boolean {
@@ -384,7 +318,7 @@ export class ClusterCore {
       this.ledger.giverEpoch(g.node, g.epoch)
     }
     // A peer we have not heard in this epoch needs every key, not just a delta.
-    if (o.isNew || o.restartedFrom !== undefined) this.fullSync = true
+    if (o.isNew || o.restartedFrom !== undefined) this.gossip.requestFullSync()
     this.ledger.ack(g.node, g.epoch, p.appliedFromMe)
   }
 
@@ -427,7 +361,7 @@ export class ClusterCore {
   /** Start a graceful stop: announce leaving at once. Keep ticking until `snapshot` is set. */
   beginStop (nowMs: number): Outbound[] {
     if (!this.stopper.begin(nowMs)) return []
-    return [{ kind: 'gossip', msg: this.gossip(nowMs) }]
+    return [{ kind: 'gossip', msg: this.gossip.now(nowMs) }]
   }
 
   private stopStep (nowMs: number, out: Outbound[]): void {
@@ -437,33 +371,15 @@ export class ClusterCore {
     }
     if (this.phase === 'settling' && this.stopper.settled(nowMs, this.ledger.unackedTotal())) {
       // The last word peers hear: what this node no longer holds. Then the snapshot, in the same step.
-      out.push({ kind: 'gossip', msg: this.gossip(nowMs) })
+      out.push({ kind: 'gossip', msg: this.gossip.now(nowMs) })
       this.snapshot = this.save(nowMs, 'stopped')
       this.stopper.phase = 'stopped'
     }
   }
 
-  /** The state file's content as of now. */
+  /** The state file's content as of now (persist.ts). */
   save (nowMs: number, status: 'running' | 'stopped'): SavedState {
-    const s: SavedState = {
-      version: 2,
-      node: this.node,
-      cluster: this.cluster,
-      status,
-      allocate: this.limiter.allocate,
-      incarnation: this.incarnation,
-      epoch: this.epoch,
-      carries: [this.epoch, ...this.carries].slice(0, 8),
-      keys: []
-    }
-    if (status === 'stopped') {
-      s.stoppedAt = this.calendar.at(nowMs)
-      s.rules = this.limiter.rules.map(r => r.config)
-      s.transitions = this.transitions.toJSON()
-      s.debts = this.peers.knownDebts()
-      s.keys = snapshotKeys(this, nowMs)
-    }
-    return s
+    return saveState(this, nowMs, status)
   }
 
   /** Only glob keys are evicted (exact keys are bounded by the rules); never with cluster work pending. */

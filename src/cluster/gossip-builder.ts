@@ -48,7 +48,7 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
   for (const r of core.limiter.rules) { rules[r.name] = r.hash; bytes += r.name.length + r.hash.length + 4 }
   const acks = core.ledger.acks(core.currentEpochs())
   for (const [n, e] of acks) bytes += n.length + e.length + 14
-  const pending = core.pendingRules()
+  const pending = core.gossip.pendingRules()
   for (const r of pending) bytes += r.length + 2
   for (const e of core.carries) bytes += e.length + 2
   let leftover: KeyState | null = null
@@ -84,7 +84,7 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     node: core.node,
     epoch: core.epoch,
     inc: core.incarnation,
-    seq: core.nextGossipSeq(),
+    seq: core.gossip.nextSeq(),
     now: core.limiter.calendar.at(nowMs),
     pending,
     carries: [...core.carries],

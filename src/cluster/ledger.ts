@@ -186,6 +186,11 @@ export class Ledger {
     return lost
   }
 
+  /** How many entries the ledger keeps: outboxes, applied marks, early-grant sets (bounded by live peers). */
+  get size (): number {
+    return this.out.size + this.applied.size + this.early.size
+  }
+
   /** Tokens in all unacked grants. */
   unackedTotal (): number {
     let n = 0

@@ -20,6 +20,33 @@ import { ErrorCodes, QuotadError } from '../errors.js'
 import { ClusterCore, type ClusterCoreOptions } from './cluster-core.js'
 import { startKind, type SavedKey, type SavedState, type StartKind } from './durable-state.js'
 import { deferredTotal, ext } from './key-ext.js'
+import { MAX_CARRIES } from './messages.js'
+
+/**
+ * The state file's content: a running file (written before serving: it only
+ * counts the incarnation) or a clean stop's snapshot.
+ */
+export function saveState (core: ClusterCore, nowMs: number, status: 'running' | 'stopped'): SavedState {
+  const s: SavedState = {
+    version: 2,
+    node: core.node,
+    cluster: core.cluster,
+    status,
+    allocate: core.limiter.allocate,
+    incarnation: core.incarnation,
+    epoch: core.epoch,
+    carries: [core.epoch, ...core.carries].slice(0, MAX_CARRIES),
+    keys: []
+  }
+  if (status === 'stopped') {
+    s.stoppedAt = core.calendar.at(nowMs)
+    s.rules = core.limiter.rules.map(r => r.config)
+    s.transitions = core.transitions.toJSON()
+    s.debts = core.peers.knownDebts()
+    s.keys = snapshotKeys(core, nowMs)
+  }
+  return s
+}
 
 /** Every key with tokens, a pre-allocated share or a burn owed, after the handoff: what to save. */
 export function snapshotKeys (core: ClusterCore, nowMs: number): SavedKey[] {

@@ -1,0 +1,102 @@
+/**
+ * When gossip goes out and which keys it offers: the per-interval delta,
+ * the full-sync passes (anti-entropy) and the `pending` rules.
+ *
+ * Candidates for a message, in order: a key carried over from the last
+ * message (taken but over the byte budget), the active keys, then the
+ * resumable full-sync pass over every key with cluster state (each marked
+ * stale as the pass reaches it, so it is sent). A pass starts on the
+ * `fullSyncEvery`-th gossip, or at once when something asks for it (a peer
+ * that is new or restarted, a rule change), and only after the last one
+ * ended: a large table takes many messages.
+ *
+ * `pending` (Gossip.pending): the rules whose keys this node has not all
+ * announced since it started or since the rule last changed. It clears
+ * when a pass that began after the last change has offered every key and
+ * every one was taken. Until then peers may not read a missing key as
+ * "no state here, so no burn owed" (caution.ts).
+ */
+import type { KeyState } from '../core/limiter.js'
+import type { ClusterCore } from './cluster-core.js'
+import { buildGossip } from './gossip-builder.js'
+import { ext } from './key-ext.js'
+import type { Gossip } from './messages.js'
+
+export class GossipSchedule {
+  private readonly core: ClusterCore
+  private last = -Infinity
+  private count = 0
+  private seq = 0
+  private fullSync = true
+  private cursor: Iterator<KeyState> | null = null
+  private carry: KeyState | null = null
+  private readonly announcing = new Set<string>()
+  private changes = 0
+  private passFrom = -1
+  private passDone = false
+
+  constructor (core: ClusterCore, rules: readonly string[]) {
+    this.core = core
+    // A new epoch announces every key before peers may read absence as "nothing owed".
+    for (const r of rules) this.announcing.add(r)
+  }
+
+  /** The gossip due at `nowMs`, if the interval has passed. */
+  due (nowMs: number): Gossip | null {
+    if (nowMs - this.last < this.core.tuning.gossipIntervalMs) return null
+    if ((this.fullSync || ++this.count % this.core.tuning.fullSyncEvery === 0) && this.cursor === null) {
+      this.cursor = this.core.limiter.states()
+      this.passFrom = this.changes
+      this.passDone = false
+    }
+    this.fullSync = false
+    return this.now(nowMs)
+  }
+
+  /** A gossip now, outside the schedule (a stop's announcements). */
+  now (nowMs: number): Gossip {
+    this.last = nowMs
+    const { msg, leftover } = buildGossip(this.core, this.candidates(), nowMs)
+    this.carry = leftover
+    if (this.passDone && this.carry === null && this.passFrom === this.changes) this.announcing.clear()
+    return msg
+  }
+
+  /** A peer needs every key: start a pass at the next gossip. */
+  requestFullSync (): void {
+    this.fullSync = true
+  }
+
+  /** These rules changed: their keys are pending until a fresh pass has announced them all. */
+  rulesChanged (names: readonly string[]): void {
+    if (names.length === 0) return
+    for (const n of names) this.announcing.add(n)
+    this.changes++
+    this.cursor = null
+    this.fullSync = true
+  }
+
+  pendingRules (): string[] {
+    return [...this.announcing]
+  }
+
+  nextSeq (): number {
+    return ++this.seq
+  }
+
+  private * candidates (): Generator<KeyState> {
+    const carried = this.carry
+    this.carry = null
+    if (carried !== null) yield carried
+    yield * this.core.active
+    const c = this.cursor
+    if (c === null) return
+    while (true) {
+      const n = c.next()
+      if (n.done === true) { this.cursor = null; this.passDone = true; return }
+      if (n.value.ext === null) continue
+      ext(n.value).sentHeld = NaN
+      yield n.value
+    }
+  }
+}

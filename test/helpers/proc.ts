@@ -1,6 +1,11 @@
 /**
  * Real-process helpers: write a cluster file into a fresh temp dir, start
  * `quotad` from the compiled CLI, wait for its socket, run `quotactl`.
+ *
+ * Nothing here bounds how fast the machine is: every wait polls for its
+ * condition with a generous deadline (a busy 2-core CI machine can take many
+ * seconds to start a node), and a deadline only turns "never" into a failure
+ * with a message.
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
@@ -47,12 +52,37 @@ export function startQuotad (args: string[]): Proc {
   return { child, stderr: () => err, exited }
 }
 
-export async function waitForSocket (socketPath: string, proc?: Proc, ms = 10_000): Promise<void> {
+/** Deadline for anything a real process has to do (start, answer, log, exit). */
+export const PROC_DEADLINE_MS = 60_000
+
+/** A client with a timeout long enough for a loaded machine (the default is 5 s). */
+export async function connect (socketPath: string): Promise<QuotadClient> {
+  return await QuotadClient.connect({ socketPath, timeoutMs: 30_000 })
+}
+
+/**
+ * Poll `f` until it returns something other than undefined/false, and return
+ * that; after `ms`, throw with `what` and the last value `describe` gives.
+ */
+export async function eventually<T> (what: string, f: () => Promise<T | undefined | false> | T | undefined | false, ms = PROC_DEADLINE_MS, describe?: () => unknown): Promise<T> {
+  const deadline = Date.now() + ms
+  while (true) {
+    const v = await f()
+    if (v !== undefined && v !== false) return v
+    if (Date.now() > deadline) {
+      const last = describe === undefined ? '' : `; last seen: ${JSON.stringify(describe())}`
+      throw new Error(`timed out after ${ms} ms waiting for ${what}${last}`)
+    }
+    await new Promise(resolve => setTimeout(resolve, 100))
+  }
+}
+
+export async function waitForSocket (socketPath: string, proc?: Proc, ms = PROC_DEADLINE_MS): Promise<void> {
   const deadline = Date.now() + ms
   while (true) {
     if (proc !== undefined && proc.child.exitCode !== null) throw new Error(`quotad exited early: ${proc.stderr()}`)
     try {
-      const c = await QuotadClient.connect({ socketPath, timeoutMs: 1000, reconnect: false })
+      const c = await QuotadClient.connect({ socketPath, timeoutMs: 5000, reconnect: false })
       await c.ping()
       await c.close()
       return
@@ -63,7 +93,7 @@ export async function waitForSocket (socketPath: string, proc?: Proc, ms = 10_00
   }
 }
 
-export async function waitForLog (proc: Proc, text: string, ms = 10_000): Promise<void> {
+export async function waitForLog (proc: Proc, text: string, ms = PROC_DEADLINE_MS): Promise<void> {
   const deadline = Date.now() + ms
   while (!proc.stderr().includes(text)) {
     if (Date.now() > deadline) throw new Error(`no "${text}" in log: ${proc.stderr()}`)
@@ -73,9 +103,10 @@ export async function waitForLog (proc: Proc, text: string, ms = 10_000): Promis
 
 export interface Run { code: number, stdout: string, stderr: string }
 
-export async function run (script: string, args: string[]): Promise<Run> {
+/** Run a CLI to completion; it is killed (code 99 or a signal) only after `timeoutMs`, a deadline, not a speed bound. */
+export async function run (script: string, args: string[], { timeoutMs = PROC_DEADLINE_MS } = {}): Promise<Run> {
   return await new Promise(resolve => {
-    execFile(process.execPath, [script, ...args], { timeout: 20_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [script, ...args], { timeout: timeoutMs }, (err, stdout, stderr) => {
       const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 99
       resolve({ code, stdout, stderr })
     })

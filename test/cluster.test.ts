@@ -1,103 +1,154 @@
 /**
  * Real quotad processes forming a cluster over libp2p on loopback.
+ *
+ * On a busy machine the load these tests can drive, and how soon the nodes
+ * act on it, varies: the upper bounds (never over the limit, never a token
+ * created) are checked on every reading; what the cluster achieves (close to
+ * the limit, tokens handed over, stranded tokens reported) is waited for,
+ * with a deadline of a minute.
  */
 import test from 'ava'
 import { QuotadClient } from '../src/client/index.js'
 import type { Decision } from '../src/core/types.js'
 import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
-import { stop } from './helpers/proc.js'
+import { eventually, stop } from './helpers/proc.js'
+import { keyBooks, nodeStatus, settledHeld } from './helpers/settle.js'
 
 const PER_MS = 2000
 const LIMIT = 60
 const RULES = [{ name: 'api', match: 'api', limit: LIMIT, per: '2s', algorithm: 'fixed-window', mode: 'hard' }]
+const SLOW = 240_000
+/** Requests a node may have unanswered at once: far above what the limit needs, never a flood that slows the machine. */
+const MAX_INFLIGHT = 30
+/** Rounding of resetMs and the nodes' calendar slew, in ms. */
+const SLACK = 50
 
-interface Tally { perWindow: Map<number, number>, ambiguous: number }
-
-/** Window of an allowed decision: the node's window ends at receive time + resetMs, rounded to the window grid. */
-function windowOf (d: Decision, receivedAt: number): number {
-  return Math.round((receivedAt + d.resetMs) / PER_MS) - 1
+interface Tally {
+  perWindow: Map<number, number>
+  /** Allowed, but the round trip straddled a window boundary: which window is unknown. */
+  unplaced: number
+  /** Failed or timed out: the node may or may not have spent a token. */
+  ambiguous: number
+  /** Full windows: the load ran from before their start to after their end. */
+  loadFrom: number
+  loadTo: number
 }
 
-/** Hammer the nodes with weights (requests per 10 ms tick) for `ms`; count allowed per window. */
-async function hammer (c: TestCluster, weights: Record<string, number>, ms: number, tally: Tally, alive: () => string[] = () => Object.keys(weights)): Promise<void> {
+const newTally = (): Tally => ({ perWindow: new Map(), unplaced: 0, ambiguous: 0, loadFrom: Infinity, loadTo: -Infinity })
+
+/**
+ * The window of an allowed decision. The node made it between `sentAt` and
+ * `receivedAt` (wall clock here and there: same machine), and its window ends
+ * `resetMs` after that, on the window grid. Only a round trip that contains
+ * exactly one grid point places it; a long one (a busy machine) leaves it unplaced.
+ */
+function windowOf (d: Decision, sentAt: number, receivedAt: number): number | undefined {
+  const lo = Math.ceil((sentAt + d.resetMs - SLACK) / PER_MS)
+  const hi = Math.floor((receivedAt + d.resetMs + SLACK) / PER_MS)
+  return lo === hi ? lo - 1 : undefined
+}
+
+function fullWindows (tally: Tally): Array<[number, number]> {
+  return [...tally.perWindow.entries()]
+    .filter(([w]) => w * PER_MS >= tally.loadFrom && (w + 1) * PER_MS <= tally.loadTo)
+    .sort((x, y) => x[0] - y[0])
+}
+
+/**
+ * Drive the nodes with weights (requests per 10 ms tick, at most MAX_INFLIGHT
+ * unanswered per node) until `done(tally)` or `ms` have passed; count allowed per window.
+ */
+async function hammer (c: TestCluster, weights: Record<string, number>, ms: number, tally: Tally, done: (t: Tally) => boolean = () => false, alive: () => string[] = () => Object.keys(weights)): Promise<void> {
   const clients = new Map<string, QuotadClient>()
-  for (const n of Object.keys(weights)) clients.set(n, await QuotadClient.connect({ socketPath: c.sockets[n], timeoutMs: 2000, reconnect: false }))
+  const inflight = new Map<string, number>()
+  for (const n of Object.keys(weights)) {
+    clients.set(n, await QuotadClient.connect({ socketPath: c.sockets[n], timeoutMs: 10_000, reconnect: false }))
+    inflight.set(n, 0)
+  }
   const end = Date.now() + ms
-  const inflight: Array<Promise<void>> = []
-  while (Date.now() < end) {
+  const all: Array<Promise<void>> = []
+  tally.loadFrom = Date.now()
+  while (Date.now() < end && !done(tally)) {
     for (const n of alive()) {
       const client = clients.get(n)
       if (client === undefined) continue
-      for (let i = 0; i < weights[n]; i++) {
-        inflight.push(client.acquire('api').then(d => {
+      for (let i = 0; i < weights[n] && (inflight.get(n) ?? 0) < MAX_INFLIGHT; i++) {
+        inflight.set(n, (inflight.get(n) ?? 0) + 1)
+        const sentAt = Date.now()
+        all.push(client.acquire('api').then(d => {
           if (!d.allowed) return
-          const w = windowOf(d, Date.now())
-          tally.perWindow.set(w, (tally.perWindow.get(w) ?? 0) + 1)
-        }, () => { tally.ambiguous++ }))
+          const w = windowOf(d, sentAt, Date.now())
+          if (w === undefined) tally.unplaced++
+          else tally.perWindow.set(w, (tally.perWindow.get(w) ?? 0) + 1)
+        }, () => { tally.ambiguous++ }).finally(() => { inflight.set(n, (inflight.get(n) ?? 0) - 1) }))
       }
     }
+    tally.loadTo = Date.now()
     await new Promise(resolve => setTimeout(resolve, 10))
   }
-  await Promise.all(inflight)
+  await Promise.all(all)
   for (const client of clients.values()) await client.close().catch(() => {})
 }
 
 test.serial('3 nodes, hard fixed window, skewed load through all sockets: each window admits at most the limit, and close to it', async t => {
+  t.timeout(SLOW)
   const c = await makeCluster(['a', 'b', 'c'], RULES)
   t.teardown(async () => await c.stopAll())
   await Promise.all(c.names.map(async n => await c.start(n)))
   await waitForPeers(c, c.names, 2)
-  const tally: Tally = { perWindow: new Map(), ambiguous: 0 }
-  await hammer(c, { a: 6, b: 2, c: 1 }, 9000, tally)
+  const tally = newTally()
+  // Until two full windows have come close to the limit (on an idle machine, the first two).
+  const close = (x: Tally): boolean => fullWindows(x).filter(([, n]) => n >= LIMIT * 0.9).length >= 2
+  await hammer(c, { a: 6, b: 2, c: 1 }, 60_000, tally, close)
   const windows = [...tally.perWindow.entries()].sort((x, y) => x[0] - y[0])
-  t.log('allowed per window', windows)
+  t.log('allowed per window', windows, 'unplaced', tally.unplaced, 'ambiguous', tally.ambiguous)
   for (const [w, n] of windows) t.true(n <= LIMIT, `window ${w} admitted ${n} > ${LIMIT}`)
-  // The full windows in the middle (not the first or last, which are partial) come close to the limit.
-  const full = windows.slice(1, -1)
-  t.true(full.length >= 2)
-  for (const [w, n] of full) t.true(n >= LIMIT * 0.9, `window ${w} admitted only ${n}`)
+  t.true(close(tally), `no two full windows came within 90% of the limit: ${JSON.stringify(fullWindows(tally))}`)
 })
 
 test.serial('a node killed mid-window: no overshoot, and its tokens show as stranded', async t => {
+  t.timeout(SLOW)
   const c = await makeCluster(['a', 'b', 'c'], RULES)
   t.teardown(async () => await c.stopAll())
   await Promise.all(c.names.map(async n => await c.start(n)))
   await waitForPeers(c, c.names, 2)
-  const tally: Tally = { perWindow: new Map(), ambiguous: 0 }
+  const tally = newTally()
   let killed = false
   const killer = setTimeout(() => { c.procs.a.child.kill('SIGKILL'); killed = true }, 3000)
-  await hammer(c, { a: 4, b: 4, c: 1 }, 7000, tally, () => killed ? ['b', 'c'] : ['a', 'b', 'c'])
+  await hammer(c, { a: 4, b: 4, c: 1 }, 7000, tally, () => false, () => killed ? ['b', 'c'] : ['a', 'b', 'c'])
   clearTimeout(killer)
+  t.true(killed)
+  t.log('allowed per window', [...tally.perWindow.entries()], 'unplaced', tally.unplaced, 'ambiguous', tally.ambiguous)
   for (const [w, n] of tally.perWindow) t.true(n <= LIMIT, `window ${w} admitted ${n}`)
-  const client = await QuotadClient.connect({ socketPath: c.sockets.b })
-  const s = await client.status() as { peers: Array<{ name: string, alive: boolean }>, clusterKeys: Array<{ key: string, stranded: number }> }
-  await client.close()
+  // b notices that a is gone (after its alive timeout), and reports what a held or had spent as stranded.
+  const s = await eventually('b to see a dead and its tokens stranded', async () => {
+    const s = await nodeStatus(c.sockets.b)
+    const aAlive = s.peers.find(p => p.name === 'a')?.alive
+    return aAlive === false && keyBooks(s, 'api').stranded > 0 && s
+  })
   t.false(s.peers.find(p => p.name === 'a')?.alive)
-  t.true((s.clusterKeys.find(k => k.key === 'api')?.stranded ?? 0) > 0, 'what a held or had spent is reported as stranded')
+  t.true(keyBooks(s, 'api').stranded > 0, 'what a held or had spent is reported as stranded')
 })
 
 test.serial('SIGTERM: a stopping node hands its tokens to its peers', async t => {
-  const rules = [{ name: 'day', match: 'day', limit: 90, per: '1d', algorithm: 'fixed-window' }]
+  t.timeout(SLOW)
+  // A window far longer than the test: no boundary inside it hands spent tokens back.
+  const rules = [{ name: 'day', match: 'day', limit: 90, per: '366d', algorithm: 'fixed-window' }]
   const c = await makeCluster(['a', 'b', 'c'], rules)
   t.teardown(async () => await c.stopAll())
   await Promise.all(c.names.map(async n => await c.start(n)))
   await waitForPeers(c, c.names, 2)
-  const held = async (n: string): Promise<number> => {
-    const client = await QuotadClient.connect({ socketPath: c.sockets[n] })
-    const d = await client.peek('day')
-    await client.close()
-    return d.remaining
-  }
-  t.is(await held('a') + await held('b') + await held('c'), 90)
+  const sockets = (names: string[]): Record<string, string> => Object.fromEntries(names.map(n => [n, c.sockets[n]]))
+  t.is((await settledHeld(sockets(['a', 'b', 'c']), 'day')).total, 90)
   await stop(c.procs.a)
   t.is(c.procs.a.child.exitCode, 0)
   // b and c now hold all 90 between them: a's 30 moved, none were created.
-  const deadline = Date.now() + 5000
-  let total = 0
-  while (Date.now() < deadline) {
-    total = await held('b') + await held('c')
-    if (total === 90) break
-    await new Promise(resolve => setTimeout(resolve, 100))
-  }
-  t.is(total, 90)
+  const seen: number[] = []
+  await eventually('b and c to hold all 90', async () => {
+    const { total } = await settledHeld(sockets(['b', 'c']), 'day')
+    seen.push(total)
+    return total >= 90
+  }, undefined, () => seen)
+  t.true(seen.every(n => n <= 90), `a token was created: ${JSON.stringify(seen)}`)
+  t.is(seen[seen.length - 1], 90)
 })

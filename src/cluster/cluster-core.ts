@@ -86,7 +86,7 @@ export class ClusterCore {
   /** What the stop saved; set in the step that ends the stop. */
   snapshot: SavedState | null = null
   /** Counters for status and metrics. */
-  readonly counters = { badMessages: 0, wantsSent: 0, wantsServed: 0, grantsApplied: 0, grantsRejected: 0, tokensIn: 0, tokensOut: 0, tokensBurned: 0 }
+  readonly counters = { badMessages: 0, wantsSent: 0, wantsServed: 0, grantsApplied: 0, grantsRejected: 0, tokensIn: 0, tokensOut: 0, tokensBurned: 0, handedOff: 0 }
 
   constructor (opts: ClusterCoreOptions) {
     this.node = opts.node

@@ -238,7 +238,7 @@ export class ClusterNode {
     const unacked = this.core.ledger.unackedTotal()
     // Unacked grants may or may not have been applied: not saved (that could create tokens). Say how much is at risk.
     if (unacked > 0) log.warn('handoff not acknowledged; tokens in those grants may be stranded', { tokens: unacked })
-    log.info('handed off tokens', { tokens: this.core.counters.tokensOut })
+    log.info('handed off tokens', { tokens: this.core.counters.handedOff })
     await writeState(node.dataDir, snap)
     const t = this.transport
     this.transport = null

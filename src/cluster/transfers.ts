@@ -162,7 +162,10 @@ export class Transfers {
         const r = p.keys.get(ks.key)?.rate ?? 0
         if (r > rate) { to = p; rate = r }
       }
-      if (to !== undefined) this.push(ks, x, to, n, nowMs, out)
+      if (to === undefined) continue
+      const before = c.counters.tokensOut
+      this.push(ks, x, to, n, nowMs, out)
+      c.counters.handedOff += c.counters.tokensOut - before
     }
   }
 }

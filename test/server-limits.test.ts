@@ -29,9 +29,10 @@ class BigStatusService extends FakeService {
   }
 }
 
-/** Wait until `value()` stops changing for `quietMs`. */
-async function settle (value: () => number, quietMs = 300, maxMs = 10_000): Promise<number> {
+/** Wait until `value()` is above 0 and then stops changing for `quietMs` (generous: the machine may be loaded). */
+async function settle (value: () => number, quietMs = 500, maxMs = 20_000): Promise<number> {
   const deadline = Date.now() + maxMs
+  while (value() === 0 && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 10))
   let last = value()
   let since = Date.now()
   while (Date.now() < deadline) {
@@ -62,7 +63,7 @@ test('a client that writes 100,000 status requests and never reads costs at most
   t.true(stats.peakBufferedBytes <= 8 * MB, `peak ${stats.peakBufferedBytes}`)
   t.true(server.stats().peakConnectionBytes <= 8 * MB)
   // About WRITE_HIGH_WATER of replies plus what the kernel holds, then no more work for it.
-  t.true(requests < 1000, `${requests} requests answered for a client that reads nothing`)
+  t.true(requests > 0 && requests < 1000, `${requests} requests answered for a client that reads nothing`)
 
   const other = await Raw.open(path)
   t.like(await other.request({ id: 2, op: 'ping' }), { id: 2, ok: true }, 'others are served meanwhile')
@@ -70,7 +71,7 @@ test('a client that writes 100,000 status requests and never reads costs at most
   hog.destroy()
   t.true(await until(() => server.stats().connections === 1), 'the server notices the close although it stopped reading')
   t.deepEqual(server.connectionStats().map(c => c.id), [server.connectionStats()[0].id])
-  t.is(server.scheduler.size, 0, 'no turn queued for a closed connection')
+  t.true(await until(() => server.scheduler.size === 0), 'a closed connection leaves the turn queue at its next turn')
   other.destroy()
 })
 
@@ -100,7 +101,7 @@ test('pipelined acquires from a client that does not read: paused mid-chunk, bou
   const answered = await settle(() => server.connectionStats()[0]?.requests ?? 0)
   const peak = server.connectionStats()[0].peakBufferedBytes
   t.log(`answered ${answered} of ${n} while not reading; peak ${peak} bytes`)
-  t.true(answered < n)
+  t.true(answered > 0 && answered < n)
   t.true(peak <= 2 * WRITE_HIGH_WATER + 512 * 1024, `peak ${peak}`)
   c.socket.resume()
   t.is((await c.waitFor(n, 30_000)).length, n)
@@ -147,4 +148,14 @@ test('a quiet connection is answered while another floods, long before the flood
   t.true(FRAMES_PER_TURN < n)
   flood.destroy()
   quiet.destroy()
+})
+
+test('a client that half-closes after a long pipeline gets every reply first', async t => {
+  const { path } = await startServer(t)
+  const c = await Raw.open(path)
+  const n = 20_000
+  const frame = encodeMessage({ id: 3, op: 'ping' })
+  c.socket.end(Buffer.concat(Array.from({ length: n }, () => frame))) // shutdown(SHUT_WR) after the last request
+  await c.closed
+  t.is(c.replies.length, n, 'the requests held when the end arrived were answered, then the server closed')
 })

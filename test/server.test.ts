@@ -31,11 +31,12 @@ test('acquire, peek, status and ping', async t => {
 test('1000 pipelined requests in one write; a waiting acquire answers after later requests', async t => {
   const { path: p } = await startServer(t)
   const c = await Raw.open(p)
-  // Long enough that all 999 others are answered first even on a loaded machine (they now take several turns).
-  const msgs: unknown[] = [{ id: 0, op: 'acquire', key: 'wait:slow', waitMs: 1000 }]
+  // Long enough that all 999 others are answered first even on a loaded machine (they take several turns,
+  // and other tests in this process flood the same event loop).
+  const msgs: unknown[] = [{ id: 0, op: 'acquire', key: 'wait:slow', waitMs: 5000 }]
   for (let i = 1; i < 1000; i++) msgs.push(i % 2 === 0 ? { id: i, op: 'ping' } : { id: i, op: 'acquire', key: `k${i % 7}` })
   c.send(...msgs)
-  const replies = await c.waitFor(1000)
+  const replies = await c.waitFor(1000, 20_000)
   t.is(replies.length, 1000)
   t.deepEqual(replies.map(r => r.id).sort((a, b) => (a ?? 0) - (b ?? 0)), Array.from({ length: 1000 }, (_, i) => i))
   t.is(replies[999].id, 0, 'the waiting acquire answers last')

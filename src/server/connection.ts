@@ -76,6 +76,8 @@ export class Connection implements FrameHandler, Turned {
   private backlogged = false
   private closing = false
   private closed = false
+  /** The client half-closed: close once the input we hold is answered. */
+  private inputEnded = false
   private readonly budget = new TurnBudget()
   queued = false
   requests = 0
@@ -89,6 +91,7 @@ export class Connection implements FrameHandler, Turned {
     this.decoder = new FrameDecoder(this, host.limits.maxFrameBytes)
     socket.on('data', this.onData)
     socket.on('drain', this.onDrain)
+    socket.on('end', this.onEnd)
     socket.on('error', this.onError)
     socket.on('close', this.onClose)
   }
@@ -146,10 +149,23 @@ export class Connection implements FrameHandler, Turned {
     } else if (d.isPaused && d.pendingBytes > 0) {
       this.setReading(false)
       this.host.scheduler.enqueue(this)
+    } else if (this.inputEnded) {
+      this.close() // everything the client sent is answered
     } else {
       if (d.isPaused) d.resume() // stopped exactly at the end of the input
       this.setReading(true)
     }
+  }
+
+  /**
+   * The client shut down its side (or closed). That counts as disconnecting
+   * (docs/protocol.md), but only after the requests it sent: the decoder may
+   * still hold some, because a turn ended before them, and Node reports the
+   * end as soon as its own buffer is empty.
+   */
+  private readonly onEnd = (): void => {
+    this.inputEnded = true
+    if (this.decoder.pendingBytes === 0) this.close()
   }
 
   private setReading (on: boolean): void {

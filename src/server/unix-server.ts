@@ -126,7 +126,9 @@ export class UnixServer implements ConnectionHost {
   private async listen (): Promise<void> {
     try {
       await prepareSocketPath(this.path)
-      const server = net.createServer({ allowHalfOpen: false }, this.onConnection)
+      // Half-open: a client's end of input is handled by the Connection, which
+      // first answers the input it still holds (see Connection.onEnd).
+      const server = net.createServer({ allowHalfOpen: true }, this.onConnection)
       this.identity = await listenOnSocket(server, this.path, this.socketMode)
       server.on('error', err => this.events.publish('socket-error', { code: (err as NodeJS.ErrnoException).code, message: err.message }))
       this.server = server

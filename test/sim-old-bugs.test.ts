@@ -78,7 +78,7 @@ test('a stopping node: today it refuses wants once its snapshot is taken; answer
     // The old stop: onWant had no phase check, so a node answered wants after saving its state.
     const patch = (core: ClusterCore): void => {
       const c = core as unknown as { stopper: { phase: string }, transfers: { onWant: (w: Want, now: number) => Grant | None } }
-      core.onWant = (w, now) => {
+      core.onWant = (w, _from, now) => {
         const phase = c.stopper.phase
         c.stopper.phase = 'running'
         try { return c.transfers.onWant(w, now) } finally { c.stopper.phase = phase }

@@ -24,6 +24,8 @@ const HELP = `usage:
       QUOTAD_LISTEN, QUOTAD_SOCKET, QUOTAD_DATA_DIR (flags win).
   quotad check-config FILE
       validate a cluster file and print every problem with its JSON path
+  quotad peer-id (--data-dir DIR | --config FILE --node NAME)
+      print the node's peer id for the cluster file's "peerId" (creates its key if missing)
   quotad keygen FILE [--force]
       write a new pre-shared swarm key (libp2p pnet format, mode 0600)
   quotad simulate [--config FILE] [--nodes N] [--scenario NAME] [--seeds K] ...
@@ -60,6 +62,19 @@ async function cli (argv: string[]): Promise<void> {
     if (arg === undefined) throw usage('check-config needs a FILE')
     const cfg = await loadClusterFile(resolve(arg))
     process.stdout.write(`${arg}: ok (${cfg.nodes.length} nodes, ${cfg.rules.length} rules)\n`)
+    return
+  }
+  if (cmd === 'peer-id') {
+    let dir = values['data-dir'] ?? process.env.QUOTAD_DATA_DIR
+    if (dir === undefined && values.config !== undefined && values.node !== undefined) {
+      const cfg = await load(resolve(values.config), values.node, overridesFrom(values, process.env))
+      dir = cfg.nodes.find(n => n.name === values.node)?.dataDir
+    }
+    if (dir === undefined || dir === '') throw usage('peer-id needs --data-dir DIR, or --config FILE --node NAME')
+    const { peerIdOf } = await import('../cluster/transport/identity.js')
+    const id = await peerIdOf(resolve(dir))
+    process.stdout.write(id.peerId + '\n')
+    if (id.created) process.stderr.write(`created a new peer key in ${id.path}\n`)
     return
   }
   if (cmd === 'keygen') {

@@ -28,6 +28,7 @@ import { StopMachine, type Phase } from './lifecycle.js'
 import { repayDebt, softVerdict, updatePacing } from './local-policy.js'
 import { CLUSTER_VERSION, type Ack, type Gossip, type Grant, type None, type Want } from './messages.js'
 import { Peers, type Peer } from './peers.js'
+import { Membership, type Verdict } from './membership.js'
 import { carryOver, stampOf, Transitions } from './rule-change.js'
 import { saveState } from './persist.js'
 import type { SavedState } from './durable-state.js'
@@ -43,7 +44,13 @@ export interface ClusterCoreOptions {
   /** Earlier epochs whose books this one restored (a clean restart). @default [] */
   carries?: string[]
   cluster?: string
+  /** The cluster hash (cluster-hash.ts): tokens move only between nodes with the same. @default '' */
+  clusterHash?: string
   seeds: readonly string[]
+  /** The cluster file's nodes and their pinned peer ids (membership.ts). @default the seeds, none pinned */
+  listed?: ReadonlyMap<string, string | undefined>
+  /** Most members not in the file a seed admits. @default 256 */
+  maxMembers?: number
   rules: RuleConfig[]
   limits: LimitsConfig
   /** May this node materialize pre-allocated shares? False after an unclean restart. */
@@ -64,6 +71,9 @@ export class ClusterCore {
   readonly incarnation: number
   readonly carries: readonly string[]
   readonly cluster: string
+  readonly clusterHash: string
+  /** Which peer id may speak for which name (membership.ts). */
+  readonly membership: Membership
   readonly limiter: Limiter
   readonly calendar: Calendar
   readonly ledger: Ledger
@@ -86,7 +96,12 @@ export class ClusterCore {
   /** What the stop saved; set in the step that ends the stop. */
   snapshot: SavedState | null = null
   /** Counters for status and metrics. */
-  readonly counters = { badMessages: 0, wantsSent: 0, wantsServed: 0, grantsApplied: 0, grantsRejected: 0, tokensIn: 0, tokensOut: 0, tokensBurned: 0, handedOff: 0 }
+  readonly counters = { badMessages: 0, wantsSent: 0, wantsServed: 0, grantsApplied: 0, grantsRejected: 0, tokensIn: 0, tokensOut: 0, tokensBurned: 0, handedOff: 0, grantsRefused: 0, tokensRefused: 0 }
+  /** Why the last grant was refused (status). */
+  lastRefusal: string | null = null
+  /** Per key: tokens in grants this node refused, and tokens of its own refused pushes it took back (the audit reads them). */
+  readonly refusedTokens = new Map<string, number>()
+  readonly reclaimedTokens = new Map<string, number>()
 
   constructor (opts: ClusterCoreOptions) {
     this.node = opts.node
@@ -94,11 +109,22 @@ export class ClusterCore {
     this.incarnation = opts.incarnation ?? 1
     this.carries = opts.carries ?? []
     this.cluster = opts.cluster ?? ''
+    this.clusterHash = opts.clusterHash ?? ''
     this.seeds = seedOrder(opts.seeds)
+    this.membership = new Membership({
+      me: opts.node,
+      listed: opts.listed ?? new Map(this.seeds.map(n => [n, undefined])),
+      seeds: this.seeds,
+      maxMembers: opts.maxMembers ?? 256
+    })
     this.tuning = { ...defaultTuning(opts.tuning?.gossipIntervalMs), ...opts.tuning }
     this.calendar = new Calendar(opts.wallMs, opts.monoMs)
     this.ledger = new Ledger(opts.node, opts.epoch)
-    this.peers = new Peers(this.tuning.aliveTimeoutMs)
+    this.peers = new Peers(this.tuning.aliveTimeoutMs, {
+      cfg: this.clusterHash,
+      known: k => this.limiter.existing(k) !== undefined,
+      maxKeys: opts.limits.maxKeys
+    })
     this.view = new ClusterView(this.node, this.seeds, this.peers, this.tuning, this.calendar)
     this.stopper = new StopMachine(this.tuning)
     this.caution = { node: this.node, seeds: this.seeds, peers: this.peers, transitions: this.transitions, refreshMs: this.tuning.gossipIntervalMs / 2, now: 0 }
@@ -288,7 +314,9 @@ export class ClusterCore {
     x.wantSentAt = nowMs
     x.lastWantAt = nowMs
     this.counters.wantsSent++
-    this.request(out, donor.name, { v: CLUSTER_VERSION, t: 'want', node: this.node, epoch: this.epoch, key: ks.key, want })
+    const w: Want = { v: CLUSTER_VERSION, t: 'want', node: this.node, epoch: this.epoch, key: ks.key, want }
+    this.transfers.noteWant(donor.name, w, nowMs)
+    this.request(out, donor.name, w)
   }
 
   /** Queue a request; every one is answered by exactly one onReply or onRequestFailed from the driver. */
@@ -303,15 +331,24 @@ export class ClusterCore {
       if (!p.leaving || nowMs - p.lastHeard < this.tuning.forgetAfterMs) continue
       this.strand(this.ledger.forgetPeer(p.name))
       this.peers.forget(p.name)
+      this.membership.release(p.name)
     }
   }
 
   // ---- messages in -------------------------------------------------------
 
-  onGossip (g: Gossip, nowMs: number): void {
-    if (g.node === this.node || this.phase === 'stopped') return
+  /**
+   * A gossip signed by peer id `from`. Taken only if its name is bound to
+   * that id (membership.ts); otherwise dropped, and its name never enters
+   * the peer table. Returns the verdict (the driver logs refusals).
+   */
+  onGossip (g: Gossip, from: string, nowMs: number): Verdict {
+    if (g.node === this.node || this.phase === 'stopped') return 'ok'
+    const verdict = this.membership.check(g.node, from, true)
+    if (verdict !== 'ok') return verdict
+    if (this.seeds.includes(g.node) && g.members !== undefined) this.membership.attest(g.node, g.members)
     const o = this.peers.observe(g, this.node, this.epoch, nowMs, this.calendar.at(nowMs))
-    if (o === null) return
+    if (o === null) return verdict
     const p = this.peers.get(g.node) as Peer
     if (o.restartedFrom !== undefined) {
       this.strand(this.ledger.peerEpoch(g.node, g.epoch))
@@ -320,6 +357,7 @@ export class ClusterCore {
     // A peer we have not heard in this epoch needs every key, not just a delta.
     if (o.isNew || o.restartedFrom !== undefined) this.gossip.requestFullSync()
     this.ledger.ack(g.node, g.epoch, p.appliedFromMe)
+    return verdict
   }
 
   strand (lost: Map<string, number>): void {
@@ -329,8 +367,17 @@ export class ClusterCore {
     }
   }
 
-  onWant (w: Want, nowMs: number): Grant | None { return this.transfers.onWant(w, nowMs) }
-  onGrant (g: Grant, nowMs: number): Ack { return this.transfers.onGrant(g, nowMs) }
+  /** A want from peer id `from`: served only if its name is bound to `from`. */
+  onWant (w: Want, from: string, nowMs: number): Grant | None {
+    if (this.membership.check(w.node, from) !== 'ok') return this.transfers.none()
+    return this.transfers.onWant(w, nowMs)
+  }
+
+  /** A pushed grant from peer id `from`: credited only if its giver's name is bound to `from`. */
+  onGrant (g: Grant, from: string, nowMs: number): Ack {
+    if (this.membership.check(g.node, from) !== 'ok') return this.transfers.ack(g, 0)
+    return this.transfers.onGrant(g, nowMs)
+  }
 
   /** The reply to a request this node sent. */
   onReply (req: Want | Grant, reply: Grant | Ack | None, nowMs: number): void {

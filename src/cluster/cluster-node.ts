@@ -2,9 +2,11 @@
  * The cluster driver: carries the pure ClusterCore's messages over the
  * libp2p transport, on a clock, and keeps the node's durable state.
  *
- * It owns: the tick timer; msgpack encoding of cluster messages; the
- * name <-> peer id map (learned from signed gossip); requests and their
- * replies; and the state file. Every decision is the core's, stopping
+ * It owns: the tick timer; msgpack encoding of cluster messages; requests
+ * and their replies; and the state file. It hands the core every message with
+ * the peer id the transport authenticated (the gossip's signer, the stream's
+ * remote peer): the core takes it only if the name in it is bound to that id
+ * (membership.ts). A reply counts only if it names the node asked. Every decision is the core's, stopping
  * included: `stop()` starts the core's stop machine (lifecycle.ts), ticks it
  * until it hands over its snapshot, and writes that. A peer's malformed or
  * oversized message is dropped, counted (`badMessages`) and logged at debug;
@@ -24,6 +26,7 @@ import { clusterStatus } from './cluster-status.js'
 import { readState, STATE_FILE, writeState, type StartKind } from './durable-state.js'
 import { startCore, type Restored } from './persist.js'
 import { checkOwner } from './state-schema.js'
+import { clusterHash } from './cluster-hash.js'
 import { DEFAULT_BOUNDS, parseMessage, type Grant, type MessageBounds, type Want } from './messages.js'
 import type { Transport, TransportOptions } from './transport/types.js'
 
@@ -46,7 +49,6 @@ export class ClusterNode {
   private readonly opts: ClusterNodeOptions
   private readonly restored: Restored
   private transport: Transport | null = null
-  private readonly idsByName = new Map<string, string>()
   private timer: NodeJS.Timeout | null = null
   private stopping: Promise<void> | null = null
   private readonly bounds: MessageBounds
@@ -56,7 +58,7 @@ export class ClusterNode {
     this.core = core
     this.startKind = restored.kind
     this.restored = restored
-    this.bounds = { ...DEFAULT_BOUNDS, maxKeyBytes: opts.config.limits.maxKeyBytes }
+    this.bounds = { ...DEFAULT_BOUNDS, maxKeyBytes: opts.config.limits.maxKeyBytes, maxMembers: opts.config.limits.maxMembers }
   }
 
   /** Read the durable state and build the state machine (nothing runs, nothing is written yet). */
@@ -68,7 +70,10 @@ export class ClusterNode {
       node: node.name,
       epoch: randomBytes(8).toString('hex'),
       cluster: config.cluster.name,
+      clusterHash: clusterHash(config),
       seeds: config.nodes.filter(n => n.seed).map(n => n.name),
+      listed: new Map(config.nodes.map(n => [n.name, n.peerId])),
+      maxMembers: config.limits.maxMembers,
       limits: config.limits,
       tuning: { gossipIntervalMs: config.cluster.gossipIntervalMs },
       wallMs: clock.now(),
@@ -102,16 +107,18 @@ export class ClusterNode {
     })
     t.onGossip = (from, data) => this.onGossip(from, data)
     t.onRequest = (from, data) => this.onRequest(from, data)
-    t.onPeer = (peerId, connected) => log.info(connected ? 'peer connected' : 'peer disconnected', { peerId, node: this.nameOf(peerId) })
+    t.onPeer = (peerId, connected) => log.info(connected ? 'peer connected' : 'peer disconnected', { peerId, node: this.core.membership.nameOf(peerId) ?? null })
     await t.start()
     this.transport = t
+    const pinned = node.peerId
+    if (pinned !== undefined && pinned !== t.peerId) {
+      // Our own entry pins another key: peers would drop everything we say. Say so plainly.
+      log.error('this node\'s peer id is not the one the cluster file pins for it: peers will ignore it', { pinned, actual: t.peerId })
+    }
+    const unpinned = config.nodes.filter(n => n.seed && n.peerId === undefined).map(n => n.name)
+    if (unpinned.length > 0 && config.nodes.length > 1) log.warn('seeds without a pinned peerId are bound to the first peer id that speaks for them; pin them (quotad peer-id)', { seeds: unpinned })
     log.info('cluster started', { peerId: t.peerId, listen: t.listenAddrs, epoch: this.core.epoch })
     this.timer = setInterval(() => this.tick(), this.core.tuning.tickMs)
-  }
-
-  private nameOf (peerId: string): string | undefined {
-    for (const [name, id] of this.idsByName) if (id === peerId) return name
-    return undefined
   }
 
   private tick (): void {
@@ -142,12 +149,14 @@ export class ClusterNode {
   /** Send one request; settles the core's count of it exactly once (onReply or onRequestFailed). */
   private async request (t: Transport, to: string, msg: Want | Grant): Promise<void> {
     const clock = this.opts.clock
-    const peerId = this.idsByName.get(to)
+    const peerId = this.core.membership.idOf(to)
     if (peerId === undefined) { this.core.onRequestFailed(msg, clock.mono()); return }
     try {
       const raw = await t.request(peerId, packr.pack(msg), this.core.tuning.wantTimeoutMs)
       const reply = parseMessage(packr.unpack(raw), this.bounds)
       if (reply.t !== 'grant' && reply.t !== 'ack' && reply.t !== 'none') throw new Error(`unexpected reply ${reply.t}`)
+      // The stream went to the id bound to `to`; a reply in another name is not an answer.
+      if (reply.node !== to) throw new Error(`reply from ${reply.node}, asked ${to}`)
       this.core.onReply(msg, reply, clock.mono())
       if (reply.t === 'grant') this.opts.onTokens?.()
     } catch (err) {
@@ -160,18 +169,24 @@ export class ClusterNode {
     try {
       const m = parseMessage(packr.unpack(data), this.bounds)
       if (m.t !== 'gossip') throw new Error('not a gossip')
-      const known = this.idsByName.get(m.node)
-      if (known !== from) {
-        if (known !== undefined) this.opts.log.warn('node name moved to another peer id', { node: m.node, was: known, now: from })
-        this.idsByName.set(m.node, from)
-      }
       const before = this.core.peers.get(m.node)?.rules
-      this.core.onGossip(m, this.opts.clock.mono())
+      const verdict = this.core.onGossip(m, from, this.opts.clock.mono())
+      if (verdict !== 'ok') { this.refused(verdict, m.node, from); return }
       this.logRuleChanges(m.node, before ?? {})
     } catch (err) {
       this.core.onBadMessage()
       this.opts.log.debug('dropped a malformed gossip', { from, err })
     }
+  }
+
+  /** Messages in a name not bound to their sender: counted in status; logged once per name and peer id. */
+  private readonly warned = new Set<string>()
+  private refused (verdict: 'impostor' | 'unknown', node: string, from: string): void {
+    const k = `${node}/${from}`
+    if (this.warned.has(k) || this.warned.size > 256) return
+    this.warned.add(k)
+    if (verdict === 'impostor') this.opts.log.warn('dropped messages in a name bound to another peer id', { node, from })
+    else this.opts.log.info('dropped messages from a name no one vouches for yet', { node, from })
   }
 
   /** Say so (once per change) when a peer's rules differ from ours: those rules' tokens are not shared. */
@@ -189,7 +204,7 @@ export class ClusterNode {
     }
   }
 
-  private onRequest (_from: string, data: Uint8Array): Uint8Array {
+  private onRequest (from: string, data: Uint8Array): Uint8Array {
     const now = this.opts.clock.mono()
     let m
     try {
@@ -199,9 +214,9 @@ export class ClusterNode {
       this.opts.log.debug('dropped a malformed request', { err })
       throw err
     }
-    if (m.t === 'want') return packr.pack(this.core.onWant(m, now))
+    if (m.t === 'want') return packr.pack(this.core.onWant(m, from, now))
     if (m.t === 'grant') {
-      const ack = this.core.onGrant(m, now)
+      const ack = this.core.onGrant(m, from, now)
       this.opts.onTokens?.()
       return packr.pack(ack)
     }
@@ -210,7 +225,7 @@ export class ClusterNode {
   }
 
   status (): Record<string, unknown> {
-    const s = clusterStatus(this.core, this.opts.clock.mono(), this.opts.clock.now(), this.idsByName)
+    const s = clusterStatus(this.core, this.opts.clock.mono(), this.opts.clock.now())
     return { ...s, cluster: { ...(s.cluster as object), start: this.startKind, peerId: this.transport?.peerId, listen: this.transport?.listenAddrs, transport: this.transport?.stats() } }
   }
 

@@ -9,10 +9,11 @@ import { deferredTotal, type KeyExt } from './key-ext.js'
 const r3 = (n: number): number => Math.round(n * 1000) / 1000
 
 /** `nowMs` is monotonic; `wallMs` the wall clock read with it (for the calendar's skew). */
-export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number, peerIds: Map<string, string>, maxKeys = 100): Record<string, unknown> {
+export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number, maxKeys = 100): Record<string, unknown> {
   const peers = [...core.peers.all()].map(p => ({
     name: p.name,
-    id: peerIds.get(p.name),
+    id: core.membership.idOf(p.name),
+    sameCluster: p.sameCluster,
     epoch: p.epoch,
     alive: core.peers.isAlive(p, nowMs),
     incarnation: p.inc,
@@ -25,7 +26,7 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
     const differ: string[] = []
     for (const p of core.peers.all()) {
       if (!core.peers.isAlive(p, nowMs)) continue
-      if (p.rules[r.name] === r.hash) agree.push(p.name)
+      if (p.sameCluster && p.rules[r.name] === r.hash) agree.push(p.name)
       else differ.push(p.name)
     }
     return { name: r.name, hash: r.hash, agree, differ, shared: differ.length === 0 }
@@ -63,6 +64,10 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
       phase: core.phase,
       calendarSkewMs: Math.round(core.calendar.at(nowMs) - wallMs),
       ruleChanges: core.transitions.toJSON(),
+      clusterHash: core.clusterHash,
+      // Alive peers whose seeds, pinned ids or timings differ: no tokens move to or from them.
+      clusterDiffers: [...core.peers.all()].filter(p => core.peers.isAlive(p, nowMs) && !p.sameCluster).map(p => p.name),
+      refused: { ...core.membership.refused },
       isolated: core.isolated(nowMs),
       allocate: core.limiter.allocate,
       strandedInLedger: core.ledger.stranded,

@@ -14,9 +14,13 @@ import type { ClusterTuning } from './tuning.js'
 
 const NO_GEN: Record<string, string> = Object.freeze({}) as Record<string, string>
 
-/** Whether a peer enforces the same rule (same hash) as we do for this key: only then are its tokens shared. */
+/**
+ * Whether a peer enforces the same rule (same hash) as we do for this key,
+ * in the same cluster (same seeds, pinned ids and timings): only then are
+ * its tokens shared.
+ */
 export function agrees (p: Peer, ks: KeyState): boolean {
-  return p.rules[ks.rule.name] === ks.rule.hash
+  return p.sameCluster && p.rules[ks.rule.name] === ks.rule.hash
 }
 
 export class ClusterView {

@@ -51,6 +51,8 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
   const pending = core.gossip.pendingRules()
   for (const r of pending) bytes += r.length + 2
   for (const e of core.carries) bytes += e.length + 2
+  // A seed's member list, when it goes (at most 300 entries of about 70 bytes; see membership.ts).
+  if (core.gossip.membersDue()) bytes += core.membership.members().reduce((n, [m, id]) => n + m.length + id.length + 6, 0)
   let leftover: KeyState | null = null
   for (const ks of candidates) {
     const cost = Buffer.byteLength(ks.key) + 40
@@ -88,6 +90,8 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     now: core.limiter.calendar.at(nowMs),
     pending,
     carries: [...core.carries],
+    cfg: core.clusterHash,
+    ...(core.gossip.sendMembers() ? { members: core.membership.members() } : {}),
     rules,
     keys,
     acks,

@@ -34,6 +34,9 @@ export class GossipSchedule {
   private changes = 0
   private passFrom = -1
   private passDone = false
+  /** The member list version last sent, and whether this message is a full sync's first (which always sends it). */
+  private membersSent = -1
+  private syncStart = false
 
   constructor (core: ClusterCore, rules: readonly string[]) {
     this.core = core
@@ -48,6 +51,7 @@ export class GossipSchedule {
       this.cursor = this.core.limiter.states()
       this.passFrom = this.changes
       this.passDone = false
+      this.syncStart = true
     }
     this.fullSync = false
     return this.now(nowMs)
@@ -58,6 +62,7 @@ export class GossipSchedule {
     this.last = nowMs
     const { msg, leftover } = buildGossip(this.core, this.candidates(), nowMs)
     this.carry = leftover
+    this.syncStart = false
     if (this.passDone && this.carry === null && this.passFrom === this.changes) this.announcing.clear()
     return msg
   }
@@ -74,6 +79,18 @@ export class GossipSchedule {
     this.changes++
     this.cursor = null
     this.fullSync = true
+  }
+
+  /** Whether this message carries the member list: it changed since last sent, or a full sync starts. */
+  membersDue (): boolean {
+    return this.syncStart || this.membersSent !== this.core.membership.version
+  }
+
+  /** Called by the builder when it includes the list. */
+  sendMembers (): boolean {
+    if (!this.membersDue()) return false
+    this.membersSent = this.core.membership.version
+    return true
   }
 
   pendingRules (): string[] {

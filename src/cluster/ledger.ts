@@ -186,6 +186,18 @@ export class Ledger {
     return lost
   }
 
+  /** Grants of ours whose refusal we acted on (a refusal is honoured once, however often it is repeated). */
+  private readonly reclaimed = new Set<string>()
+
+  /** Whether to take back the tokens of refused grant `g` now (true once per grant). */
+  reclaim (g: Grant): boolean {
+    const id = `${g.to}/${g.toEpoch}#${g.seq}`
+    if (this.reclaimed.has(id)) return false
+    if (this.reclaimed.size >= 4096) this.reclaimed.delete(this.reclaimed.values().next().value as string)
+    this.reclaimed.add(id)
+    return true
+  }
+
   /** How many entries the ledger keeps: outboxes, applied marks, early-grant sets (bounded by live peers). */
   get size (): number {
     return this.out.size + this.applied.size + this.early.size

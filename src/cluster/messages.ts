@@ -48,6 +48,18 @@ export interface Gossip {
   pending: string[]
   /** Earlier epochs of this node whose books this one carries (restored on a clean restart). */
   carries: string[]
+  /**
+   * The hash of what decides safety besides the rules: the cluster's name,
+   * its seeds (names and pinned peer ids) and the timings (cluster-hash.ts).
+   * Tokens move only between nodes that agree on it.
+   */
+  cfg: string
+  /**
+   * A seed's word on the members not in the file it admitted: [name, peer id]
+   * (membership.ts). Sent when it changed and on full syncs; absent means
+   * "as before".
+   */
+  members?: Array<[name: string, peerId: string]>
   /** Rule name -> rule hash. */
   rules: Record<string, string>
   keys: GossipKey[]
@@ -85,6 +97,8 @@ export interface Ack {
   node: string
   epoch: string
   applied: number
+  /** The pushed grant this acks was refused (not credited): its giver takes the tokens back. */
+  refused?: boolean
 }
 
 export interface None {
@@ -104,9 +118,11 @@ export interface MessageBounds {
   maxRules: number
   /** Most ack entries (peers) in one gossip. */
   maxPeers: number
+  /** Most members in one seed's gossip. */
+  maxMembers: number
 }
 
-export const DEFAULT_BOUNDS: MessageBounds = { maxKeyBytes: 256, maxEntries: 4096, maxRules: 10_000, maxPeers: 1024 }
+export const DEFAULT_BOUNDS: MessageBounds = { maxKeyBytes: 256, maxEntries: 4096, maxRules: 10_000, maxPeers: 1024, maxMembers: 300 }
 
 /** Most epochs a gossip's `carries` lists. */
 export const MAX_CARRIES = 8
@@ -116,6 +132,8 @@ function bad (what: string): never {
 }
 
 const NAME = /^[A-Za-z0-9._:-]{1,64}$/
+/** A peer id as the transport prints it (base58; the simulator's are `id:<name>`). */
+const PEER_ID = /^[A-Za-z0-9._:-]{1,100}$/
 
 function name (v: unknown, what: string): string {
   if (typeof v !== 'string' || !NAME.test(v)) bad(`${what} must be a name`)
@@ -173,6 +191,14 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
       })
       const pending = list(m.pending, b.maxRules, 'pending').map(r => name(r, 'pending rule'))
       const carries = list(m.carries, MAX_CARRIES, 'carries').map(r => name(r, 'carried epoch'))
+      const members = m.members === undefined || m.members === null
+        ? undefined
+        : list(m.members, b.maxMembers, 'members').map(e => {
+          const t = tuple(e, 2, 'member')
+          if (typeof t[1] !== 'string' || !PEER_ID.test(t[1])) bad('member peer id must be a peer id')
+          return [name(t[0], 'member name'), t[1]] as [string, string]
+        })
+      const cfg = typeof m.cfg === 'string' && m.cfg.length <= 64 ? m.cfg : bad('cfg must be a hash')
       const acks = list(m.acks, b.maxPeers, 'acks').map(e => {
         const t = tuple(e, 3, 'ack entry')
         return [name(t[0], 'ack node'), name(t[1], 'ack epoch'), seq(t[2], 'applied')] as GossipAck
@@ -180,7 +206,7 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
       if (m.leaving !== undefined && m.leaving !== null && typeof m.leaving !== 'boolean') bad('leaving must be a boolean')
       return {
         v: CLUSTER_VERSION, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),
-        pending, carries, rules, keys, acks, ...(m.leaving === true ? { leaving: true } : {})
+        pending, carries, cfg, ...(members === undefined ? {} : { members }), rules, keys, acks, ...(m.leaving === true ? { leaving: true } : {})
       }
     }
     case 'want':
@@ -196,7 +222,7 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
       }
     }
     case 'ack':
-      return { v: CLUSTER_VERSION, t: 'ack', node, epoch, applied: seq(m.applied, 'applied') }
+      return { v: CLUSTER_VERSION, t: 'ack', node, epoch, applied: seq(m.applied, 'applied'), ...(m.refused === true ? { refused: true } : {}) }
     case 'none':
       return { v: CLUSTER_VERSION, t: 'none', node, epoch }
     default:

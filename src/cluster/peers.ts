@@ -63,6 +63,8 @@ export interface Peer {
   carries: readonly string[]
   /** Burns owed by ended epochs of this node: epoch -> key -> tokens. */
   legacy: Map<string, Map<string, number>> | null
+  /** Its cluster hash (cluster-hash.ts) equals ours: only then may tokens move between us. */
+  sameCluster: boolean
 }
 
 export interface Observed {
@@ -75,14 +77,26 @@ export interface Observed {
 
 const NO_PENDING: ReadonlySet<string> = new Set()
 
+/** What a peer's key lines are checked against before they are kept. */
+export interface KeepPolicy {
+  /** Our cluster hash. */
+  cfg: string
+  /** Whether this node has state for the key (lines for others are dropped: bounded memory). */
+  known: (key: string) => boolean
+  /** Most key lines kept per peer. */
+  maxKeys: number
+}
+
 export class Peers {
   private readonly byName = new Map<string, Peer>()
   private readonly aliveTimeoutMs: number
+  private readonly keep: KeepPolicy
   /** Entries with owed > 0 or debts > 0, plus legacy debts, over all peers: 0 lets caution skip its sums. */
   owingEntries = 0
 
-  constructor (aliveTimeoutMs: number) {
+  constructor (aliveTimeoutMs: number, keep: KeepPolicy) {
     this.aliveTimeoutMs = aliveTimeoutMs
+    this.keep = keep
   }
 
   /** Record a gossip (see the header for what is kept and what is ignored). */
@@ -93,7 +107,7 @@ export class Peers {
     if (p === undefined) {
       p = {
         name: g.node, epoch: g.epoch, inc: g.inc, seq: 0, lastHeard: nowMs, clockOffsetMs: 0, rules: {}, keys: new Map(),
-        appliedFromMe: 0, leaving: false, pending: NO_PENDING, carries: [], legacy: null
+        appliedFromMe: 0, leaving: false, pending: NO_PENDING, carries: [], legacy: null, sameCluster: false
       }
       this.byName.set(g.node, p)
     } else if (p.epoch !== g.epoch) {
@@ -118,6 +132,7 @@ export class Peers {
       p.rules = sameRules(p.rules, g.rules) ? p.rules : g.rules
       p.pending = g.pending.length === 0 ? NO_PENDING : new Set(g.pending)
       p.carries = g.carries
+      p.sameCluster = g.cfg === this.keep.cfg
       if (p.legacy !== null && p.pending.size === 0) this.dropCarried(p)
     }
     // Zero entries are kept: "holds nothing" is information. A key a peer never
@@ -125,6 +140,9 @@ export class Peers {
     for (const [k, held, outstanding, rate, owed, debts] of g.keys) {
       const old = p.keys.get(k)
       if (old !== undefined && old.seq >= g.seq) continue
+      // Bounded: a line is kept only for a key this node has, or one that carries a debt (rare, and needed by caution).
+      if (old === undefined && owed === 0 && debts === 0 && !this.keep.known(k)) continue
+      if (old === undefined && p.keys.size >= this.keep.maxKeys) continue
       if (old !== undefined && (old.owed > 0 || old.debts > 0)) this.owingEntries--
       if (owed > 0 || debts > 0) this.owingEntries++
       p.keys.set(k, { held, outstanding, rate, owed, debts, gen: p.rules, seq: g.seq })
@@ -180,7 +198,7 @@ export class Peers {
     if (p === undefined) {
       p = {
         name, epoch, inc, seq: 0, lastHeard: -Infinity, clockOffsetMs: 0, rules: {}, keys: new Map(),
-        appliedFromMe: 0, leaving: false, pending: NO_PENDING, carries: [], legacy: null
+        appliedFromMe: 0, leaving: false, pending: NO_PENDING, carries: [], legacy: null, sameCluster: false
       }
       this.byName.set(name, p)
     }

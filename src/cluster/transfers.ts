@@ -15,11 +15,24 @@ import { applyDeferred, ext, horizon, keepRate, windowed, windowStart, type KeyE
 import { CLUSTER_VERSION, type Ack, type Grant, type GrantItem, type None, type Want } from './messages.js'
 import type { Peer } from './peers.js'
 
+/** A pushed grant may exceed what its giver last said it had by this fraction of the stock. */
+export const PUSH_TOLERANCE = 0.25
+/** How long a sent want may be answered by a resent grant. */
+const RESEND_WINDOW_MS = 30_000
+
 export class Transfers {
   private readonly core: ClusterCore
 
   constructor (core: ClusterCore) {
     this.core = core
+  }
+
+  none (): None {
+    return { v: CLUSTER_VERSION, t: 'none', node: this.core.node, epoch: this.core.epoch }
+  }
+
+  ack (g: Grant, applied: number): Ack {
+    return { v: CLUSTER_VERSION, t: 'ack', node: this.core.node, epoch: this.core.epoch, applied }
   }
 
   /** A peer asks for tokens. The donor debits before the grant exists. */
@@ -63,7 +76,11 @@ export class Transfers {
   /** Debit `n` tokens of a key and put them in a grant to `p` (the ledger keeps it until acked). */
   give (ks: KeyState, x: KeyExt, p: Peer, n: number, nowMs: number): Grant | undefined {
     const c = this.core
-    const moved = ks.bucket.debit(n)
+    // Whole tokens only: a receiver refuses anything else (a fraction stays here, spendable).
+    ks.bucket.advance(nowMs)
+    const whole = Math.min(Math.floor(n), Math.floor(ks.bucket.held + 1e-9))
+    if (whole < 1) return undefined
+    const moved = ks.bucket.debit(whole)
     if (moved <= 0) return undefined
     const rule = ks.rule.config
     // Tagged in calendar time (the one clock nodes share), never earlier than now.
@@ -81,18 +98,111 @@ export class Transfers {
     if (g !== undefined) this.core.request(out, p.name, g)
   }
 
-  /** Tokens arrive. The ledger lets each grant through at most once; a stopped node takes none. */
-  onGrant (g: Grant, nowMs: number): Ack {
+  /**
+   * Tokens arrive. The ledger lets each grant through at most once; a
+   * stopped node takes none. `asked`: the want this grant answers.
+   */
+  onGrant (g: Grant, nowMs: number, asked?: Want): Ack {
     const c = this.core
     if (c.phase !== 'stopped') {
       const { result, credit } = c.ledger.apply(g, c.peers.get(g.node)?.epoch)
+      let refusedThis = false
       for (const cr of credit) {
+        // The ledger has taken it (the pair must not wedge on it); its tokens are credited only if plausible.
+        const why = this.implausible(cr, cr === g ? asked : undefined, nowMs)
+        if (why !== null) {
+          this.refuse(cr, why)
+          refusedThis ||= cr === g
+          continue
+        }
         c.counters.grantsApplied++
         for (const item of cr.items) this.credit(item, nowMs)
       }
       if (result === 'gap' || result === 'wrong-epoch' || result === 'old-epoch') c.counters.grantsRejected++
+      // The giver of a refused push takes its tokens back when it reads this (onReply): an honest giver loses nothing.
+      if (refusedThis) return { ...this.ack(g, c.ledger.appliedFrom(g.node, g.epoch)), refused: true }
     }
-    return { v: CLUSTER_VERSION, t: 'ack', node: c.node, epoch: c.epoch, applied: c.ledger.appliedFrom(g.node, g.epoch) }
+    return this.ack(g, c.ledger.appliedFrom(g.node, g.epoch))
+  }
+
+  /**
+   * Why a grant can't be what an honest giver sends, or null. Every amount is
+   * a whole number from 1 to the key's stock. A grant that answers our want
+   * gives that key and at most what we asked. A pushed grant (a handoff, a
+   * return home, a resend) gives no more than the giver last said it held
+   * and had outstanding, plus a tolerance of a quarter of the stock (tokens
+   * it may have received since), unless it matches a want we sent it lately
+   * (a reply that was lost and resent). So a member that lies about grants
+   * can give away no more than it claims to hold; what it claims is its own
+   * word (see the threat model in operations.md).
+   */
+  private implausible (g: Grant, asked: Want | undefined, nowMs: number): string | null {
+    const c = this.core
+    let total = 0
+    for (const [key, amount] of g.items) {
+      const rule = c.limiter.existing(key)?.rule ?? c.limiter.ruleFor(key)
+      if (!Number.isSafeInteger(amount) || amount < 1) return `amount ${amount} is not a whole number of tokens`
+      if (rule !== undefined && amount > rule.stock) return `amount ${amount} is over the stock of ${rule.stock}`
+      total += amount
+    }
+    if (asked !== undefined) {
+      if (g.items.length !== 1 || g.items[0][0] !== asked.key) return 'answers a want for another key'
+      return total <= asked.want ? null : `gives ${total}, ${asked.want} were asked`
+    }
+    // A resent answer to a want of ours (its first reply was lost) is judged as that answer.
+    const resent = this.recentWant(g.node, g.items[0]?.[0], nowMs)
+    if (resent !== undefined && g.items.length === 1 && total <= resent.want) return null
+    const p = c.peers.get(g.node)
+    for (const [key, amount] of g.items) {
+      const ks = c.limiter.existing(key)
+      const e = p?.keys.get(key)
+      const stock = ks?.rule.stock ?? c.limiter.ruleFor(key)?.stock ?? 0
+      const said = e !== undefined ? e.held + e.outstanding : (p !== undefined && ks !== undefined ? c.view.peerHeld(p, ks) : stock)
+      if (amount > said + Math.max(1, Math.ceil(PUSH_TOLERANCE * stock))) return `pushes ${amount}, said it had ${said}`
+    }
+    return null
+  }
+
+  private refuse (g: Grant, why: string): void {
+    const c = this.core
+    c.counters.grantsRefused++
+    for (const [k, a] of g.items) {
+      const n = Number.isFinite(a) ? a : 0
+      c.counters.tokensRefused += n
+      c.refusedTokens.set(k, (c.refusedTokens.get(k) ?? 0) + n)
+    }
+    c.lastRefusal = `grant ${g.seq} from ${g.node}: ${why}`
+  }
+
+  /** A push of ours was refused: take its tokens back (they were debited for it). */
+  private reclaim (g: Grant, nowMs: number): void {
+    const c = this.core
+    for (const [k, a] of g.items) {
+      const ks = c.limiter.existing(k)
+      if (ks === undefined) continue
+      ks.bucket.credit(a)
+      c.burn(ks, ext(ks), nowMs)
+      c.limiter.touched(ks, nowMs)
+      c.active.add(ks)
+      c.reclaimedTokens.set(k, (c.reclaimedTokens.get(k) ?? 0) + a)
+    }
+  }
+
+  /** Wants this node sent lately, by (peer, key): a grant that answers one may come back as a resend. */
+  private readonly wants = new Map<string, { want: Want, at: number }>()
+
+  noteWant (to: string, w: Want, nowMs: number): void {
+    if (this.wants.size >= 4096) this.wants.delete(this.wants.keys().next().value as string)
+    this.wants.set(`${to}\u0000${w.key}`, { want: w, at: nowMs })
+  }
+
+  private recentWant (from: string, key: string | undefined, nowMs: number): Want | undefined {
+    if (key === undefined) return undefined
+    const k = `${from}\u0000${key}`
+    const r = this.wants.get(k)
+    if (r === undefined) return undefined
+    if (nowMs - r.at > RESEND_WINDOW_MS) { this.wants.delete(k); return undefined }
+    return r.want
   }
 
   private credit ([key, amount, at]: GrantItem, nowMs: number): void {
@@ -125,12 +235,16 @@ export class Transfers {
   onReply (req: Want | Grant, reply: Grant | Ack | None, nowMs: number): void {
     const c = this.core
     if (reply.t === 'grant') {
-      this.onGrant(reply, nowMs)
+      this.onGrant(reply, nowMs, req.t === 'want' ? req : undefined)
       // The donor holds that much less now: don't ask it again on a view its next gossip would correct.
       const ks = req.t === 'want' ? c.limiter.existing(req.key) : undefined
       if (ks !== undefined) c.view.believeHeld(reply.node, ks, -reply.items.reduce((n, i) => n + (i[0] === ks.key ? i[1] : 0), 0))
     } else if (reply.t === 'ack') {
-      if (req.t === 'grant') c.ledger.ack(reply.node, reply.epoch, reply.applied)
+      if (req.t === 'grant') {
+        c.ledger.ack(reply.node, reply.epoch, reply.applied)
+        // Taken back only from a grant the ledger is done with, and once (a stopped node keeps its snapshot as is).
+        if (reply.refused === true && reply.applied >= req.seq && c.phase !== 'stopped' && c.ledger.reclaim(req)) this.reclaim(req, nowMs)
+      }
     } else if (req.t === 'want') {
       // No surplus there: forget its gossiped holding until it says otherwise.
       const k = c.peers.get(reply.node)?.keys.get(req.key)

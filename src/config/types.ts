@@ -53,6 +53,11 @@ export interface NodeConfig {
    * transfer only. @default true
    */
   seed: boolean
+  /**
+   * The node's libp2p peer id (`quotad peer-id`): pins its name to its key.
+   * Absent: the name is bound to the first peer id that speaks for it.
+   */
+  peerId?: string
 }
 
 /** Input bounds. Every untrusted input is capped by one of these. */
@@ -75,6 +80,8 @@ export interface LimitsConfig {
   maxConnections: number
   /** Most requests in flight (read but not yet answered) per connection. @default 4096 */
   maxInflightPerConnection: number
+  /** Most members not in the cluster file a seed admits (at most 300). @default 256 */
+  maxMembers: number
 }
 
 export interface ClusterSection {
@@ -103,7 +110,8 @@ export const DEFAULT_LIMITS: LimitsConfig = {
   maxWaitersPerKey: 1000,
   maxWaiters: 100_000,
   maxConnections: 1024,
-  maxInflightPerConnection: 4096
+  maxInflightPerConnection: 4096,
+  maxMembers: 256
 }
 
 export const DEFAULT_SOCKET_MODE = 0o660

@@ -26,11 +26,14 @@ import { DURATION_HINT, tryParseDuration } from './duration.js'
 export const FIELDS = {
   top: ['$schema', 'cluster', 'nodes', 'rules', 'limits'],
   cluster: ['name', 'secretFile', 'gossipIntervalMs'],
-  node: ['name', 'listen', 'socket', 'dataDir', 'socketMode', 'seed'],
+  node: ['name', 'listen', 'socket', 'dataDir', 'socketMode', 'seed', 'peerId'],
   rule: ['name', 'match', 'limit', 'per', 'algorithm', 'burst', 'mode', 'onPartition', 'maxDebt'],
   limits: Object.keys(DEFAULT_LIMITS) as Array<keyof LimitsConfig>
 } as const
 
+/** A libp2p peer id in its base58 string form (Ed25519 ids start 12D3KooW). */
+const PEER_ID_RE = /^[1-9A-HJ-NP-Za-km-z]{46,60}$/
+const PEER_ID_TEXT = 'a libp2p peer id as `quotad peer-id` prints it (base58, like 12D3KooW...)'
 export const NAME_RE = /^[A-Za-z0-9._-]{1,64}$/
 export const NAME_TEXT = '1-64 characters from A-Z a-z 0-9 . _ -'
 const RULE_NAME_RE = /^[A-Za-z0-9._:-]{1,64}$/
@@ -53,7 +56,9 @@ const LIMIT_BOUNDS: Partial<Record<keyof LimitsConfig, readonly [number, number]
   maxFrameBytes: [64, 67_108_864],
   maxBatchItems: [1, 100_000],
   // setTimeout fires at once for delays above 2^31-1 ms, so a longer wait could never be honoured.
-  maxWaitMs: [1, 2 ** 31 - 1]
+  maxWaitMs: [1, 2 ** 31 - 1],
+  // Every seed's gossip carries its member list: ~70 bytes each, within the message budget.
+  maxMembers: [1, 300]
 }
 
 type Obj = Record<string, unknown>
@@ -240,7 +245,8 @@ function checkNode (c: Checker, v: unknown, path: string): Partial<NodeConfig> |
     socket,
     dataDir: c.path(o, 'dataDir', path),
     socketMode: checkSocketMode(c, o.socketMode, `${path}.socketMode`),
-    seed: checkSeed(c, o.seed, `${path}.seed`)
+    seed: checkSeed(c, o.seed, `${path}.seed`),
+    ...(o.peerId === undefined ? {} : { peerId: c.string(o, 'peerId', path, PEER_ID_RE, PEER_ID_TEXT) })
   }
 }
 
@@ -359,6 +365,7 @@ export function validateClusterFile (raw: unknown, baseDir: string, source?: str
   noDuplicates(c, 'nodes', nodes, 'name', 'node name')
   noDuplicates(c, 'nodes', nodes, 'socket', 'socket path')
   noDuplicates(c, 'nodes', nodes, 'dataDir', 'data directory')
+  noDuplicates(c, 'nodes', nodes, 'peerId', 'peer id')
   if (nodes.length > 0 && nodes.every(n => n?.seed === false)) {
     c.add('nodes', 'needs at least one seed node (a node without "seed": false): seeds hold the stock when the cluster forms')
   }

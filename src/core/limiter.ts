@@ -116,6 +116,11 @@ export class Limiter {
     return this.state(key, count, this.clamp(nowMs))
   }
 
+  /** The rule `key` would get (undefined: none). */
+  ruleFor (key: string): CompiledRule | undefined {
+    return this.ruleSet.match(key)
+  }
+
   /** The state of `key` if the table holds it; never creates. */
   existing (key: string): KeyState | undefined {
     return this.table.get(key)

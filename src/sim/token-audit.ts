@@ -89,7 +89,11 @@ export class TokenAudit {
     return `${g.giverEpoch}>${g.toEpoch}#${g.seq}`
   }
 
+  /** Every incarnation ever born (refusal counters live on them). */
+  private readonly everCores: ClusterCore[] = []
+
   born (core: ClusterCore): void {
+    this.everCores.push(core)
     this.live.set(core.epoch, core)
     this.disk.delete(core.node)
   }
@@ -194,6 +198,8 @@ export class TokenAudit {
         else a.transit += n
       }
     }
+    // Refused grants: their tokens are nowhere, unless their giver took them back (then they are in its books).
+    for (const c of this.everCores) a.stranded += (c.refusedTokens.get(key) ?? 0) - (c.reclaimedTokens.get(key) ?? 0)
     a.error = a.held + a.transit + a.saved + a.stranded - stock
     return a
   }

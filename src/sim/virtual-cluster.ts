@@ -82,6 +82,11 @@ export interface SimNode {
 
 const packr = new Packr({ useRecords: false })
 
+/** A node's peer id in the simulator: what its messages are authenticated as. */
+export function idOf (node: string): string {
+  return `id:${node}`
+}
+
 /** How long a stopped node's transport stays open after its snapshot (the daemon writes its state file meanwhile). */
 export const LINGER_MS = 250
 
@@ -153,7 +158,10 @@ export class VirtualCluster {
       node: name,
       epoch: `${name}.${++n.incarnations}.${this.rng.int(0, 0xffffff).toString(16)}`,
       cluster: 'sim',
+      clusterHash: 'sim',
       seeds: this.seeds,
+      // Seeds are pinned to their ids; joiners are members the seeds admit.
+      listed: new Map(this.seeds.map(s => [s, idOf(s)])),
       limits: this.opts.limits,
       tuning: this.opts.tuning,
       wallMs: this.clock(name),
@@ -276,7 +284,7 @@ export class VirtualCluster {
           if (to === from || target.core === null) continue
           this.transmit(from, to, bytes, () => {
             const c = this.nodes.get(to)?.core
-            if (c != null) c.onGossip(m, this.mono(to))
+            if (c != null) c.onGossip(m, idOf(from), this.mono(to))
           }, undefined, true)
         }
       } else {
@@ -303,8 +311,8 @@ export class VirtualCluster {
       if (target === undefined || tc == null) return
       const m = parseMessage(packr.unpack(bytes))
       let reply: Grant | Ack | None | undefined
-      if (m.t === 'want') reply = tc.onWant(m, this.mono(to))
-      else if (m.t === 'grant') reply = tc.onGrant(m, this.mono(to))
+      if (m.t === 'want') reply = tc.onWant(m, idOf(sender.name), this.mono(to))
+      else if (m.t === 'grant') reply = tc.onGrant(m, idOf(sender.name), this.mono(to))
       if (reply === undefined) return
       if (reply.t === 'grant') this.audit.granted(reply)
       const back = packr.pack(reply)

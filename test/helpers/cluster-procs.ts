@@ -11,6 +11,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { writeSwarmKey } from '../../src/config/swarm-key.js'
+import { peerIdOf } from '../../src/cluster/transport/identity.js'
 import { QuotadClient } from '../../src/client/index.js'
 import { startQuotad, stop, tempDir, waitForSocket, type Proc } from './proc.js'
 
@@ -31,14 +32,19 @@ export interface TestCluster {
 
 interface FileNode { name: string, listen: string }
 
-export async function makeCluster (names: string[], rules: unknown[], opts: { gossipIntervalMs?: number, extraNodes?: Array<{ name: string, seed: boolean }> } = {}): Promise<TestCluster> {
+/**
+ * `pin` (default true): every node's peer id is pinned in the file (its key
+ * is made first, as `quotad peer-id` does), the setup the docs recommend.
+ */
+export async function makeCluster (names: string[], rules: unknown[], opts: { gossipIntervalMs?: number, extraNodes?: Array<{ name: string, seed: boolean }>, pin?: boolean } = {}): Promise<TestCluster> {
   const dir = tempDir()
   const all = [...names.map(name => ({ name, seed: true })), ...(opts.extraNodes ?? [])]
   const nodes = []
   const sockets: Record<string, string> = {}
   for (const n of all) {
     sockets[n.name] = join(dir, `${n.name}.sock`)
-    nodes.push({ name: n.name, listen: ANY_PORT, socket: `${n.name}.sock`, dataDir: `data/${n.name}`, ...(n.seed ? {} : { seed: false }) })
+    const peerId = opts.pin === false ? undefined : (await peerIdOf(join(dir, 'data', n.name))).peerId
+    nodes.push({ name: n.name, listen: ANY_PORT, socket: `${n.name}.sock`, dataDir: `data/${n.name}`, ...(n.seed ? {} : { seed: false }), ...(peerId === undefined ? {} : { peerId }) })
   }
   const file = join(dir, 'cluster.json')
   writeFileSync(file, JSON.stringify({ cluster: { name: 'test', secretFile: 'swarm.key', gossipIntervalMs: opts.gossipIntervalMs ?? 100 }, nodes, rules }, null, 2))

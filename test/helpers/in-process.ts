@@ -9,6 +9,7 @@ import { validateClusterFile } from '../../src/config/validate.js'
 import { writeSwarmKey } from '../../src/config/swarm-key.js'
 import { silentLogger } from '../../src/util/log.js'
 import { ANY_PORT } from './cluster-procs.js'
+import { peerIdOf } from '../../src/cluster/transport/identity.js'
 import { tempDir } from './proc.js'
 
 export interface InProcessCluster {
@@ -21,7 +22,9 @@ export async function startInProcess (names: string[], rules: unknown[]): Promis
   const dir = tempDir()
   await writeSwarmKey(join(dir, 'swarm.key'))
   // Each node listens on port 0 (the OS picks); the next ones are told the real addresses of those before them.
-  const nodes = names.map(name => ({ name, listen: ANY_PORT, socket: `${name}.sock`, dataDir: `data/${name}` }))
+  const nodes = await Promise.all(names.map(async name => ({
+    name, listen: ANY_PORT, socket: `${name}.sock`, dataDir: `data/${name}`, peerId: (await peerIdOf(join(dir, 'data', name))).peerId
+  })))
   const raw = { cluster: { name: 'inproc', secretFile: 'swarm.key', gossipIntervalMs: 100 }, nodes, rules }
   const daemons = new Map<string, Daemon>()
   for (const [i, name] of names.entries()) {

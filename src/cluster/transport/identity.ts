@@ -32,6 +32,16 @@ export interface LoadedIdentity {
   mode: number
 }
 
+/**
+ * The node's peer id (`12D3KooW...`), from `<dataDir>/peer-key`, created if
+ * missing: what `quotad peer-id` prints for a cluster file's `peerId`.
+ */
+export async function peerIdOf (dataDir: string): Promise<{ peerId: string, created: boolean, path: string }> {
+  const { peerIdFromPrivateKey } = await import('@libp2p/peer-id')
+  const id = await loadOrCreateIdentity(dataDir)
+  return { peerId: peerIdFromPrivateKey(id.key as Parameters<typeof peerIdFromPrivateKey>[0]).toString(), created: id.created, path: id.path }
+}
+
 /** Load `<dataDir>/peer-key`, or create it. Throws E_CONFIG_INVALID naming the file if it is not a key. */
 export async function loadOrCreateIdentity (dataDir: string): Promise<LoadedIdentity> {
   const path = join(dataDir, PEER_KEY_FILE)

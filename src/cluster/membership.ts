@@ -1,0 +1,152 @@
+/**
+ * Who may speak for which node name. Every cluster message names its
+ * sender (`node`), and the transport tells us who really sent it: the
+ * gossip's signing peer id, or the stream's remote peer id. A message counts
+ * only when its name is bound to that peer id. Anything else is dropped
+ * before it touches the books, and its name never enters the peer table.
+ *
+ * How a name gets bound:
+ * - A node in the cluster file with a `peerId` (written by `quotad peer-id`)
+ *   is bound to it for good: pinned.
+ * - A node in the file without one is bound to the first peer id that speaks
+ *   for it in this process (trust on first use). Pin seeds' ids in
+ *   production: an insider with the swarm key could otherwise take a name
+ *   that has not spoken yet.
+ * - A member not in the file (it joined with --node/--listen/...) is bound
+ *   by the seeds: each seed admits the first peer id that speaks for a free
+ *   name, up to `maxMembers`, and says so in its gossip (`members`). A node
+ *   takes the binding once a majority of the seeds say the same. So one
+ *   node, or one lying seed, can't give a name away.
+ *
+ * Memory is bounded: the bindings are the file's nodes plus at most
+ * `maxMembers` admitted by this node (if it is a seed) plus what the seeds
+ * attest, each seed's list capped at `maxMembers`.
+ */
+
+export type Verdict = 'ok' | 'unknown' | 'impostor'
+
+export interface MembershipOptions {
+  me: string
+  /** The cluster file's nodes: name -> pinned peer id (undefined: bind on first use). */
+  listed: ReadonlyMap<string, string | undefined>
+  seeds: readonly string[]
+  /** Most members not in the file a seed admits. */
+  maxMembers: number
+}
+
+export class Membership {
+  private readonly o: MembershipOptions
+  /** Bindings of the file's nodes (pinned, or first use). */
+  private readonly listed = new Map<string, string>()
+  /** Members this node, a seed, has admitted: name -> peer id. */
+  private readonly admitted = new Map<string, string>()
+  /** What each seed says it admitted: seed -> (name -> peer id). */
+  private readonly attested = new Map<string, Map<string, string>>()
+  private readonly majority: number
+  private readonly amSeed: boolean
+  /** Messages dropped: their name was not bound to their sender (or not bound at all). */
+  readonly refused = { impostor: 0, unknown: 0 }
+
+  constructor (o: MembershipOptions) {
+    this.o = o
+    for (const [name, id] of o.listed) if (id !== undefined) this.listed.set(name, id)
+    this.majority = Math.floor(o.seeds.length / 2) + 1
+    this.amSeed = o.seeds.includes(o.me)
+  }
+
+  /**
+   * May peer `id` speak as `name`? Binds the name on first use where the
+   * rules above allow it. `fromGossip`: only gossip may bind a new member
+   * (a request from an unknown name is refused).
+   */
+  check (name: string, id: string, fromGossip = false): Verdict {
+    const v = this.judge(name, id, fromGossip)
+    if (v !== 'ok') this.refused[v]++
+    return v
+  }
+
+  private judge (name: string, id: string, fromGossip: boolean): Verdict {
+    if (name === this.o.me) return 'impostor'
+    if (this.o.listed.has(name)) {
+      const bound = this.listed.get(name)
+      if (bound === undefined) {
+        if (!fromGossip) return 'unknown'
+        this.listed.set(name, id)
+        return 'ok'
+      }
+      return bound === id ? 'ok' : 'impostor'
+    }
+    // A member not in the file.
+    if (this.amSeed && fromGossip && !this.admitted.has(name) && this.admitted.size < this.o.maxMembers && !this.boundElsewhere(name, id)) {
+      this.admitted.set(name, id)
+      this.version++
+    }
+    let votes = 0
+    let against = 0
+    for (const s of this.o.seeds) {
+      const said = s === this.o.me ? this.admitted.get(name) : this.attested.get(s)?.get(name)
+      if (said === id) votes++
+      else if (said !== undefined) against++
+    }
+    if (votes >= this.majority) return 'ok'
+    return against > 0 ? 'impostor' : 'unknown'
+  }
+
+  /** A seed's gossip said which members it admitted (only call with a seed's authenticated gossip). */
+  attest (seed: string, members: ReadonlyArray<readonly [string, string]>): void {
+    if (!this.o.seeds.includes(seed)) return
+    const m = new Map<string, string>()
+    for (const [name, id] of members) {
+      if (m.size >= this.o.maxMembers) break
+      if (!this.o.listed.has(name)) m.set(name, id)
+    }
+    this.attested.set(seed, m)
+  }
+
+  /** Bumped when this node's admitted list changes (the gossip sends the list then). */
+  version = 0
+
+  /** What this node, if a seed, has admitted (for its gossip). */
+  members (): Array<[string, string]> {
+    return this.amSeed ? [...this.admitted] : []
+  }
+
+  /** The peer id bound to `name`, if any (where to send a request). */
+  idOf (name: string): string | undefined {
+    const l = this.listed.get(name)
+    if (l !== undefined || this.o.listed.has(name)) return l
+    for (const s of this.o.seeds) {
+      const said = s === this.o.me ? this.admitted.get(name) : this.attested.get(s)?.get(name)
+      if (said !== undefined && this.judge(name, said, false) === 'ok') return said
+    }
+    return undefined
+  }
+
+  /** The name bound to peer `id`, if any (for logs). */
+  nameOf (id: string): string | undefined {
+    for (const [n, i] of this.listed) if (i === id) return n
+    for (const [n, i] of this.admitted) if (i === id) return n
+    for (const m of this.attested.values()) for (const [n, i] of m) if (i === id) return n
+    return undefined
+  }
+
+  /** Another seed already vouches for `name` with a different id: don't split the vote by admitting a second. */
+  private boundElsewhere (name: string, id: string): boolean {
+    for (const m of this.attested.values()) {
+      const other = m.get(name)
+      if (other !== undefined && other !== id) return true
+    }
+    return false
+  }
+
+  /** A member left for good: its name is free again (a seed stops vouching for it). */
+  release (name: string): void {
+    if (this.admitted.delete(name)) this.version++
+  }
+
+  get size (): number {
+    let n = this.listed.size + this.admitted.size
+    for (const m of this.attested.values()) n += m.size
+    return n
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * An insider: a real libp2p node that holds the swarm key (so it connects,
+ * publishes and makes requests), but no bound identity. It forges grants,
+ * speaks in other nodes' names, and floods made-up names. None of it may
+ * change what a node admits, take a name, or grow a node's peer table. And a
+ * member whose file lists another seed set gets no tokens.
+ */
+import test from 'ava'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Packr } from 'msgpackr'
+import { QuotadClient } from '../src/client/index.js'
+import { parseSwarmKey } from '../src/config/swarm-key.js'
+import { createTransport } from '../src/cluster/transport/libp2p-transport.js'
+import type { Transport } from '../src/cluster/transport/types.js'
+import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
+import { tempDir } from './helpers/proc.js'
+
+const packr = new Packr({ useRecords: false })
+const DAY = [{ name: 'day', match: 'day', limit: 100, per: '1d', algorithm: 'fixed-window' }, { name: 'glob', match: 'g:*', limit: 100, per: '1d', algorithm: 'fixed-window' }]
+
+interface Status {
+  cluster: { epoch: string, peerId: string, clusterDiffers: string[], refused: { impostor: number, unknown: number }, counters: Record<string, number> }
+  peers: Array<{ name: string, id?: string, alive: boolean }>
+  ruleAgreement: Array<{ name: string, shared: boolean, differ: string[] }>
+  clusterKeys: Array<{ key: string, held: number, transfersIn: number }>
+}
+
+async function status (c: TestCluster, node: string): Promise<Status> {
+  const q = await QuotadClient.connect({ socketPath: c.sockets[node] })
+  try { return await q.status() as unknown as Status } finally { await q.close() }
+}
+
+async function remaining (c: TestCluster, node: string, key = 'day'): Promise<number> {
+  const q = await QuotadClient.connect({ socketPath: c.sockets[node] })
+  try { return (await q.peek(key)).remaining } finally { await q.close() }
+}
+
+async function eventually (what: string, f: () => Promise<boolean>, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!(await f())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise(resolve => setTimeout(resolve, 100))
+  }
+}
+
+async function rogue (c: TestCluster): Promise<Transport> {
+  const cfg = JSON.parse(readFileSync(c.file, 'utf8')) as { nodes: Array<{ listen: string }> }
+  const t = await createTransport({
+    listen: '/ip4/127.0.0.1/tcp/0',
+    seeds: cfg.nodes.map(n => n.listen).filter(l => !l.endsWith('/tcp/0')),
+    psk: parseSwarmKey(readFileSync(join(c.dir, 'swarm.key'), 'utf8')),
+    dataDir: join(tempDir(), 'rogue'),
+    topic: 'quotad/test/gossip/2'
+  })
+  t.onGossip = () => {}
+  t.onRequest = () => new Uint8Array(0)
+  t.onPeer = () => {}
+  await t.start()
+  return t
+}
+
+function gossip (node: string, epoch: string, seq: number, keys: unknown[] = []): Uint8Array {
+  return packr.pack({ v: 2, t: 'gossip', node, epoch, inc: 99, seq, now: Date.now(), pending: [], carries: [], cfg: 'x', rules: {}, keys, acks: [] })
+}
+
+test.serial('forged grants mint nothing; stolen names are refused; fake names never enter the peer table', async t => {
+  const c = await makeCluster(['a', 'b'], DAY)
+  t.teardown(async () => await c.stopAll())
+  await c.start('a')
+  await c.start('b')
+  await waitForPeers(c, ['a', 'b'], 1)
+  const r = await rogue(c)
+  t.teardown(async () => await r.stop())
+  const sa = await status(c, 'a')
+  const sb = await status(c, 'b')
+  const before = await remaining(c, 'a')
+
+  // 1. A grant from a made-up node, and one that claims to be b: neither is credited.
+  const grant = (node: string, items: unknown[]): Uint8Array =>
+    packr.pack({ v: 2, t: 'grant', node, epoch: 'e4242424242424242', to: 'a', toEpoch: sa.cluster.epoch, seq: 1, items })
+  await eventually('the rogue to reach a', async () => {
+    try { await r.request(sa.cluster.peerId, grant('mallory', [['day', 1_000_000, 0]]), 2000); return true } catch { return false }
+  })
+  await r.request(sa.cluster.peerId, grant('mallory', [['g:inf', 1e308, 0]]), 5000).catch(() => undefined)
+  await r.request(sa.cluster.peerId, grant('b', [['day', 50, 0]]), 5000).catch(() => undefined)
+  t.is(await remaining(c, 'a'), before, 'a holds no more than before')
+  t.true(await remaining(c, 'a', 'g:inf') <= 100, 'a glob key holds at most its stock (its home starts with all of it)')
+
+  // 2. A want in b's name from the rogue's peer id gets nothing.
+  const reply = packr.unpack(await r.request(sa.cluster.peerId, packr.pack({ v: 2, t: 'want', node: 'b', epoch: 'e1', key: 'day', want: 50 }), 5000)) as { t: string }
+  t.is(reply.t, 'none')
+  t.is(await remaining(c, 'a'), before)
+
+  // 3. Gossip in b's name, and 1,000 made-up names: dropped, counted, never in the peer table.
+  await eventually('the rogue to be in the gossip mesh', async () => (await r.publish(gossip('b', 'e1', 1))) > 0)
+  for (let i = 0; i < 1000; i++) await r.publish(gossip(`fake${i}`, 'e1', 1, [['day', 100, 0, 0, 0, 0]]))
+  for (let i = 2; i < 20; i++) await r.publish(gossip('b', 'e1', i))
+  await eventually('a to count the refusals', async () => {
+    const s = await status(c, 'a')
+    return s.cluster.refused.unknown >= 1000 && s.cluster.refused.impostor >= 1
+  })
+  const after = await status(c, 'a')
+  t.deepEqual(after.peers.map(p => p.name), ['b'], 'only b is in a\'s peer table')
+  t.is(after.peers[0].id, sb.cluster.peerId, 'b\'s name is still bound to b')
+  t.true(after.cluster.refused.impostor >= 1)
+
+  // b's name was not taken: tokens a gives to b still reach b.
+  const q = await QuotadClient.connect({ socketPath: c.sockets.b })
+  t.teardown(async () => await q.close())
+  let got = 0
+  await eventually('b to get tokens from a', async () => {
+    for (let i = 0; i < 20; i++) if ((await q.acquire('day')).allowed) got++
+    return got > 50
+  })
+  const sb2 = await status(c, 'b')
+  t.true((sb2.clusterKeys.find(k => k.key === 'day')?.transfersIn ?? 0) > 0)
+  t.true(got + await remaining(c, 'a') + await remaining(c, 'b') <= 100, 'nothing created')
+})
+
+test.serial('a member whose file lists another seed set gets no tokens, and every node says so', async t => {
+  const c = await makeCluster(['a', 'b'], DAY)
+  t.teardown(async () => await c.stopAll())
+  await c.start('a')
+  await c.start('b')
+  await waitForPeers(c, ['a', 'b'], 1)
+  // c's own copy of the file names c a third seed (same key, same rules).
+  const cfg = JSON.parse(readFileSync(c.file, 'utf8')) as { nodes: Array<Record<string, unknown>> }
+  cfg.nodes.push({ name: 'c', listen: '/ip4/127.0.0.1/tcp/0', socket: 'c.sock', dataDir: 'data/c' })
+  const other = join(c.dir, 'cluster-c.json')
+  writeFileSync(other, JSON.stringify(cfg, null, 2))
+  c.sockets.c = join(c.dir, 'c.sock')
+  c.names.push('c')
+  await c.start('c', { config: other })
+  await eventually('a to see c disagree', async () => (await status(c, 'a')).cluster.clusterDiffers.includes('c'))
+  const sa = await status(c, 'a')
+  t.false(sa.ruleAgreement.find(r => r.name === 'day')?.shared, 'the rule is not shared while c differs')
+  t.true((await status(c, 'c')).cluster.clusterDiffers.length === 2, 'c sees a and b differ too')
+  // c runs short, and keeps asking for a while: it gets nothing from a or b (it spends only the share its own file gives it).
+  const q = await QuotadClient.connect({ socketPath: c.sockets.c })
+  t.teardown(async () => await q.close())
+  for (let round = 0; round < 10; round++) {
+    for (let i = 0; i < 10; i++) await q.acquire('day')
+    await new Promise(resolve => setTimeout(resolve, 100))
+  }
+  t.is((await status(c, 'c')).clusterKeys.find(k => k.key === 'day')?.transfersIn ?? 0, 0)
+  t.is(await remaining(c, 'a') + await remaining(c, 'b'), 100, 'a and b kept their tokens')
+})

@@ -41,8 +41,24 @@ export interface Proc {
   exited: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
 }
 
+/**
+ * Every quotad a test started and that has not exited. A test worker that ava
+ * ends (a timeout) skips the tests' teardowns: without this, its nodes would
+ * live on, gossiping, and load the machine for the rest of the run.
+ */
+const live = new Set<ChildProcess>()
+process.once('exit', () => { for (const c of live) c.kill('SIGKILL') })
+for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+  process.once(sig, () => {
+    for (const c of live) c.kill('SIGKILL')
+    process.kill(process.pid, sig) // the listener is gone: the default action ends the worker as before
+  })
+}
+
 export function startQuotad (args: string[]): Proc {
   const child = spawn(process.execPath, [QUOTAD, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  live.add(child)
+  child.on('exit', () => live.delete(child))
   let err = ''
   child.stderr?.on('data', (b: Buffer) => { err += b.toString() })
   child.stdout?.on('data', () => {})

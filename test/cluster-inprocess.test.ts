@@ -11,7 +11,7 @@ test('5 in-process nodes: demand on one node is served from the others\' shares,
   const c = await startInProcess(['n1', 'n2', 'n3', 'n4', 'n5'], [{ name: 'day', match: 'day', limit: 100, per: '1d', algorithm: 'sliding-log' }])
   t.teardown(async () => await c.stop())
   const cores = [...c.daemons.values()].map(d => d.cluster?.core)
-  await eventually('every node to see the 4 others', () => cores.every(core => (core?.peers.alive(performance.now()).length ?? 0) >= 4))
+  await eventually('every node to see the 4 others', () => cores.every(core => (core?.peers.alive(performance.now()).length ?? 0) >= 4), 120_000)
   const client = await QuotadClient.connect({ socketPath: c.sockets.n1, timeoutMs: 30_000 })
   t.teardown(async () => await client.close())
   // Held over the nodes, read in one synchronous pass (one process: an instant), plus what n1 spent,
@@ -31,7 +31,7 @@ test('5 in-process nodes: demand on one node is served from the others\' shares,
     if (allowed >= 90) return true
     await new Promise(resolve => setTimeout(resolve, 50))
     return false
-  }, 60_000, () => ({ allowed }))
+  }, 120_000, () => ({ allowed }))
   t.true(allowed >= 90, `n1 admitted ${allowed} of a 100-token day, its own share being 20`)
   t.true(allowed <= 100)
   check()

@@ -39,7 +39,7 @@ test.before(async () => {
   await Promise.all(cluster.names.map(async n => await cluster.start(n)))
   await waitForPeers(cluster, cluster.names, 2)
   for (const [name, n] of [['a', 20], ['b', 10], ['c', 5]] as const) {
-    const client = await QuotadClient.connect({ socketPath: cluster.sockets[name] })
+    const client = await QuotadClient.connect({ socketPath: cluster.sockets[name], timeoutMs: 30_000 })
     await Promise.all(Array.from({ length: n }, async () => await client.acquire('api')))
     await client.close()
   }

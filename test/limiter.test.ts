@@ -74,6 +74,36 @@ test('the key table is bounded: a new key past the bound is refused and no state
   t.is(l.keyCount, 1, 'the sweep dropped the three idle keys and only signup:4 is held')
 })
 
+test('one glob rule cannot fill the table for another, and never blocks an exact key', t => {
+  const l = new Limiter({
+    node: 'a',
+    limits: limits({ maxKeys: 4 }),
+    rules: [
+      rule({ name: 'payments', limit: 5, perMs: 1000 }),
+      rule({ name: 'signup', match: 'signup:*', limit: 2, perMs: 60_000 }),
+      rule({ name: 'mail', match: 'mail:*', limit: 2, perMs: 60_000 })
+    ]
+  })
+  // Each glob rule's share is 4 / 2 = 2 keys.
+  t.true(l.acquire('signup:1', 1, T0).allowed)
+  t.true(l.acquire('signup:2', 1, T0).allowed)
+  const e = t.throws<QuotadError>(() => l.acquire('signup:3', 1, T0))
+  t.is(e?.code, 'E_KEY_TABLE_FULL')
+  t.regex(e?.message ?? '', /rule "signup" has 2 keys/)
+  // The other glob rule still has its share, and the exact key is never refused.
+  t.true(l.acquire('mail:1', 1, T0).allowed)
+  t.true(l.acquire('mail:2', 1, T0).allowed)
+  t.true(l.acquire('payments', 1, T0).allowed)
+  // An explicit per-rule maxKeys wins over the even split.
+  const big = new Limiter({
+    node: 'a',
+    limits: limits({ maxKeys: 4 }),
+    rules: [rule({ name: 'signup', match: 'signup:*', limit: 2, perMs: 60_000, maxKeys: 1 }), rule({ name: 'mail', match: 'mail:*', limit: 2, perMs: 60_000 })]
+  })
+  t.true(big.acquire('signup:1', 1, T0).allowed)
+  t.is(t.throws<QuotadError>(() => big.acquire('signup:2', 1, T0))?.code, 'E_KEY_TABLE_FULL')
+})
+
 test('idle keys are evicted only when all their tokens have come back', t => {
   const l = limiter()
   l.acquire('signup:a', 1, T0)

@@ -35,6 +35,11 @@ export interface RuleConfig {
   onPartition: FailurePolicy
   /** Soft mode only (`local-share`): most tokens a cut-off node may owe at once; repaid after healing. @default limit */
   maxDebt: number
+  /**
+   * Glob rules only: most keys of this rule in the key table at once, so one
+   * rule's keys can't crowd out another's. @default limits.maxKeys / the number of glob rules
+   */
+  maxKeys?: number
 }
 
 export interface NodeConfig {

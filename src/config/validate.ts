@@ -27,7 +27,7 @@ export const FIELDS = {
   top: ['$schema', 'cluster', 'nodes', 'rules', 'limits'],
   cluster: ['name', 'secretFile', 'gossipIntervalMs'],
   node: ['name', 'listen', 'socket', 'dataDir', 'socketMode', 'seed', 'peerId'],
-  rule: ['name', 'match', 'limit', 'per', 'algorithm', 'burst', 'mode', 'onPartition', 'maxDebt'],
+  rule: ['name', 'match', 'limit', 'per', 'algorithm', 'burst', 'mode', 'onPartition', 'maxDebt', 'maxKeys'],
   limits: Object.keys(DEFAULT_LIMITS) as Array<keyof LimitsConfig>
 } as const
 
@@ -301,8 +301,17 @@ function checkRule (c: Checker, v: unknown, path: string): Partial<RuleConfig> |
     burst,
     mode,
     onPartition: o.onPartition === undefined ? 'local-share' : c.oneOf(o, 'onPartition', path, FAILURE_POLICIES, false),
-    maxDebt: o.maxDebt === undefined ? limit : c.int(o, 'maxDebt', path, 0, MAX_TOKENS, false)
+    maxDebt: o.maxDebt === undefined ? limit : c.int(o, 'maxDebt', path, 0, MAX_TOKENS, false),
+    ...(o.maxKeys === undefined ? {} : { maxKeys: checkRuleMaxKeys(c, o, path, match) })
   }
+}
+
+function checkRuleMaxKeys (c: Checker, o: Obj, path: string, match: string | undefined): number | undefined {
+  if (match !== undefined && !match.includes('*')) {
+    c.add(`${path}.maxKeys`, 'only applies to a glob rule (a match with *): an exact rule has one key')
+    return undefined
+  }
+  return c.int(o, 'maxKeys', path, 1, Number.MAX_SAFE_INTEGER, false)
 }
 
 /** A required, non-empty, bounded array, each entry checked by `each`. */

@@ -12,8 +12,10 @@
  * - A key's state is dropped only when dropping it loses nothing: no waiters,
  *   nothing outstanding, and held equal to the share it would be recreated
  *   with. So eviction can never reset a limit early.
- * - Past `maxKeys`, a new key is refused with E_KEY_TABLE_FULL; existing
- *   state is never reset to make room.
+ * - Past `maxKeys` (glob keys in all), or past its rule's share of the
+ *   table (`capOf`), a new glob key is refused with E_KEY_TABLE_FULL;
+ *   existing state is never reset to make room. Exact keys (one per exact
+ *   rule) always get their state, so no glob rule can crowd them out.
  * - Waiting acquires on a key are served strictly FIFO. While any are queued,
  *   a request that does not wait is denied, so waiters cannot starve.
  * - `nowMs` is clamped to be monotone, so a wall clock stepping back cannot
@@ -306,10 +308,15 @@ export class Limiter {
       this.checkKey(key)
       const rule = this.ruleSet.match(key)
       if (rule === undefined) throw new QuotadError(ErrorCodes.NO_RULE, `no rule matches key "${key}"`)
-      if (this.table.size >= this.limits.maxKeys) {
+      // Exact keys are bounded by the rules themselves and always get their state: a glob rule's
+      // keys can never block them. Glob keys count against the table and against their rule's share.
+      if (rule.glob && this.full(rule)) {
         this.sweep(now, SWEEP_ON_FULL)
-        if (this.table.size >= this.limits.maxKeys) {
-          throw new QuotadError(ErrorCodes.KEY_TABLE_FULL, `key table is full (${this.limits.maxKeys} keys) and no key is idle`)
+        if (this.full(rule)) {
+          const cap = this.capOf(rule)
+          throw new QuotadError(ErrorCodes.KEY_TABLE_FULL, rule.stats.keys >= cap
+            ? `rule "${rule.name}" has ${cap} keys (its maxKeys) and none is idle`
+            : `key table is full (${this.limits.maxKeys} keys) and no key is idle`)
         }
       }
       ks = this.create(key, rule, now)
@@ -319,6 +326,20 @@ export class Limiter {
       throw new QuotadError(ErrorCodes.COUNT_TOO_LARGE, `count ${count} exceeds rule "${ks.rule.name}" stock of ${ks.rule.stock}: it can never be admitted`)
     }
     return ks
+  }
+
+  /** A glob rule's share of the key table: its `maxKeys`, or an even split of `limits.maxKeys` over the glob rules. */
+  capOf (rule: CompiledRule): number {
+    if (rule.config.maxKeys !== undefined) return rule.config.maxKeys
+    const globs = this.ruleSet.rules.reduce((n, r) => n + (r.glob ? 1 : 0), 0)
+    return Math.max(1, Math.floor(this.limits.maxKeys / Math.max(1, globs)))
+  }
+
+  private full (rule: CompiledRule): boolean {
+    if (rule.stats.keys >= this.capOf(rule)) return true
+    let globKeys = 0
+    for (const r of this.ruleSet.rules) if (r.glob) globKeys += r.stats.keys
+    return globKeys >= this.limits.maxKeys
   }
 
   private checkKey (key: string): void {

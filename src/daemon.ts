@@ -22,6 +22,8 @@ import { UnixServer } from './server/unix-server.js'
 import { ClusterNode } from './cluster/cluster-node.js'
 import { createLogger, type Logger } from './util/log.js'
 import { DataLock } from './node/data-lock.js'
+import { HttpServer } from './http/http-server.js'
+import { Metrics } from './http/metrics.js'
 
 export interface DaemonOptions {
   config: ClusterConfig
@@ -38,6 +40,8 @@ export class Daemon {
   readonly quota: LocalQuota
   readonly server: UnixServer
   readonly cluster: ClusterNode | null
+  /** The metrics and health listener (nodes[].http / --http), if configured. */
+  readonly http: HttpServer | null
   private config: ClusterConfig
   private readonly log: Logger
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new'
@@ -67,6 +71,14 @@ export class Daemon {
       limits: opts.config.limits,
       service: this.quota
     })
+    if (node.http === undefined) {
+      this.http = null
+    } else {
+      const sources = { limiter: this.quota.limiter, server: this.server, cluster, now: () => clock.mono() }
+      const metrics = new Metrics(sources)
+      this.quota.timing = metrics
+      this.http = new HttpServer({ address: node.http, metrics, sources })
+    }
   }
 
   /** Build and start a node. Rejects (with a QuotadError code) if it cannot serve. */
@@ -95,7 +107,9 @@ export class Daemon {
     try {
       await this.cluster?.start()
       await this.server.start()
+      await this.http?.start()
     } catch (err) {
+      await this.server.stop().catch(() => {})
       await this.cluster?.stop().catch(() => {})
       this.quota.stop()
       throw err
@@ -105,7 +119,8 @@ export class Daemon {
       socket: this.node.socket,
       socketMode: '0' + this.node.socketMode.toString(8),
       rules: this.config.rules.map(r => r.name),
-      seeds: this.config.nodes.filter(n => n.seed).length
+      seeds: this.config.nodes.filter(n => n.seed).length,
+      ...(this.http === null ? {} : { http: this.http.address })
     })
   }
 
@@ -135,9 +150,11 @@ export class Daemon {
     this.state = 'stopping'
     this.log.info('stopping')
     try {
+      // The HTTP listener goes last: while the node stops, /readyz says so and /healthz still answers.
       await this.server.stop()
       await this.cluster?.stop()
       this.quota.stop()
+      await this.http?.stop()
     } finally {
       await this.lock.release()
     }

@@ -17,11 +17,12 @@ import { simulate } from './simulate.js'
 
 const HELP = `usage:
   quotad --config FILE --node NAME [--listen ADDR] [--socket PATH] [--data-dir DIR]
-         [--log-level debug|info|warn|error]
+         [--http HOST:PORT] [--log-level debug|info|warn|error]
       run one node of the cluster file; SIGTERM stops it, SIGHUP reloads the rules.
       --listen, --socket and --data-dir override the node's entry (a node not in the
       file joins as a member with all three). Environment: QUOTAD_CONFIG, QUOTAD_NODE,
-      QUOTAD_LISTEN, QUOTAD_SOCKET, QUOTAD_DATA_DIR (flags win).
+      QUOTAD_LISTEN, QUOTAD_SOCKET, QUOTAD_DATA_DIR, QUOTAD_HTTP (flags win).
+      --http serves /metrics, /healthz and /readyz (off by default).
   quotad check-config FILE
       validate a cluster file and print every problem with its JSON path
   quotad peer-id (--data-dir DIR | --config FILE --node NAME)
@@ -51,6 +52,7 @@ async function cli (argv: string[]): Promise<void> {
       listen: { type: 'string' },
       socket: { type: 'string' },
       'data-dir': { type: 'string' },
+      http: { type: 'string' },
       'log-level': { type: 'string' },
       force: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' }

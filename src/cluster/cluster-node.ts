@@ -229,6 +229,11 @@ export class ClusterNode {
     return { ...s, cluster: { ...(s.cluster as object), start: this.startKind, peerId: this.transport?.peerId, listen: this.transport?.listenAddrs, transport: this.transport?.stats() } }
   }
 
+  /** The transport's counters (empty before start and after stop). */
+  transportStats (): Record<string, number> {
+    return this.transport?.stats() ?? {}
+  }
+
   /**
    * Graceful stop, run by the core's stop machine (lifecycle.ts): announce
    * leaving, settle, hand off, wait for acks, snapshot. Then write the

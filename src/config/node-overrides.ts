@@ -1,7 +1,7 @@
 /**
  * Per-instance settings from flags or the environment, over the shared
- * cluster file: `--listen`, `--socket`, `--data-dir` (QUOTAD_LISTEN,
- * QUOTAD_SOCKET, QUOTAD_DATA_DIR). Every instance of an app can then share
+ * cluster file: `--listen`, `--socket`, `--data-dir`, `--http`
+ * (QUOTAD_LISTEN, QUOTAD_SOCKET, QUOTAD_DATA_DIR, QUOTAD_HTTP). Every instance of an app can then share
  * one file, and a sidecar can take its name from the pod (QUOTAD_NODE).
  *
  * A node listed in the file gets the given fields replaced. A node not in
@@ -13,12 +13,13 @@
 import { resolve } from 'node:path'
 import { ErrorCodes, QuotadError } from '../errors.js'
 import { DEFAULT_SOCKET_MODE, type ClusterConfig, type NodeConfig } from './types.js'
-import { listenIssue, MAX_SOCKET_PATH_BYTES, NAME_RE, NAME_TEXT } from './validate.js'
+import { HTTP_RE, HTTP_TEXT, listenIssue, MAX_SOCKET_PATH_BYTES, NAME_RE, NAME_TEXT } from './validate.js'
 
 export interface NodeOverrides {
   listen?: string
   socket?: string
   dataDir?: string
+  http?: string
 }
 
 function bad (what: string): QuotadError {
@@ -40,6 +41,10 @@ export function withNodeOverrides (config: ClusterConfig, name: string, o: NodeO
     patch.socket = socket
   }
   if (o.dataDir !== undefined) patch.dataDir = resolve(cwd, o.dataDir)
+  if (o.http !== undefined) {
+    if (!HTTP_RE.test(o.http)) throw bad(`--http must be ${HTTP_TEXT}, got ${JSON.stringify(o.http)}`)
+    patch.http = o.http
+  }
   const i = config.nodes.findIndex(n => n.name === name)
   let node: NodeConfig
   if (i >= 0) {
@@ -62,7 +67,7 @@ export function withNodeOverrides (config: ClusterConfig, name: string, o: NodeO
 }
 
 /** The overrides from the environment, then flags (flags win). */
-export function overridesFrom (flags: { listen?: string, socket?: string, 'data-dir'?: string }, env: NodeJS.ProcessEnv): NodeOverrides {
+export function overridesFrom (flags: { listen?: string, socket?: string, 'data-dir'?: string, http?: string }, env: NodeJS.ProcessEnv): NodeOverrides {
   const o: NodeOverrides = {}
   const listen = flags.listen ?? env.QUOTAD_LISTEN
   const socket = flags.socket ?? env.QUOTAD_SOCKET
@@ -70,5 +75,7 @@ export function overridesFrom (flags: { listen?: string, socket?: string, 'data-
   if (listen !== undefined && listen !== '') o.listen = listen
   if (socket !== undefined && socket !== '') o.socket = socket
   if (dataDir !== undefined && dataDir !== '') o.dataDir = dataDir
+  const http = flags.http ?? env.QUOTAD_HTTP
+  if (http !== undefined && http !== '') o.http = http
   return o
 }

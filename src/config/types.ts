@@ -63,6 +63,11 @@ export interface NodeConfig {
    * Absent: the name is bound to the first peer id that speaks for it.
    */
   peerId?: string
+  /**
+   * HOST:PORT for the metrics and health listener (/metrics, /healthz,
+   * /readyz), e.g. 127.0.0.1:9464. Absent: no listener.
+   */
+  http?: string
 }
 
 /** Input bounds. Every untrusted input is capped by one of these. */

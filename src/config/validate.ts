@@ -26,11 +26,14 @@ import { DURATION_HINT, tryParseDuration } from './duration.js'
 export const FIELDS = {
   top: ['$schema', 'cluster', 'nodes', 'rules', 'limits'],
   cluster: ['name', 'secretFile', 'gossipIntervalMs'],
-  node: ['name', 'listen', 'socket', 'dataDir', 'socketMode', 'seed', 'peerId'],
+  node: ['name', 'listen', 'socket', 'dataDir', 'socketMode', 'seed', 'peerId', 'http'],
   rule: ['name', 'match', 'limit', 'per', 'algorithm', 'burst', 'mode', 'onPartition', 'maxDebt', 'maxKeys'],
   limits: Object.keys(DEFAULT_LIMITS) as Array<keyof LimitsConfig>
 } as const
 
+/** HOST:PORT for the metrics listener (IPv6 hosts in brackets). */
+export const HTTP_RE = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/
+export const HTTP_TEXT = 'HOST:PORT, such as "127.0.0.1:9464"'
 /** A libp2p peer id in its base58 string form (Ed25519 ids start 12D3KooW). */
 const PEER_ID_RE = /^[1-9A-HJ-NP-Za-km-z]{46,60}$/
 const PEER_ID_TEXT = 'a libp2p peer id as `quotad peer-id` prints it (base58, like 12D3KooW...)'
@@ -246,7 +249,8 @@ function checkNode (c: Checker, v: unknown, path: string): Partial<NodeConfig> |
     dataDir: c.path(o, 'dataDir', path),
     socketMode: checkSocketMode(c, o.socketMode, `${path}.socketMode`),
     seed: checkSeed(c, o.seed, `${path}.seed`),
-    ...(o.peerId === undefined ? {} : { peerId: c.string(o, 'peerId', path, PEER_ID_RE, PEER_ID_TEXT) })
+    ...(o.peerId === undefined ? {} : { peerId: c.string(o, 'peerId', path, PEER_ID_RE, PEER_ID_TEXT) }),
+    ...(o.http === undefined ? {} : { http: c.string(o, 'http', path, HTTP_RE, HTTP_TEXT) })
   }
 }
 

@@ -33,6 +33,12 @@ export interface LocalQuotaOptions {
   cluster?: { decider: Decider, limiter: Limiter, status: () => Record<string, unknown> }
 }
 
+export interface DecisionTiming {
+  /** Whether to time this decision. */
+  sample: () => boolean
+  decisionSeconds: { observe: (seconds: number) => void }
+}
+
 class Handle implements WaitHandle {
   readonly waiting = true as const
   readonly promise: Promise<Decision>
@@ -100,7 +106,18 @@ export class LocalQuota implements QuotaService {
     this.timerAt = Infinity
   }
 
+  /** Set by the daemon once its metrics exist. */
+  timing: DecisionTiming | null = null
+
   acquire (key: string, count: number, waitMs: number): AcquireResult {
+    if (this.timing?.sample() === true) {
+      const t0 = performance.now()
+      try { return this.decide(key, count, waitMs) } finally { this.timing.decisionSeconds.observe((performance.now() - t0) / 1000) }
+    }
+    return this.decide(key, count, waitMs)
+  }
+
+  private decide (key: string, count: number, waitMs: number): AcquireResult {
     const now = this.clock.mono()
     if (waitMs <= 0) return this.decider.acquire(key, count, now)
     const handle = new Handle(this)

@@ -1,0 +1,188 @@
+/**
+ * The Prometheus metrics of one node (prom-client, text exposition).
+ *
+ * Collecting them must not slow the decision path, so almost everything is
+ * read at scrape time from counters the node keeps anyway: per-rule decision
+ * counts (the limiter's rule stats), held and stranded tokens (a walk over the
+ * key table, only when scraped), transfers and gossip bytes (the cluster's
+ * and the transport's counters), peers, rule agreement, waiters and keys.
+ * The one hot-path cost is the decision-time histogram, which times one
+ * decision in SAMPLE_EVERY (a counter increment and a mask per decision).
+ *
+ * Labels are bounded: by rule and by a fixed set of values, never by key or
+ * by peer.
+ */
+import client from 'prom-client'
+import type { ClusterNode } from '../cluster/cluster-node.js'
+import { deferredTotal, type KeyExt } from '../cluster/key-ext.js'
+import type { Limiter } from '../core/limiter.js'
+import type { UnixServer } from '../server/unix-server.js'
+
+/** One decision in this many is timed (a power of two). */
+export const SAMPLE_EVERY = 16
+
+export interface MetricSources {
+  limiter: Limiter
+  server: UnixServer
+  cluster: ClusterNode | null
+  /** Monotonic time, for liveness. */
+  now: () => number
+}
+
+export class Metrics {
+  readonly registry = new client.Registry()
+  readonly decisionSeconds: client.Histogram
+  private n = 0
+
+  constructor (src: MetricSources) {
+    const r = this.registry
+    client.collectDefaultMetrics({ register: r, prefix: 'quotad_' })
+    this.decisionSeconds = new client.Histogram({
+      name: 'quotad_decision_duration_seconds',
+      help: `Time to decide an acquire in the daemon (server side, one in ${SAMPLE_EVERY} sampled).`,
+      buckets: [2e-6, 5e-6, 10e-6, 20e-6, 50e-6, 100e-6, 250e-6, 1e-3, 5e-3],
+      registers: [r]
+    })
+    new client.Counter({
+      name: 'quotad_decisions_total',
+      help: 'Decisions made, by rule and result (acquires and batch items; peeks are not counted).',
+      labelNames: ['rule', 'result'],
+      registers: [r],
+      collect () {
+        this.reset()
+        for (const rule of src.limiter.rules) {
+          this.inc({ rule: rule.name, result: 'allowed' }, rule.stats.allowed)
+          this.inc({ rule: rule.name, result: 'denied' }, rule.stats.denied)
+        }
+      }
+    })
+    new client.Gauge({
+      name: 'quotad_tokens_held',
+      help: 'Tokens this node holds, by rule (spendable here; deferred credits included).',
+      labelNames: ['rule'],
+      registers: [r],
+      collect () { this.reset(); for (const [rule, v] of tokensByRule(src, 'held')) this.set({ rule }, v) }
+    })
+    new client.Gauge({
+      name: 'quotad_tokens_stranded',
+      help: 'Tokens known to be out of reach, by rule: in grants to incarnations that no longer exist, or last held by peers that are not alive.',
+      labelNames: ['rule'],
+      registers: [r],
+      collect () { this.reset(); for (const [rule, v] of tokensByRule(src, 'stranded')) this.set({ rule }, v) }
+    })
+    new client.Counter({
+      name: 'quotad_transfers_total',
+      help: 'Tokens moved between nodes, by direction.',
+      labelNames: ['direction'],
+      registers: [r],
+      collect () {
+        this.reset()
+        const c = src.cluster?.core.counters
+        this.inc({ direction: 'in' }, c?.tokensIn ?? 0)
+        this.inc({ direction: 'out' }, c?.tokensOut ?? 0)
+      }
+    })
+    new client.Counter({
+      name: 'quotad_gossip_bytes_total',
+      help: 'Gossip payload bytes, by direction (sent counts each message once, before gossipsub copies it).',
+      labelNames: ['direction'],
+      registers: [r],
+      collect () {
+        this.reset()
+        const t = src.cluster?.transportStats() ?? {}
+        this.inc({ direction: 'sent' }, t.publishedBytes ?? 0)
+        this.inc({ direction: 'received' }, t.receivedBytes ?? 0)
+      }
+    })
+    new client.Gauge({
+      name: 'quotad_peers',
+      help: 'Peers this node knows, by state.',
+      labelNames: ['state'],
+      registers: [r],
+      collect () {
+        this.reset()
+        const core = src.cluster?.core
+        let alive = 0
+        let dead = 0
+        if (core !== undefined) for (const p of core.peers.all()) { if (core.peers.isAlive(p, src.now())) alive++; else dead++ }
+        this.set({ state: 'alive' }, alive)
+        this.set({ state: 'dead' }, dead)
+      }
+    })
+    new client.Gauge({
+      name: 'quotad_rule_agreement',
+      help: '1 when every alive peer enforces the same version of the rule in the same cluster (its tokens are shared), else 0.',
+      labelNames: ['rule'],
+      registers: [r],
+      collect () {
+        this.reset()
+        for (const [rule, ok] of agreement(src)) this.set({ rule }, ok ? 1 : 0)
+      }
+    })
+    new client.Gauge({
+      name: 'quotad_waiters',
+      help: 'Acquires waiting for tokens.',
+      registers: [r],
+      collect () { this.set(src.limiter.waiterCount) }
+    })
+    new client.Gauge({
+      name: 'quotad_keys',
+      help: 'Keys with state on this node.',
+      registers: [r],
+      collect () { this.set(src.limiter.keyCount) }
+    })
+    new client.Gauge({
+      name: 'quotad_connections',
+      help: 'Client connections to the Unix socket.',
+      registers: [r],
+      collect () { this.set(src.server.stats().connections) }
+    })
+  }
+
+  /** Whether to time this decision (one in SAMPLE_EVERY). */
+  sample (): boolean {
+    return (++this.n & (SAMPLE_EVERY - 1)) === 0
+  }
+}
+
+/** Per rule name: the tokens held here, or known stranded. */
+function tokensByRule (src: MetricSources, what: 'held' | 'stranded'): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const r of src.limiter.rules) out.set(r.name, 0)
+  const now = src.now()
+  const core = src.cluster?.core
+  for (const ks of src.limiter.states()) {
+    let v = 0
+    if (what === 'held') {
+      ks.bucket.advance(now)
+      v = Math.max(0, ks.bucket.held) + (ks.ext === null ? 0 : deferredTotal(ks.ext as KeyExt))
+    } else if (ks.ext !== null) {
+      v = (ks.ext as KeyExt).stranded
+      if (core !== undefined) {
+        for (const p of core.peers.all()) {
+          if (core.peers.isAlive(p, now)) continue
+          const e = p.keys.get(ks.key)
+          if (e !== undefined) v += e.held + e.outstanding
+        }
+      }
+    }
+    out.set(ks.rule.name, (out.get(ks.rule.name) ?? 0) + v)
+  }
+  return out
+}
+
+/** Per rule name: whether every alive peer agrees on it (true on a lone node). */
+export function agreement (src: Pick<MetricSources, 'limiter' | 'cluster' | 'now'>): Map<string, boolean> {
+  const out = new Map<string, boolean>()
+  const core = src.cluster?.core
+  for (const r of src.limiter.rules) {
+    let ok = true
+    if (core !== undefined) {
+      for (const p of core.peers.all()) {
+        if (core.peers.isAlive(p, src.now()) && !(p.sameCluster && p.rules[r.name] === r.hash)) ok = false
+      }
+    }
+    out.set(r.name, ok)
+  }
+  return out
+}

@@ -1,0 +1,75 @@
+/**
+ * The metrics and health listener, with a real HTTP client, on real nodes:
+ * /healthz, /readyz (and why not), /metrics in Prometheus text with the
+ * documented metric names and bounded labels.
+ */
+import test from 'ava'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { QuotadClient } from '../src/client/index.js'
+import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
+import { waitForLog } from './helpers/proc.js'
+
+async function get (addr: string, path: string): Promise<{ status: number, body: string, type: string }> {
+  const r = await fetch(`http://${addr}${path}`)
+  return { status: r.status, body: await r.text(), type: r.headers.get('content-type') ?? '' }
+}
+
+/** The listener's address, from the node's `serving` log line. */
+function httpAddr (c: TestCluster, node: string): string {
+  const line = c.procs[node].stderr().split('\n').find(l => l.includes('"serving"'))
+  return (JSON.parse(line ?? '{}') as { http?: string }).http ?? ''
+}
+
+async function eventually (what: string, f: () => Promise<boolean>, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!(await f())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise(resolve => setTimeout(resolve, 100))
+  }
+}
+
+test.serial('healthz, readyz and metrics on real nodes; readyz says why a node is not ready', async t => {
+  const c = await makeCluster(['a', 'b'], [{ name: 'day', match: 'day', limit: 100, per: '1d', algorithm: 'fixed-window' }, { name: 'sig', match: 'sig:*', limit: 5, per: '1d', algorithm: 'fixed-window' }])
+  t.teardown(async () => await c.stopAll())
+  await c.start('a', { args: ['--http', '127.0.0.1:0'] })
+  await c.start('b')
+  await waitForLog(c.procs.a, '"serving"')
+  const addr = httpAddr(c, 'a')
+  t.regex(addr, /^127\.0\.0\.1:\d+$/)
+  await waitForPeers(c, ['a', 'b'], 1)
+  t.is((await get(addr, '/healthz')).status, 200)
+  await eventually('a to be ready', async () => (await get(addr, '/readyz')).status === 200)
+  const q = await QuotadClient.connect({ socketPath: c.sockets.a })
+  t.teardown(async () => await q.close())
+  for (let i = 0; i < 40; i++) await q.acquire('day')
+  for (let i = 0; i < 20; i++) await q.acquire(`sig:${i % 4}`)
+  const m = await get(addr, '/metrics')
+  t.is(m.status, 200)
+  t.regex(m.type, /text\/plain/)
+  for (const name of ['quotad_decisions_total', 'quotad_decision_duration_seconds_bucket', 'quotad_tokens_held', 'quotad_tokens_stranded',
+    'quotad_transfers_total', 'quotad_gossip_bytes_total', 'quotad_peers', 'quotad_rule_agreement', 'quotad_waiters', 'quotad_keys',
+    'quotad_process_cpu_seconds_total']) {
+    t.regex(m.body, new RegExp(`^${name}`, 'm'), `${name} is exposed`)
+  }
+  const allowed = /^quotad_decisions_total\{rule="day",result="allowed"\} (\d+)/m.exec(m.body)
+  t.is(Number(allowed?.[1]), 40)
+  t.regex(m.body, /^quotad_peers\{state="alive"\} 1$/m)
+  t.regex(m.body, /^quotad_rule_agreement\{rule="day"\} 1$/m)
+  // Labels are by rule, never by key: four sig:* keys, one series.
+  t.is(m.body.split('\n').filter(l => l.startsWith('quotad_decisions_total{rule="sig"')).length, 2)
+  t.false(m.body.includes('sig:0'))
+  t.is((await get(addr, '/nope')).status, 404)
+
+  // b reloads a different `day`: a is no longer ready, and says which rule.
+  const other = join(c.dir, 'cluster-b.json')
+  writeFileSync(other, readFileSync(c.file, 'utf8').replace('"limit": 100', '"limit": 99'))
+  c.procs.b.child.kill('SIGTERM')
+  await c.procs.b.exited
+  await c.start('b', { config: other })
+  await eventually('a to see the disagreement', async () => {
+    const r = await get(addr, '/readyz')
+    return r.status === 503 && r.body.includes('day')
+  })
+  t.regex((await get(addr, '/metrics')).body, /^quotad_rule_agreement\{rule="day"\} 0$/m)
+})

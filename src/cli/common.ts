@@ -2,6 +2,7 @@
  * What the two CLIs share: printing an error with its stable code and turning
  * it into an exit status. Only CLI code calls process.exit.
  */
+import { readFileSync } from 'node:fs'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { ErrorCodes, ExitCodes, QuotadError, isQuotadError } from '../errors.js'
 
@@ -37,5 +38,15 @@ export function parseCli<T extends ParseArgsConfig> (config: T): ReturnType<type
     return parseArgs(config)
   } catch (err) {
     throw usage((err as Error).message)
+  }
+}
+
+/** The package's version (package.json, three folders up from dist/src/cli). */
+export function version (): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version?: string }
+    return pkg.version ?? 'unknown'
+  } catch {
+    return 'unknown'
   }
 }

@@ -9,9 +9,10 @@ import { loadClusterFile } from '../config/load.js'
 import { findNode } from '../config/validate.js'
 import { ExitCodes } from '../errors.js'
 import type { Decision } from '../core/types.js'
-import { fail, parseCli, intFlag, usage } from './common.js'
+import { fail, version, parseCli, intFlag, usage } from './common.js'
 import { runTop, topTargets } from './top.js'
 
+const NAME = 'quotactl'
 const HELP = `usage:
   quotactl (--socket PATH | --config FILE --node NAME) COMMAND [--json]
   quotactl (--socket PATH | --config FILE [--node NAME]) top [--interval MS] [--once [--json]]
@@ -24,6 +25,7 @@ commands:
                                         refreshed every --interval MS (default 1000); q quits.
                                         --once: one frame (rates over one interval), exit 0
 options:
+  --version      print the version and exit
   --timeout MS   reply timeout (default 5000; a waiting acquire adds its --wait)
 `
 
@@ -41,10 +43,12 @@ async function main (argv: string[]): Promise<number> {
       json: { type: 'boolean' },
       interval: { type: 'string' },
       once: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' }
+      help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'V' }
     }
   })
   if (values.help === true) { process.stdout.write(HELP); return ExitCodes.OK }
+  if (values.version === true) { process.stdout.write(`${NAME} ${version()}\n`); return ExitCodes.OK }
   const json = values.json === true
   const [cmd, key] = positionals
   if (cmd === undefined) throw usage(`a command is required\n${HELP}`)

@@ -12,9 +12,10 @@ import { overridesFrom, withNodeOverrides, type NodeOverrides } from '../config/
 import type { ClusterConfig } from '../config/types.js'
 import { earlySignals } from './signals.js'
 import { createLogger, LOG_LEVELS, type LogLevel } from '../util/log.js'
-import { fail, parseCli, usage } from './common.js'
+import { fail, version, parseCli, usage } from './common.js'
 import { simulate } from './simulate.js'
 
+const NAME = 'quotad'
 const HELP = `usage:
   quotad --config FILE --node NAME [--listen ADDR] [--socket PATH] [--data-dir DIR]
          [--http HOST:PORT] [--log-level debug|info|warn|error]
@@ -29,6 +30,8 @@ const HELP = `usage:
       print the node's peer id for the cluster file's "peerId" (creates its key if missing)
   quotad keygen FILE [--force]
       write a new pre-shared swarm key (libp2p pnet format, mode 0600)
+  quotad --version
+      print the version and exit
   quotad simulate [--config FILE] [--nodes N] [--scenario NAME] [--seeds K] ...
       run the cluster in the deterministic simulator (quotad simulate --help)
 `
@@ -55,10 +58,12 @@ async function cli (argv: string[]): Promise<void> {
       http: { type: 'string' },
       'log-level': { type: 'string' },
       force: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' }
+      help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'V' }
     }
   })
   if (values.help === true) { process.stdout.write(HELP); return }
+  if (values.version === true) { process.stdout.write(`${NAME} ${version()}\n`); return }
   const [cmd, arg] = positionals
   if (cmd === 'check-config') {
     if (arg === undefined) throw usage('check-config needs a FILE')

@@ -11,6 +11,7 @@ import { ExitCodes } from '../errors.js'
 import { overridesFrom, withNodeOverrides, type NodeOverrides } from '../config/node-overrides.js'
 import type { ClusterConfig } from '../config/types.js'
 import { earlySignals } from './signals.js'
+import { checkDeploy, throwIfErrors } from '../config/deploy-check.js'
 import { createLogger, LOG_LEVELS, type LogLevel } from '../util/log.js'
 import { fail, version, parseCli, usage } from './common.js'
 import { simulate } from './simulate.js'
@@ -68,7 +69,10 @@ async function cli (argv: string[]): Promise<void> {
   if (cmd === 'check-config') {
     if (arg === undefined) throw usage('check-config needs a FILE')
     const cfg = await loadClusterFile(resolve(arg))
-    process.stdout.write(`${arg}: ok (${cfg.nodes.length} nodes, ${cfg.rules.length} rules)\n`)
+    const check = await checkDeploy(cfg)
+    for (const w of check.warnings) process.stdout.write(`warning: ${w.path}: ${w.message}\n`)
+    throwIfErrors(check, cfg.source)
+    process.stdout.write(`${arg}: ok (${cfg.nodes.length} nodes, ${cfg.rules.length} rules${check.warnings.length > 0 ? `, ${check.warnings.length} warning(s)` : ''})\n`)
     return
   }
   if (cmd === 'peer-id') {

@@ -14,11 +14,10 @@
  */
 import { Packr } from 'msgpackr'
 import { randomBytes } from 'node:crypto'
-import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Clock } from '../clock.js'
 import type { ClusterConfig, NodeConfig, RuleConfig } from '../config/types.js'
-import { parseSwarmKey } from '../config/swarm-key.js'
+import { loadSwarmKey } from '../config/swarm-key.js'
 import type { Resolution } from '../core/limiter.js'
 import type { Logger } from '../util/log.js'
 import type { ClusterCore, Outbound } from './cluster-core.js'
@@ -94,7 +93,7 @@ export class ClusterNode {
       restoredKeys: r.keys, restoredTokens: r.tokens, owedBurn: r.burn
     })
 
-    const psk = parseSwarmKey(await readFile(config.cluster.secretFile, 'utf8'), config.cluster.secretFile)
+    const psk = await loadSwarmKey(config.cluster.secretFile)
     const create = this.opts.createTransport ?? (await import('./transport/libp2p-transport.js')).createTransport
     const t = await create({
       listen: node.listen,

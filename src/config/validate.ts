@@ -179,13 +179,18 @@ class Checker {
   }
 }
 
-function checkCluster (c: Checker, v: unknown): Partial<ClusterSection> {
+/** A one-node file needs no cluster section, swarm key or listen address: it runs without the cluster layer. */
+const LONE_CLUSTER: ClusterSection = { name: 'local', secretFile: '', gossipIntervalMs: DEFAULT_GOSSIP_INTERVAL_MS }
+const LONE_LISTEN = '/ip4/127.0.0.1/tcp/0'
+
+function checkCluster (c: Checker, v: unknown, lone: boolean): Partial<ClusterSection> {
+  if (lone && v === undefined) return { ...LONE_CLUSTER }
   const o = c.object(v, 'cluster')
   if (o === undefined) return {}
   c.unknownKeys(o, FIELDS.cluster, 'cluster')
   return {
-    name: c.string(o, 'name', 'cluster', NAME_RE, NAME_TEXT),
-    secretFile: c.path(o, 'secretFile', 'cluster'),
+    name: lone && o.name === undefined ? LONE_CLUSTER.name : c.string(o, 'name', 'cluster', NAME_RE, NAME_TEXT),
+    secretFile: lone && o.secretFile === undefined ? '' : c.path(o, 'secretFile', 'cluster'),
     gossipIntervalMs: o.gossipIntervalMs === undefined
       ? DEFAULT_GOSSIP_INTERVAL_MS
       : c.int(o, 'gossipIntervalMs', 'cluster', 10, 60_000, false)
@@ -226,11 +231,11 @@ function checkSocketMode (c: Checker, v: unknown, path: string): number | undefi
   return undefined
 }
 
-function checkNode (c: Checker, v: unknown, path: string): Partial<NodeConfig> | undefined {
+function checkNode (c: Checker, v: unknown, path: string, lone = false): Partial<NodeConfig> | undefined {
   const o = c.object(v, path)
   if (o === undefined) return undefined
   c.unknownKeys(o, FIELDS.node, path)
-  let listen = c.string(o, 'listen', path)
+  let listen = lone && o.listen === undefined ? LONE_LISTEN : c.string(o, 'listen', path)
   const issue = listen === undefined ? undefined : listenIssue(listen)
   if (issue !== undefined) {
     c.add(`${path}.listen`, issue)
@@ -373,8 +378,9 @@ export function validateClusterFile (raw: unknown, baseDir: string, source?: str
   if (raw.$schema !== undefined && typeof raw.$schema !== 'string') {
     c.add('$schema', `must be a string, got ${describe(raw.$schema)}`)
   }
-  const cluster = checkCluster(c, raw.cluster)
-  const nodes = checkList(c, raw, 'nodes', MAX_NODES, checkNode)
+  const lone = Array.isArray(raw.nodes) && raw.nodes.length === 1
+  const cluster = checkCluster(c, raw.cluster, lone)
+  const nodes = checkList(c, raw, 'nodes', MAX_NODES, (c, v, path) => checkNode(c, v, path, lone))
   noDuplicates(c, 'nodes', nodes, 'name', 'node name')
   noDuplicates(c, 'nodes', nodes, 'socket', 'socket path')
   noDuplicates(c, 'nodes', nodes, 'dataDir', 'data directory')

@@ -1,0 +1,75 @@
+/**
+ * What `quotad check-config` checks beyond the file's own shape: the things
+ * that would make a node fail at start, or quietly not do what the file says.
+ *
+ * Errors: a swarm key file (multi-node) that is missing, unreadable, not a
+ * swarm key, or readable by group or others; two nodes with the same listen
+ * address. Warnings: a glob rule that an earlier glob rule shadows (its keys
+ * all match the earlier one, which wins, so it is never used); seeds without
+ * a pinned peer id.
+ */
+import { ConfigError, isQuotadError, type ConfigIssue } from '../errors.js'
+import { loadSwarmKey } from './swarm-key.js'
+import type { ClusterConfig } from './types.js'
+
+export interface DeployCheck {
+  errors: ConfigIssue[]
+  warnings: ConfigIssue[]
+}
+
+export async function checkDeploy (cfg: ClusterConfig): Promise<DeployCheck> {
+  const out: DeployCheck = { errors: [], warnings: [] }
+  if (cfg.nodes.length > 1) {
+    try {
+      await loadSwarmKey(cfg.cluster.secretFile)
+    } catch (err) {
+      if (!isQuotadError(err)) throw err
+      const hint = /EACCES/.test(err.message) ? ' (quotad needs read permission on it)' : /ENOENT/.test(err.message) ? ' (create it with "quotad keygen FILE")' : ''
+      out.errors.push({ path: 'cluster.secretFile', message: `${err.message}${hint}` })
+    }
+    const listens = new Map<string, number>()
+    cfg.nodes.forEach((n, i) => {
+      if (/\/tcp\/0$/.test(n.listen)) return
+      const first = listens.get(n.listen)
+      if (first !== undefined) out.errors.push({ path: `nodes[${i}].listen`, message: `${n.listen} is also nodes[${first}]'s (${cfg.nodes[first].name}): each node needs its own address` })
+      else listens.set(n.listen, i)
+    })
+    const unpinned = cfg.nodes.map((n, i) => [n, i] as const).filter(([n]) => n.seed && n.peerId === undefined)
+    for (const [n, i] of unpinned) {
+      out.warnings.push({ path: `nodes[${i}].peerId`, message: `seed ${n.name} has no pinned peer id: its name is bound to the first key that speaks for it (run "quotad peer-id --config FILE --node ${n.name}")` })
+    }
+  }
+  cfg.rules.forEach((r, j) => {
+    if (!r.match.includes('*')) return
+    for (let i = 0; i < j; i++) {
+      const earlier = cfg.rules[i]
+      if (earlier.match.includes('*') && shadows(earlier.match, r.match)) {
+        out.warnings.push({ path: `rules[${j}].match`, message: `every key of ${JSON.stringify(r.match)} also matches the earlier glob rules[${i}] (${earlier.name}: ${JSON.stringify(earlier.match)}), which wins: rule ${r.name} is never used` })
+        break
+      }
+    }
+  })
+  return out
+}
+
+/**
+ * Whether every key glob `later` matches is matched by glob `earlier`. Exact
+ * for the forms rules use: `earlier` of the form PREFIX*SUFFIX (one star)
+ * shadows `later` when later's text before its first star starts with PREFIX
+ * and its text after its last star ends with SUFFIX. Patterns with more stars
+ * in `earlier` are not judged (no warning).
+ */
+export function shadows (earlier: string, later: string): boolean {
+  const parts = earlier.split('*')
+  if (parts.length !== 2) return false
+  const [prefix, suffix] = parts
+  const head = later.slice(0, later.indexOf('*'))
+  const tail = later.slice(later.lastIndexOf('*') + 1)
+  return head.startsWith(prefix) && tail.endsWith(suffix)
+}
+
+/** Throw the errors as one ConfigError (E_CONFIG_INVALID), as validation does. */
+export function throwIfErrors (check: DeployCheck, source?: string): void {
+  if (check.errors.length > 0) throw new ConfigError(check.errors, source)
+}
+

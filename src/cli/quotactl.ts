@@ -11,6 +11,7 @@ import { ExitCodes } from '../errors.js'
 import type { Decision } from '../core/types.js'
 import { fail, version, parseCli, intFlag, usage } from './common.js'
 import { runTop, topTargets } from './top.js'
+import { renderStatus } from './status-render.js'
 
 const NAME = 'quotactl'
 const HELP = `usage:
@@ -19,7 +20,7 @@ const HELP = `usage:
 commands:
   acquire KEY [--count N] [--wait MS]   spend N tokens (exit 0 allowed, 1 denied)
   peek KEY [--count N]                  whether N would be allowed, spending nothing
-  status                                the node's state
+  status                                the node's state (a summary; --json for all of it)
   ping                                  round-trip time to the node
   top                                   live view of every node of --config (or of --socket),
                                         refreshed every --interval MS (default 1000); q quits.
@@ -75,7 +76,7 @@ async function main (argv: string[]): Promise<number> {
       }
       case 'status': {
         const s = await client.status()
-        process.stdout.write(json ? JSON.stringify(s) + '\n' : JSON.stringify(s, null, 2) + '\n')
+        process.stdout.write(json ? JSON.stringify(s) + '\n' : renderStatus(s))
         return ExitCodes.OK
       }
       case 'ping': {

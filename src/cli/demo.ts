@@ -4,7 +4,7 @@
  * drive a skewed load at them through their Unix sockets, so a newcomer sees
  * the product work. Every second it prints, per node, what it allowed and
  * denied, the tokens it holds of the demo key and the tokens moved in/out
- * since start (read from each node's `status`), and the cluster total.
+ * over that second (from each node's `status`), and the cluster total.
  *
  * The load runs in phases, over and over:
  * 1. the first exact-key rule (payments), node 0 hot: tokens flow to it;
@@ -98,13 +98,15 @@ async function main (): Promise<void> {
   // A node that died at start (its log says why) may have left another process's socket for us to talk to.
   const dead = gone()
   if (dead !== undefined) throw new QuotadError(ErrorCodes.CONNECTION, `node ${dead} exited during startup (see its log above)`)
-  process.stdout.write('Watch: held tokens follow the busy node (in/out); the cluster never tops its limit; * = tight\n')
+  process.stdout.write('Watch: per node and second, ok/deny and the tokens moved in/out; held tokens follow the busy node; the cluster never tops its limit; * = tight\n')
   if (phases.length < 3) {
     process.stdout.write(`(To also see tightening, add a fixed-window rule to ${file}, e.g.\n` +
       ' { "name": "reports", "match": "reports", "limit": 300, "per": "1m", "algorithm": "fixed-window" })\n')
   }
 
   const counts: Counts[] = names.map(() => ({ allowed: 0, denied: 0 }))
+  // Tokens in and out per node over the last second: the cumulative counters, less what they were.
+  const moved = new Map<string, { in: number, out: number }>()
   const credit = names.map(() => 0)
   let phase = phases[0]
   let phaseIndex = 0
@@ -133,7 +135,7 @@ async function main (): Promise<void> {
     const key = phase.rule.match
     void Promise.all(clients.map(async (c, i) => await keyAt(c, names[i], key))).then(keys => {
       if (stopping) return
-      process.stdout.write(line(second, done, keys))
+      process.stdout.write(line(second, done, keys, moved))
       if (durationS > 0 && second >= durationS) { void shutdown(); return }
       const w = windowIndex(phase.rule)
       if (w !== window && phaseIndex === 2) process.stdout.write(`-- the ${phase.rule.per} window of "${key}" rolled over: the spent tokens are back\n`)
@@ -236,11 +238,17 @@ function header (names: string[]): string {
   return lines.join('\n') + '\n'
 }
 
-function line (second: number, counts: Counts[], keys: Array<KeyView | undefined>): string {
+function line (second: number, counts: Counts[], keys: Array<KeyView | undefined>, last: Map<string, { in: number, out: number }>): string {
   const per = perLine(counts.length)
-  const cell = (c: Counts, k: KeyView | undefined): string => {
+  const cell = (c: Counts, k: KeyView | undefined, i: number): string => {
     const held = k === undefined ? '?' : `${Math.floor(k.held)}${k.tight ? '*' : ' '}`
-    const moved = k === undefined ? '?' : `${k.transfersIn}/${k.transfersOut}`
+    let moved = '?'
+    if (k !== undefined) {
+      const id = `${i}/${k.key}`
+      const was = last.get(id) ?? { in: k.transfersIn, out: k.transfersOut }
+      moved = `${Math.round(k.transfersIn - was.in)}/${Math.round(k.transfersOut - was.out)}`
+      last.set(id, { in: k.transfersIn, out: k.transfersOut })
+    }
     return `${c.allowed}/${c.denied}`.padStart(8) + held.padStart(7) + moved.padStart(9) + '  '
   }
   const ok = counts.reduce((n, c) => n + c.allowed, 0)
@@ -250,7 +258,7 @@ function line (second: number, counts: Counts[], keys: Array<KeyView | undefined
   for (let i = 0; i < counts.length; i += per) {
     const last = i + per >= counts.length
     lines.push((i === 0 ? `${second}s`.padStart(4) + '  ' : '      ') +
-      counts.slice(i, i + per).map((c, j) => cell(c, keys[i + j])).join('') +
+      counts.slice(i, i + per).map((c, j) => cell(c, keys[i + j], i + j)).join('') +
       (last ? `${ok}/${no}`.padStart(8) + held.padStart(6) : ''))
   }
   return lines.map(l => l.trimEnd()).join('\n') + '\n'

@@ -98,7 +98,8 @@ async function main (): Promise<void> {
   // A node that died at start (its log says why) may have left another process's socket for us to talk to.
   const dead = gone()
   if (dead !== undefined) throw new QuotadError(ErrorCodes.CONNECTION, `node ${dead} exited during startup (see its log above)`)
-  process.stdout.write('Watch: per node and second, ok/deny and the tokens moved in/out; held tokens follow the busy node; the cluster never tops its limit; * = tight\n')
+  process.stdout.write('Watch: held tokens follow the busy node; the cluster never tops its limit; * = tight\n' +
+    '(per node and second: requests ok/denied, tokens held, tokens moved in/out)\n')
   if (phases.length < 3) {
     process.stdout.write(`(To also see tightening, add a fixed-window rule to ${file}, e.g.\n` +
       ' { "name": "reports", "match": "reports", "limit": 300, "per": "1m", "algorithm": "fixed-window" })\n')

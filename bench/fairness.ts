@@ -33,6 +33,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { QuotadClient } from '../src/client/index.js'
 import { intFlag } from '../src/cli/common.js'
 import { machineInfo, printMachine } from './lib/machine.js'
+import { cpuMs, machineBusyMs } from './lib/cpu.js'
 import { LatencyLog, median, type LatencySummary } from './lib/stats.js'
 import { fmtInt, fmtUs, renderTable } from './lib/table.js'
 import { startDaemonProcess, writeBenchCluster, type BenchRule } from './lib/quotad-target.js'
@@ -60,6 +61,8 @@ interface Trial {
   row: string
   quiet: LatencySummary
   floodRepliesPerS: number
+  /** CPU used by other processes during the trial, in % of one core: noise. */
+  otherCpuPct: number
 }
 
 async function main (): Promise<void> {
@@ -109,10 +112,11 @@ async function main (): Promise<void> {
     for (let i = 0; i < 2000; i++) await op() // warm-up, no flood
     for (const row of rows) {
       for (let k = 0; k < trials; k++) {
-        const trial = await runTrial(row, cluster.socketPath, conns, seed + k, seconds, op)
+        const trial = await runTrial(row, cluster.socketPath, target.pid, conns, seed + k, seconds, op)
         all.push(trial)
         process.stdout.write(`  ${row} trial ${k + 1}: quiet p50 ${fmtUs(trial.quiet.p50Us)} µs, p99 ${fmtUs(trial.quiet.p99Us)} µs, ` +
-          `max ${fmtUs(trial.quiet.maxUs)} µs (${trial.quiet.n} requests); flood ${fmtInt(trial.floodRepliesPerS)} replies/s\n`)
+          `max ${fmtUs(trial.quiet.maxUs)} µs (${trial.quiet.n} requests); flood ${fmtInt(trial.floodRepliesPerS)} replies/s; ` +
+          `other CPU ${fmtInt(trial.otherCpuPct)}%\n`)
       }
     }
     await client.close()
@@ -124,11 +128,15 @@ async function main (): Promise<void> {
   if (values.json !== undefined) writeFileSync(values.json, JSON.stringify({ machine: machineInfo(), trials: all }, null, 2) + '\n')
 }
 
-async function runTrial (row: string, socketPath: string, conns: number, seed: number, seconds: number, op: () => Promise<void>): Promise<Trial> {
+async function runTrial (row: string, socketPath: string, daemonPid: number | null, conns: number, seed: number, seconds: number,
+  op: () => Promise<void>): Promise<Trial> {
   const flood = row === 'none' ? null : await startFlood(socketPath, row as FloodKind, conns, seed)
   try {
     await sleep(500) // let the flood reach its pace
     const log = new LatencyLog()
+    const ours = (): number => cpuMs(null) + (daemonPid === null ? 0 : cpuMs(daemonPid)) + (flood === null ? 0 : cpuMs(flood.pid))
+    const busy0 = machineBusyMs()
+    const ours0 = ours()
     const t0 = performance.now()
     const until = t0 + seconds * 1000
     while (performance.now() < until) {
@@ -137,15 +145,16 @@ async function runTrial (row: string, socketPath: string, conns: number, seed: n
       log.push(performance.now() - s)
     }
     const elapsedS = (performance.now() - t0) / 1000
+    const otherCpuPct = ((machineBusyMs() - busy0) - (ours() - ours0)) / (elapsedS * 10)
     const result = flood === null ? { sentBytes: 0, replies: 0 } : await flood.stop()
-    return { row, quiet: log.summary(), floodRepliesPerS: result.replies / (elapsedS + 0.5) }
+    return { row, quiet: log.summary(), floodRepliesPerS: result.replies / (elapsedS + 0.5), otherCpuPct: Math.max(0, otherCpuPct) }
   } catch (err) {
     await flood?.stop()
     throw err
   }
 }
 
-async function startFlood (socketPath: string, kind: FloodKind, conns: number, seed: number): Promise<{ stop: () => Promise<FloodResult> }> {
+async function startFlood (socketPath: string, kind: FloodKind, conns: number, seed: number): Promise<{ pid: number, stop: () => Promise<FloodResult> }> {
   const script = fileURLToPath(import.meta.url)
   const child = spawn(process.execPath, [script, '--flood', socketPath, '--kind', kind, '--conns', String(conns), '--seed', String(seed)],
     { stdio: ['ignore', 'pipe', 'inherit'] })
@@ -161,6 +170,7 @@ async function startFlood (socketPath: string, kind: FloodKind, conns: number, s
     await Promise.race([new Promise<void>(resolve => lines.push(resolve)), exited])
   }
   return {
+    pid: child.pid ?? -1,
     stop: async () => {
       child.kill('SIGTERM')
       await exited
@@ -183,11 +193,13 @@ function report (rows: string[], all: Trial[]): void {
       fmtUs(median(ts.map(t => t.quiet.p99Us))),
       fmtUs(median(ts.map(t => t.quiet.maxUs))),
       fmtInt(median(ts.map(t => t.quiet.n))),
-      row === 'none' ? '-' : fmtInt(median(ts.map(t => t.floodRepliesPerS)))
+      row === 'none' ? '-' : fmtInt(median(ts.map(t => t.floodRepliesPerS))),
+      `${fmtInt(median(ts.map(t => t.otherCpuPct)))}%`
     ]
   })
   process.stdout.write('\nresults (median over trials):\n')
-  process.stdout.write(renderTable(['row', 'quiet p50 µs', 'quiet p99 µs', 'quiet max µs', 'quiet requests', 'flood replies/s'], table))
+  process.stdout.write(renderTable(['row', 'quiet p50 µs', 'quiet p99 µs', 'quiet max µs', 'quiet requests', 'flood replies/s', 'other CPU'], table))
+  process.stdout.write('(other CPU: processes other than the daemon, the flood and this one, in % of one core: noise)\n')
   process.stdout.write('\ntargets:\n')
   for (const row of rows) {
     if (row === 'none') continue

@@ -413,6 +413,12 @@ export class ClusterCore {
 
   private stopStep (nowMs: number, out: Outbound[]): void {
     if (this.phase === 'draining' && this.stopper.drained(nowMs, this.inflight)) {
+      // Peers check a pushed grant against what the giver last said it holds: say it first, hand off a tick later.
+      out.push({ kind: 'gossip', msg: this.gossip.now(nowMs) })
+      this.stopper.phase = 'announced'
+      return
+    }
+    if (this.phase === 'announced') {
       this.transfers.handoff(nowMs, out)
       this.stopper.startSettling(nowMs)
     }

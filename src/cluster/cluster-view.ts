@@ -45,6 +45,11 @@ export class ClusterView {
     return initialShare(ks.rule.stock, ks.rule.glob, ks.key, p.name, this.seeds)
   }
 
+  /** The share a peer would create a key with (its pre-allocated share): what it has if it never said. */
+  peerShare (p: Peer, ks: KeyState): number {
+    return initialShare(ks.rule.stock, ks.rule.glob, ks.key, p.name, this.seeds)
+  }
+
   /** Adjust what this node believes a peer holds of a key, until the peer's next gossip says otherwise. */
   believeHeld (peer: string, ks: KeyState, delta: number): void {
     const p = this.peers.get(peer)
@@ -52,7 +57,7 @@ export class ClusterView {
     const held = Math.max(0, this.peerHeld(p, ks) + delta)
     const k = p.keys.get(ks.key)
     if (k !== undefined) k.held = held
-    else p.keys.set(ks.key, { held, outstanding: 0, rate: 0, owed: 0, debts: 0, gen: NO_GEN, seq: 0 }) // a belief: says nothing of burns
+    else p.keys.set(ks.key, { held, outstanding: 0, rate: 0, owed: 0, debts: 0, said: NaN, gen: NO_GEN, seq: 0 }) // a belief: says nothing of burns
   }
 
   /**
@@ -94,9 +99,14 @@ export class ClusterView {
     return best
   }
 
-  /** A glob key idle here, at a node that is not its home, goes back home (so both ends can evict it). */
+  /**
+   * A glob key idle here, at a node that is not its home, goes back home (so
+   * both ends can evict it), once its holding has been gossiped.
+   */
   shouldReturnHome (ks: KeyState, x: KeyExt, nowMs: number): boolean {
     if (!ks.rule.glob || ks.bucket.held < 1 || nowMs - x.lastDemandAt < this.tuning.idleReturnMs) return false
+    // Only once peers have heard what it holds: the home checks a push against what the giver said (transfers.ts).
+    if (x.sentHeld !== ks.bucket.held) return false
     const home = homeNode(ks.key, this.seeds)
     if (home === undefined || home === this.node) return false
     const p = this.peers.get(home)

@@ -4,13 +4,15 @@
  * `beginStop`, keep ticking, and when `snapshot` appears, persist it and
  * shut the transport. Nothing about stopping is written twice.
  *
- *   running --beginStop--> draining --> settling --> stopped
+ *   running --beginStop--> draining --> announced --> settling --> stopped
  *
  * - draining: the node announces `leaving` (peers stop sending it tokens
  *   and asking it for any) and refuses every want from now on. It waits
  *   for its own requests in flight to settle (a want may still bring
  *   tokens) and for two gossip intervals, so that nodes stopping together
  *   hear of each other and don't hand tokens to each other.
+ * - announced: one tick in which peers hear a gossip with what it holds now
+ *   (a receiver checks a pushed grant against what its giver last said).
  * - settling: it hands every whole held token to live agreeing peers (the
  *   fastest consumer of each key first), then waits until they are acked,
  *   at most `handoffTimeoutMs`. Grants that reach it meanwhile are applied
@@ -26,7 +28,7 @@
  * phase has a deadline, so a stop always finishes.
  */
 
-export type Phase = 'running' | 'draining' | 'settling' | 'stopped'
+export type Phase = 'running' | 'draining' | 'announced' | 'settling' | 'stopped'
 
 export interface StopTimes {
   gossipIntervalMs: number

@@ -35,6 +35,12 @@ export interface PeerKey {
   owed: number
   /** The unpaid burns elsewhere the peer knows of (what it keeps unspent itself). */
   debts: number
+  /**
+   * held + outstanding exactly as the peer last said (beliefs corrected
+   * between gossips change `held`, never this): what a pushed grant from it
+   * is checked against.
+   */
+  said: number
   /** The peer's rules (name -> hash) when it sent this entry. */
   gen: Record<string, string>
   /** The message it came in. */
@@ -145,7 +151,7 @@ export class Peers {
       if (old === undefined && p.keys.size >= this.keep.maxKeys) continue
       if (old !== undefined && (old.owed > 0 || old.debts > 0)) this.owingEntries--
       if (owed > 0 || debts > 0) this.owingEntries++
-      p.keys.set(k, { held, outstanding, rate, owed, debts, gen: p.rules, seq: g.seq })
+      p.keys.set(k, { held, outstanding, rate, owed, debts, said: held + outstanding, gen: p.rules, seq: g.seq })
       // A debt of this epoch restored from our own state file is superseded by what the epoch says now.
       const restored = p.legacy?.get(p.epoch)
       if (restored?.delete(k) === true) {

@@ -126,6 +126,8 @@ export function startCore (base: CoreBase, rules: RuleConfig[], saved: SavedStat
     const x = ext(ks)
     if (k.tokens > 0) (x.deferred ??= []).push([k.tokens, k.at])
     x.burn = k.burn
+    // Idle is measured from now: a restored key is not sent home the moment the node starts.
+    x.lastDemandAt = nowMs
     core.touch(ks)
     r.keys++
     r.tokens += k.held + k.tokens

@@ -157,7 +157,9 @@ export class Transfers {
       const ks = c.limiter.existing(key)
       const e = p?.keys.get(key)
       const stock = ks?.rule.stock ?? c.limiter.ruleFor(key)?.stock ?? 0
-      const said = e !== undefined ? e.held + e.outstanding : (p !== undefined && ks !== undefined ? c.view.peerHeld(p, ks) : stock)
+      // What it said in gossip (not this node's belief since, which may be lower), or, never having said,
+      // the share it would create the key with.
+      const said = e !== undefined && !Number.isNaN(e.said) ? e.said : (p !== undefined && ks !== undefined ? c.view.peerShare(p, ks) : stock)
       if (amount > said + Math.max(1, Math.ceil(PUSH_TOLERANCE * stock))) return `pushes ${amount}, said it had ${said}`
     }
     return null

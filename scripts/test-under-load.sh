@@ -39,9 +39,10 @@ trap 'exit 143' TERM
 
 echo "under-load: building a copy of the CLI for the background cluster"
 npm run build >/dev/null || { echo "under-load: build failed"; exit 1; }
+# the build reads files beside package.json (the JSON schema, ...): copy the top-level files too
 mkdir -p "$WORK/build"
 cp -r dist "$WORK/build/dist"
-cp package.json "$WORK/build/"
+find . -maxdepth 1 -type f -exec cp {} "$WORK/build/" \;
 ln -s "$ROOT/node_modules" "$WORK/build/node_modules"
 
 # (a) one core kept busy

@@ -35,6 +35,7 @@ import {
   describePeer, ensureRedisServer, Peer, PEER_CONFIGS, RedisServer, type PeerConfig, type PeerRule
 } from './lib/redis-peer.js'
 import { startDaemonProcess, startInProcess, writeBenchCluster, type BenchRule, type QuotadTarget } from './lib/quotad-target.js'
+import { freePort } from './lib/cluster-harness.js'
 import { geomean } from './lib/stats.js'
 import { fmtInt, fmtPct, fmtRatio, renderTable } from './lib/table.js'
 import { intFlag } from '../src/cli/common.js'
@@ -61,6 +62,8 @@ const HELP = `usage: node dist/bench/socket.js [options]
                      seconds for other processes to use < 25% of a core for
                      2 s in a row (for shared machines; default 0: don't wait)
   --keep-tmp         keep the temp dir (cluster file, sockets)
+  --metrics          run the daemon with --http and scrape /metrics every second
+                     (compare with a run without it: metrics must cost nothing)
 
 peer wirings: ${PEER_CONFIGS.map(c => `"${c.name}"`).join(', ')}
 `
@@ -93,6 +96,8 @@ interface Options {
   nodeArgs: string[]
   waitQuietS: number
   keepTmp: boolean
+  /** Run the daemon with its metrics listener on, scraped every second (to show metrics cost the decisions nothing). */
+  metrics: boolean
 }
 
 function options (argv: string[]): Options {
@@ -115,6 +120,7 @@ function options (argv: string[]): Options {
       'node-arg': { type: 'string', multiple: true },
       'keep-tmp': { type: 'boolean' },
       'wait-quiet': { type: 'string' },
+      metrics: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' }
     }
   })
@@ -145,7 +151,8 @@ function options (argv: string[]): Options {
     cpuProf: values['cpu-prof'],
     nodeArgs: values['node-arg'] ?? [],
     waitQuietS: int('wait-quiet', values['wait-quiet'], 0, 0),
-    keepTmp: values['keep-tmp'] === true
+    keepTmp: values['keep-tmp'] === true,
+    metrics: values.metrics === true
   }
 }
 
@@ -272,13 +279,21 @@ async function main (): Promise<void> {
 
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'quotad-bench-'))
   let target: QuotadTarget | null = null
+  let scraper: NodeJS.Timeout | undefined
+  let scrapes = 0
   let redis: RedisServer | null = null
   const clients: QuotadClient[] = []
   let peer: Peer | null = null
   try {
     const cluster = await writeBenchCluster(tmp, RULES)
     const nodeArgs = [...opts.nodeArgs, ...(opts.cpuProf !== undefined ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(opts.cpuProf)] : [])]
-    target = opts.inProcess ? await startInProcess(cluster) : await startDaemonProcess(cluster, nodeArgs)
+    const httpPort = opts.metrics ? await freePort() : 0
+    target = opts.inProcess ? await startInProcess(cluster) : await startDaemonProcess(cluster, nodeArgs, opts.metrics ? ['--http', `127.0.0.1:${httpPort}`] : [])
+    if (opts.metrics) {
+      // A scrape every second, far more often than Prometheus's usual 15 s.
+      scraper = setInterval(() => { fetch(`http://127.0.0.1:${httpPort}/metrics`).then(async r => { await r.text(); scrapes++ }, () => {}) }, 1000)
+      process.stdout.write(`metrics on: /metrics scraped every second at 127.0.0.1:${httpPort}\n`)
+    }
     for (let i = 0; i < opts.conns; i++) clients.push(await QuotadClient.connect({ socketPath: target.socketPath, timeoutMs: 10_000 }))
 
     let calibration: Calibration[] = []
@@ -385,6 +400,8 @@ async function main (): Promise<void> {
       process.stdout.write(`\nwrote ${opts.json}\n`)
     }
   } finally {
+    clearInterval(scraper)
+    if (opts.metrics) process.stdout.write(`metrics: ${scrapes} scrapes answered during the run\n`)
     await Promise.all(clients.map(c => c.close()))
     await peer?.close()
     await target?.stop()

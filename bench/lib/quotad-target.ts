@@ -87,9 +87,9 @@ export async function waitForSocket (socketPath: string, timeoutMs: number, aliv
 }
 
 /** Start `node [nodeArgs] dist/src/cli/quotad.js --config FILE --node a` and wait until it serves. */
-export async function startDaemonProcess (cluster: BenchCluster, nodeArgs: string[] = []): Promise<QuotadTarget> {
+export async function startDaemonProcess (cluster: BenchCluster, nodeArgs: string[] = [], quotadArgs: string[] = []): Promise<QuotadTarget> {
   if (!existsSync(QUOTAD_CLI)) throw new Error(`${QUOTAD_CLI} does not exist: run npx tsc -p . first`)
-  const args = [...nodeArgs, QUOTAD_CLI, '--config', cluster.file, '--node', 'a', '--log-level', 'warn']
+  const args = [...nodeArgs, QUOTAD_CLI, '--config', cluster.file, '--node', 'a', '--log-level', 'warn', ...quotadArgs]
   const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   const keep = (b: Buffer): void => { output = (output + b.toString()).slice(-8000) }

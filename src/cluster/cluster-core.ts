@@ -180,7 +180,9 @@ export class ClusterCore {
     const x = this.prepare(ks, count, nowMs)
     const special = this.policy(ks, x, count, nowMs)
     if (special !== undefined) return special
-    return this.limiter.acquireOrWait(key, count, waitMs, nowMs, ref)
+    // Tokens held elsewhere can come by transfer: wait for them, even when this node's own schedule can't deliver in time.
+    const elsewhere = this.seeds.length > 1 && this.view.clusterRemaining(ks, nowMs) - ks.bucket.held >= count
+    return this.limiter.acquireOrWait(key, count, waitMs, nowMs, ref, elsewhere)
   }
 
   peek (key: string, count: number, nowMs: number): Decision {
@@ -225,7 +227,8 @@ export class ClusterCore {
     if (ks.rule.config.mode === 'soft' && this.isolated(nowMs)) {
       return this.notBefore(this.limiter.decide(ks, softVerdict(ks, x, count, nowMs) === 'allow', count, nowMs), this.tuning.aliveTimeoutMs)
     }
-    if (x.tight && count > x.pace) return this.notBefore(this.limiter.decide(ks, false, count, nowMs), this.tuning.tickMs)
+    // Pacing is the rule's choice (`pace`); by default a request is allowed while tokens remain, like an exact limiter.
+    if (x.tight && ks.rule.config.pace === true && count > x.pace) return this.notBefore(this.limiter.decide(ks, false, count, nowMs), this.tuning.tickMs)
     return undefined
   }
 

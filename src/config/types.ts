@@ -40,6 +40,13 @@ export interface RuleConfig {
    * rule's keys can't crowd out another's. @default limits.maxKeys / the number of glob rules
    */
   maxKeys?: number
+  /**
+   * Calendar-window rules: near exhaustion (the cluster's remaining below 20%),
+   * spread each node's last tokens over the rest of the window instead of
+   * admitting while tokens remain. @default false (an exact limiter: allowed
+   * while quota remains)
+   */
+  pace?: boolean
 }
 
 export interface NodeConfig {

@@ -132,6 +132,9 @@ function rule (o: Obj, i: number, issues: Issues): RuleConfig {
   for (const key of ['onPartition', 'maxDebt']) {
     if (o[key] !== undefined && mode === 'hard') issues.add(`${path}.${key}`, 'only applies to mode "soft", and this rule is "hard"')
   }
+  if (o.pace === true && typeof algorithm === 'string' && algorithm !== 'fixed-window' && algorithm !== 'sliding-window') {
+    issues.add(`${path}.pace`, `only applies to fixed-window and sliding-window rules, and this rule uses ${JSON.stringify(algorithm)}`)
+  }
   if (o.maxKeys !== undefined && typeof o.match === 'string' && !o.match.includes('*')) {
     issues.add(`${path}.maxKeys`, 'only applies to a glob rule (a match with *): an exact rule has one key')
   }
@@ -146,7 +149,8 @@ function rule (o: Obj, i: number, issues: Issues): RuleConfig {
     mode,
     onPartition: (o.onPartition ?? 'local-share') as FailurePolicy,
     maxDebt: (o.maxDebt ?? limit) as number,
-    ...(typeof o.maxKeys === 'number' ? { maxKeys: o.maxKeys } : {})
+    ...(typeof o.maxKeys === 'number' ? { maxKeys: o.maxKeys } : {}),
+    ...(o.pace === true ? { pace: true } : {})
   }
 }
 

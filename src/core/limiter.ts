@@ -169,15 +169,16 @@ export class Limiter {
    * within `waitMs` joins the key's FIFO queue. Returns the decision, or the
    * queued Waiter (resolved later by `poll`, withdrawn by `cancel`).
    */
-  acquireOrWait (key: string, count: number, waitMs: number, nowMs: number, ref: unknown): Decision | Waiter {
+  acquireOrWait (key: string, count: number, waitMs: number, nowMs: number, ref: unknown, elsewhere = false): Decision | Waiter {
     const now = this.clamp(nowMs)
     const ks = this.state(key, count, now)
     if (ks.queued === 0 && spend(ks, count, now)) return this.decision(ks, true, count, now)
     // Hopeless by the local return schedule: answer now rather than hold the
     // client. When the queue needs more than the whole share, tokens must be
     // reused and `waitFor` cannot say when; the waiter's deadline decides.
+    // `elsewhere`: tokens held at other nodes may come by transfer (the cluster says so).
     const need = ks.queued + count
-    if (waitMs <= 0 || (need <= ks.bucket.share && ks.bucket.waitFor(need, now) > waitMs)) {
+    if (waitMs <= 0 || (!elsewhere && need <= ks.bucket.share && ks.bucket.waitFor(need, now) > waitMs)) {
       return this.decision(ks, false, count, now)
     }
     if (ks.waiters !== null && ks.waiters.length >= this.limits.maxWaitersPerKey) {

@@ -25,7 +25,7 @@ export interface CompiledRule {
 }
 
 export function ruleHash (r: RuleConfig): string {
-  const canon = JSON.stringify([r.name, r.match, r.algorithm, r.limit, r.perMs, r.burst, r.mode, r.onPartition, r.maxDebt])
+  const canon = JSON.stringify([r.name, r.match, r.algorithm, r.limit, r.perMs, r.burst, r.mode, r.onPartition, r.maxDebt, r.pace === true])
   return createHash('sha256').update(canon).digest('hex').slice(0, 16)
 }
 

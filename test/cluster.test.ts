@@ -121,11 +121,13 @@ test.serial('a node killed mid-window: no overshoot, and its tokens show as stra
   t.log('allowed per window', [...tally.perWindow.entries()], 'unplaced', tally.unplaced, 'ambiguous', tally.ambiguous)
   for (const [w, n] of tally.perWindow) t.true(n <= LIMIT, `window ${w} admitted ${n}`)
   // b notices that a is gone (after its alive timeout), and reports what a held or had spent as stranded.
+  let last: unknown
   const s = await eventually('b to see a dead and its tokens stranded', async () => {
     const s = await nodeStatus(c.sockets.b)
+    last = { peers: s.peers, api: keyBooks(s, 'api') }
     const aAlive = s.peers.find(p => p.name === 'a')?.alive
     return aAlive === false && keyBooks(s, 'api').stranded > 0 && s
-  })
+  }, undefined, () => last)
   t.false(s.peers.find(p => p.name === 'a')?.alive)
   t.true(keyBooks(s, 'api').stranded > 0, 'what a held or had spent is reported as stranded')
 })

@@ -2,8 +2,8 @@
  * The real thing: `quotad` and `quotactl` as processes, over a real Unix socket.
  */
 import test from 'ava'
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import type { QuotadError } from '../src/errors.js'
 import { connect, QUOTACTL, QUOTAD, run, startQuotad, stop, tempDir, waitForLog, waitForSocket, writeCluster } from './helpers/proc.js'
 
@@ -136,7 +136,16 @@ test('quotad check-config reports every problem with its JSON path and exits 2',
   t.regex(bad.stderr, /rules\[0\]\.limit/)
   t.regex(bad.stderr, /rules\[1\]\.per/)
   t.regex(bad.stderr, /rules\[1\]\.algorithm/)
-  const ok = await run(QUOTAD, ['check-config', new URL('../../cluster.example.json', import.meta.url).pathname])
+  // The shipped example, as a new user would check it: beside a key made by `quotad keygen`
+  // (a fresh checkout has no swarm.key; the example names one relative to itself).
+  const example = join(tempDir(), 'cluster.json')
+  copyFileSync(new URL('../../cluster.example.json', import.meta.url), example)
+  const noKey = await run(QUOTAD, ['check-config', example])
+  t.is(noKey.code, 2)
+  t.regex(noKey.stderr, /cluster\.secretFile: .*quotad keygen/)
+  const keygen = await run(QUOTAD, ['keygen', join(dirname(example), 'swarm.key')])
+  t.is(keygen.code, 0, keygen.stderr)
+  const ok = await run(QUOTAD, ['check-config', example])
   t.is(ok.code, 0, ok.stderr)
 })
 

@@ -27,7 +27,7 @@ import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { QuotadClient } from '../src/client/index.js'
+import { QuotadClient } from '@quotad/client'
 import {
   startNode, ssAvailable, tcpDelta, tcpSnapshot, waitForPeers, writeClusterFile, type NodeProc, type TcpSnapshot
 } from './lib/cluster-harness.js'

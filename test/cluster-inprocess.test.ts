@@ -2,7 +2,7 @@
  * In-process N-node harness: Daemons with real libp2p and real sockets.
  */
 import test from 'ava'
-import { QuotadClient } from '../src/client/index.js'
+import { QuotadClient } from '@quotad/client'
 import { startInProcess } from './helpers/in-process.js'
 import { eventually } from './helpers/proc.js'
 

@@ -8,7 +8,7 @@
  * with a deadline of a minute.
  */
 import test from 'ava'
-import { QuotadClient } from '../src/client/index.js'
+import { QuotadClient } from '@quotad/client'
 import type { Decision } from '../src/core/types.js'
 import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
 import { eventually, stop } from './helpers/proc.js'

@@ -4,7 +4,7 @@
  * transfer while the request waits), and not one more.
  */
 import test from 'ava'
-import { QuotadClient } from '../src/client/index.js'
+import { QuotadClient } from '@quotad/client'
 import { makeCluster, waitForPeers } from './helpers/cluster-procs.js'
 
 test('3 nodes, limit 30 per day, all the demand on one node: it gets all 30, then is denied', async t => {

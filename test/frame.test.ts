@@ -3,13 +3,10 @@
  * hand-written fast paths agreeing byte for byte with msgpackr.
  */
 import test from 'ava'
-import { encodeFrame, FrameDecoder, type FrameHandler } from '../src/protocol/frame.js'
 import {
-  decodeReply, decodeRequest, encodeDecisionReply, encodeMessage, packr, RequestError
-} from '../src/protocol/messages.js'
-import { OutBuffer } from '../src/protocol/out-buffer.js'
-import { writeAcquireRequest, writeBatchReply, writeBatchRequest, writeDecisionReply } from '../src/protocol/fast-write.js'
-import { readBatchReply, readDecisionReply, readRequest } from '../src/protocol/fast-read.js'
+  encodeFrame, FrameDecoder, type FrameHandler, decodeReply, encodeDecisionReply, encodeMessage, packr, OutBuffer, writeAcquireRequest, writeBatchReply, writeBatchRequest, writeDecisionReply, readBatchReply, readDecisionReply, readRequest
+} from '@quotad/client/wire'
+import { decodeRequest, RequestError } from '../src/protocol/requests.js'
 import { DEFAULT_LIMITS } from '../src/config/types.js'
 import { ErrorCodes } from '../src/errors.js'
 

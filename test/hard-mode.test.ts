@@ -11,7 +11,7 @@
 import test from 'ava'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { QuotadClient } from '../src/client/index.js'
+import { QuotadClient } from '@quotad/client'
 import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
 import { startQuotad, stop, waitForLog } from './helpers/proc.js'
 

@@ -6,7 +6,7 @@
 import test from 'ava'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { QuotadClient } from '../src/client/index.js'
+import { QuotadClient } from '@quotad/client'
 import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
 import { waitForLog } from './helpers/proc.js'
 

@@ -4,7 +4,7 @@
  */
 import test from 'ava'
 import { join } from 'node:path'
-import { QuotadClient } from '../src/client/index.js'
+import { QuotadClient } from '@quotad/client'
 import type { QuotadError } from '../src/errors.js'
 import { validateClusterFile } from '../src/config/validate.js'
 import { Daemon } from '../src/daemon.js'

@@ -2,7 +2,7 @@
 import test from 'ava'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { QuotadClient } from '../src/client/index.js'
+import { QuotadClient } from '@quotad/client'
 import { QUOTAD, run, startQuotad, stop, tempDir, waitForSocket } from './helpers/proc.js'
 
 test('the minimal one-node file checks and runs', async t => {

@@ -6,7 +6,7 @@
  * reports, never on RSS or timing.
  */
 import test from 'ava'
-import { encodeMessage, type Reply } from '../src/protocol/messages.js'
+import { encodeMessage, type Reply } from '@quotad/client/wire'
 import { STATUS_MAX_BYTES } from '../src/protocol/status-bound.js'
 import { FRAMES_PER_TURN, WRITE_HIGH_WATER } from '../src/server/turn-budget.js'
 import { FakeService, Raw, startServer, until } from './helpers/socket-server.js'

@@ -5,7 +5,8 @@
  * request's id whenever the id could be read.
  */
 import test from 'ava'
-import { decodeRequest, encodeErrorReply, RequestError, toWireError, checkBatchItem, type BatchRequest } from '../src/protocol/messages.js'
+import { encodeErrorReply, toWireError, type BatchRequest } from '@quotad/client/wire'
+import { decodeRequest, RequestError, checkBatchItem } from '../src/protocol/requests.js'
 import { readRequestStrict, MAX_DEPTH } from '../src/protocol/strict-read.js'
 import { DEFAULT_LIMITS } from '../src/config/types.js'
 import { ErrorCodes } from '../src/errors.js'

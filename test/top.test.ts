@@ -5,7 +5,7 @@
 import test from 'ava'
 import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { QuotadClient } from '../src/client/index.js'
+import { QuotadClient } from '@quotad/client'
 import { renderTop, type NodeView, type TopSnapshot } from '../src/cli/top-render.js'
 import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
 import { eventually, QUOTACTL, run, stop, type Run } from './helpers/proc.js'

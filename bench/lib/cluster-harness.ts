@@ -19,7 +19,7 @@ import { createServer } from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { QuotadClient } from '../../src/client/index.js'
+import { QuotadClient } from '@quotad/client'
 import { writeSwarmKey } from '../../src/config/swarm-key.js'
 
 /** dist/src/cli/quotad.js, found from this file's place in dist/bench/lib. */

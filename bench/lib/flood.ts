@@ -10,8 +10,7 @@
  * across the wrap-around).
  */
 import net from 'node:net'
-import { FrameDecoder } from '../../src/protocol/frame.js'
-import { encodeMessage } from '../../src/protocol/messages.js'
+import { FrameDecoder, encodeMessage } from '@quotad/client/wire'
 import { fuzzFrames } from '../../test/helpers/fuzz-frames.js'
 
 export const FLOOD_KINDS = ['fuzz', 'acquire', 'batch', 'status'] as const

@@ -4,7 +4,7 @@
  * QuotadClient) and on the peer (RateLimiterRedis.consume). Both sides walk
  * the same 1,000 keys in the same order, so they do the same work.
  */
-import type { BatchResult, QuotadClient } from '../../src/client/index.js'
+import type { BatchResult, QuotadClient } from '@quotad/client'
 import type { Operation } from './load.js'
 import type { Peer } from './redis-peer.js'
 

@@ -4,7 +4,7 @@
  * Exit status: 0 allowed (or ok), 1 denied, 2 usage or connection error.
  */
 import { resolve } from 'node:path'
-import { QuotadClient } from '../client/index.js'
+import { QuotadClient } from '@quotad/client'
 import { loadClusterFile } from '../config/load.js'
 import { findNode } from '../config/validate.js'
 import { ExitCodes } from '../errors.js'

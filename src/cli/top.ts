@@ -13,7 +13,7 @@
  */
 import { basename, resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { QuotadClient } from '../client/index.js'
+import { QuotadClient } from '@quotad/client'
 import { loadClusterFile } from '../config/load.js'
 import { findNode } from '../config/validate.js'
 import { ErrorCodes, ExitCodes, isQuotadError } from '../errors.js'

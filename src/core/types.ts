@@ -1,22 +1,10 @@
 /**
- * The answer shapes of the decision core, shared by the server, the client
- * and the CLI. These are plain data so they cross the wire unchanged.
+ * The answer shapes of the decision core, shared by the server and the CLI.
+ * `Decision` itself is the client package's, since it crosses the wire.
  */
+import type { Decision } from '@quotad/client'
 
-export interface Decision {
-  /** Whether `count` tokens were spent (acquire) or would be (peek). */
-  allowed: boolean
-  /** Whole tokens this node holds for the key after the decision. */
-  remaining: number
-  /** The rule's limit (its stock for window algorithms, its burst for token-bucket). */
-  limit: number
-  /** Milliseconds until every token this node has spent on the key has come back. */
-  resetMs: number
-  /** 0 when allowed; otherwise milliseconds until `count` tokens could be held here (-1: unknown). */
-  retryAfterMs: number
-  /** Name of the rule that matched the key. */
-  rule: string
-}
+export type { Decision }
 
 /** A queued (waiting) acquire. Resolves with the final decision; never rejects. */
 export interface WaitHandle {

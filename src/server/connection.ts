@@ -46,13 +46,10 @@
 import type net from 'node:net'
 import { ErrorCodes, isQuotadError } from '../errors.js'
 import { isWaitHandle, type Decision, type WaitHandle } from '../core/types.js'
-import { FrameDecoder, type FrameHandler } from '../protocol/frame.js'
 import {
-  checkBatchItem, decodeRequest, encodeErrorReply, encodePongReply,
-  encodeStatusReply, RequestError, toWireError, type BatchResult, type Request
-} from '../protocol/messages.js'
-import { OutBuffer } from '../protocol/out-buffer.js'
-import { writeBatchReply, writeDecisionReply } from '../protocol/fast-write.js'
+  FrameDecoder, type FrameHandler, encodeErrorReply, encodePongReply, toWireError, type BatchResult, type Request, OutBuffer, writeBatchReply, writeDecisionReply
+} from '@quotad/client/wire'
+import { checkBatchItem, decodeRequest, encodeStatusReply, RequestError } from '../protocol/requests.js'
 import { closeSocketSoon, type ConnectionHost } from './host.js'
 import type { Turned } from './scheduler.js'
 import { TurnBudget, WRITE_HIGH_WATER } from './turn-budget.js'

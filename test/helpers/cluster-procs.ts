@@ -12,7 +12,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { writeSwarmKey } from '../../src/config/swarm-key.js'
 import { peerIdOf } from '../../src/cluster/transport/identity.js'
-import { QuotadClient } from '../../src/client/index.js'
+import { QuotadClient } from '@quotad/client'
 import { startQuotad, stop, tempDir, waitForSocket, type Proc } from './proc.js'
 
 export const ANY_PORT = '/ip4/127.0.0.1/tcp/0'

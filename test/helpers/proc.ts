@@ -12,7 +12,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { QuotadClient } from '../../src/client/index.js'
+import { QuotadClient } from '@quotad/client'
 
 const CLI = fileURLToPath(new URL('../../src/cli/', import.meta.url))
 export const QUOTAD = join(CLI, 'quotad.js')

@@ -13,7 +13,7 @@
  * acknowledged, so credited, before the first reading.
  */
 import { eventually, PROC_DEADLINE_MS } from './proc.js'
-import { QuotadClient } from '../../src/client/index.js'
+import { QuotadClient } from '@quotad/client'
 
 export interface KeyBooks {
   key: string

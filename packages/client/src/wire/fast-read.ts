@@ -14,7 +14,7 @@
  * from a small cache instead of a fresh UTF-8 decode.
  */
 import { isUtf8 } from 'node:buffer'
-import type { Decision } from '../core/types.js'
+import type { Decision } from '../decision.js'
 
 let rp = 0
 

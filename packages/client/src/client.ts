@@ -24,13 +24,13 @@
  */
 import net from 'node:net'
 import { performance } from 'node:perf_hooks'
-import { ErrorCodes, QuotadError, type ErrorCode } from '../errors.js'
-import type { Decision } from '../core/types.js'
-import { FrameDecoder, type FrameHandler } from '../protocol/frame.js'
-import { OutBuffer } from '../protocol/out-buffer.js'
-import { writeAcquireRequest, writeBatchRequest } from '../protocol/fast-write.js'
-import { readBatchReply, readDecisionReply } from '../protocol/fast-read.js'
-import { decodeReply, encodeMessage, type BatchResult, type Reply } from '../protocol/messages.js'
+import { ErrorCodes, QuotadError, type ErrorCode } from './errors.js'
+import type { Decision } from './decision.js'
+import { FrameDecoder, type FrameHandler } from './wire/frame.js'
+import { OutBuffer } from './wire/out-buffer.js'
+import { writeAcquireRequest, writeBatchRequest } from './wire/fast-write.js'
+import { readBatchReply, readDecisionReply } from './wire/fast-read.js'
+import { decodeReply, encodeMessage, type BatchResult, type Reply } from './wire/messages.js'
 import {
   resolveClientOptions, type AcquireOptions, type BatchItemInput, type ClientOptions, type PeekOptions
 } from './options.js'
@@ -38,11 +38,6 @@ import { KIND_BATCH, KIND_DECISION, KIND_PONG, KIND_STATUS, Pending, PendingTabl
 
 /** Queued bytes (about 3 small acquires; measured best of 40-256) after which the client writes without waiting for the end of the tick. */
 const EARLY_FLUSH_BYTES = 96
-
-export type { Decision } from '../core/types.js'
-export type { BatchResult, WireError } from '../protocol/messages.js'
-export type { AcquireOptions, BatchItemInput, ClientOptions, PeekOptions } from './options.js'
-export { CLIENT_DEFAULTS } from './options.js'
 
 const MAX_BACKOFF_MS = 1000
 

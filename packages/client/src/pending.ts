@@ -6,8 +6,8 @@
  * There is no timer per request: `sweep` is called from one coarse interval
  * and fails everything past its deadline.
  */
-import type { QuotadError } from '../errors.js'
-import { MAX_REQUEST_ID } from '../protocol/messages.js'
+import type { QuotadError } from './errors.js'
+import { MAX_REQUEST_ID } from './wire/messages.js'
 
 /** What the reply of a request is turned into for the caller. */
 export const KIND_DECISION = 0

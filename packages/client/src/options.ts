@@ -2,7 +2,7 @@
  * The client's public option and argument types, their defaults, and the
  * checks applied to them when a client is created.
  */
-import { ErrorCodes, QuotadError } from '../errors.js'
+import { ErrorCodes, QuotadError } from './errors.js'
 
 export interface ClientOptions {
   /** Path of the daemon's Unix socket. */

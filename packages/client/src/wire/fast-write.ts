@@ -11,7 +11,7 @@
  * bytes and the shortest form of each number, then patches the length in.
  * Rule names are encoded once and cached (there are few rules).
  */
-import type { Decision } from '../core/types.js'
+import type { Decision } from '../decision.js'
 import type { BatchResult } from './messages.js'
 import type { OutBuffer } from './out-buffer.js'
 

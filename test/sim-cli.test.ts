@@ -48,4 +48,10 @@ test('simulate rejects bad flags and bad traces with E_USAGE', async t => {
   writeFileSync(trace, '100,n1,api,1\n200,n1,api,zero\n')
   const c = await run(QUOTAD, ['simulate', '--trace', trace])
   t.regex(c.stderr, /E_USAGE.*bad\.csv:2:/)
+  // Nodes named as in a cluster file, not as simulated: refused rather than replayed as nothing.
+  const named = join(dir, 'named.csv')
+  writeFileSync(named, '100,a,api,1\n200,b,api,1\n')
+  const d = await run(QUOTAD, ['simulate', '--trace', named, '--nodes', '3', '--limit', '100'])
+  t.is(d.code, 2)
+  t.regex(d.stderr, /E_USAGE.*node\(s\) "a", "b" are not simulated; the 3 simulated nodes are named n1, n2, n3/)
 })

@@ -12,7 +12,7 @@ import { ExitCodes } from '../errors.js'
 import { parseTrace } from '../sim/load.js'
 import { failureText, HEADER, row, summarize, table } from '../sim/report.js'
 import { runCase } from '../sim/property.js'
-import { runSim, type SimResult } from '../sim/run.js'
+import { nodeNames, runSim, type SimResult } from '../sim/run.js'
 import { SCENARIOS, scenario } from '../sim/scenario.js'
 import type { Arrival } from '../sim/types.js'
 import { intFlag, parseCli, usage } from './common.js'
@@ -115,6 +115,14 @@ export async function simulate (argv: string[]): Promise<void> {
     // A trace's times are relative to its first line.
     const t0 = trace.length > 0 ? trace[0].at : 0
     trace = trace.map(a => ({ ...a, at: a.at - t0 }))
+    // The simulated nodes are n1..nN whatever the file calls them: a trace naming others would
+    // replay nothing (an empty run that looks like 0% utilization), so say so.
+    const joiners = Array.from({ length: scenarios[0].faults.joins ?? 0 }, (_, i) => `j${i + 1}`)
+    const known = new Set([...nodeNames(nodes), ...joiners])
+    const strangers = [...new Set(trace.map(a => a.node))].filter(n => !known.has(n))
+    if (strangers.length > 0) {
+      throw usage(`--trace: node(s) ${strangers.slice(0, 5).map(n => JSON.stringify(n)).join(', ')} are not simulated; the ${nodes} simulated nodes are named ${[...known].slice(0, 3).join(', ')}${nodes > 3 ? `, ... ${nodeNames(nodes)[nodes - 1]}` : ''}`)
+    }
   }
 
   let failed = 0

@@ -102,7 +102,8 @@ async function main (): Promise<void> {
     '(per node and second: requests ok/denied, tokens held, tokens moved in/out)\n')
   if (phases.length < 3) {
     process.stdout.write(`(To also see tightening, add a fixed-window rule to ${file}, e.g.\n` +
-      ' { "name": "reports", "match": "reports", "limit": 300, "per": "1m", "algorithm": "fixed-window", "pace": true })\n')
+      ' { "name": "reports", "match": "reports", "limit": 300, "per": "1m",\n' +
+      '   "algorithm": "fixed-window", "pace": true })\n')
   }
 
   const counts: Counts[] = names.map(() => ({ allowed: 0, denied: 0 }))

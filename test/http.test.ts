@@ -54,6 +54,10 @@ test.serial('healthz, readyz and metrics on real nodes; readyz says why a node i
   }
   const allowed = /^quotad_decisions_total\{rule="day",result="allowed"\} (\d+)/m.exec(m.body)
   t.is(Number(allowed?.[1]), 40)
+  // 60 acquires, one in 16 timed: 3 samples, taken into the histogram at the scrape, once.
+  const timed = (body: string): number => Number(/^quotad_decision_duration_seconds_count (\d+)/m.exec(body)?.[1])
+  t.is(timed(m.body), 3)
+  t.is(timed((await get(addr, '/metrics')).body), 3)
   t.regex(m.body, /^quotad_peers\{state="alive"\} 1$/m)
   t.regex(m.body, /^quotad_rule_agreement\{rule="day"\} 1$/m)
   // Labels are by rule, never by key: four sig:* keys, one series.

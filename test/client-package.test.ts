@@ -7,7 +7,7 @@
  */
 import test from 'ava'
 import { execFile } from 'node:child_process'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startQuotad, stop, tempDir, waitForSocket } from './helpers/proc.js'
@@ -63,7 +63,7 @@ test('the packed @quotad/client installs alone, compiles in a strict TS app, and
 
   // An empty app that installs only the tarball.
   const app = join(dir, 'app')
-  await sh('mkdir', ['-p', app], dir)
+  mkdirSync(app)
   writeFileSync(join(app, 'package.json'), JSON.stringify({
     name: 'quota-app', version: '1.0.0', private: true, type: 'module',
     dependencies: { '@quotad/client': `file:${join(dir, info.filename)}` }

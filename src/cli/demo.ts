@@ -24,6 +24,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
+import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { QuotadClient } from '@quotad/client'
 import { loadClusterFile } from '../config/load.js'
@@ -318,7 +319,7 @@ function startNode (file: string, name: string): ChildProcess {
 }
 
 async function connectWhenUp (socketPath: string, stopped: () => boolean, gone: () => string | undefined): Promise<QuotadClient> {
-  const deadline = Date.now() + 15_000
+  const deadline = performance.now() + 15_000
   while (true) {
     const dead = gone()
     if (dead !== undefined) throw new QuotadError(ErrorCodes.CONNECTION, `node ${dead} exited during startup (see its log above)`)
@@ -328,7 +329,7 @@ async function connectWhenUp (socketPath: string, stopped: () => boolean, gone: 
       return c
     } catch (err) {
       if (stopped()) await new Promise(() => {}) // the shutdown exits
-      if (Date.now() > deadline) throw err
+      if (performance.now() > deadline) throw err
       await new Promise(resolve => setTimeout(resolve, 100))
     }
   }
@@ -349,8 +350,8 @@ async function answers (socketPath: string): Promise<boolean> {
 async function waitForPeers (clients: QuotadClient[], peers: number): Promise<void> {
   if (peers <= 0) return
   process.stdout.write('waiting for the nodes to find each other...\n')
-  const deadline = Date.now() + 15_000
-  while (Date.now() < deadline) {
+  const deadline = performance.now() + 15_000
+  while (performance.now() < deadline) {
     const seen = await Promise.all(clients.map(async c => {
       const s = await c.status().catch(() => ({})) as { peers?: Array<{ alive?: boolean }> }
       return (s.peers ?? []).filter(p => p.alive === true).length

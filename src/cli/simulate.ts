@@ -12,7 +12,7 @@ import { ExitCodes } from '../errors.js'
 import { parseTrace } from '../sim/load.js'
 import { failureText, HEADER, row, summarize, table } from '../sim/report.js'
 import { runCase } from '../sim/property.js'
-import { nodeNames, runSim, type SimResult } from '../sim/run.js'
+import { joinerNames, nodeNames, runSim, type SimResult } from '../sim/run.js'
 import { SCENARIOS, scenario } from '../sim/scenario.js'
 import type { Arrival } from '../sim/types.js'
 import { intFlag, parseCli, usage } from './common.js'
@@ -117,11 +117,11 @@ export async function simulate (argv: string[]): Promise<void> {
     trace = trace.map(a => ({ ...a, at: a.at - t0 }))
     // The simulated nodes are n1..nN whatever the file calls them: a trace naming others would
     // replay nothing (an empty run that looks like 0% utilization), so say so.
-    const joiners = Array.from({ length: scenarios[0].faults.joins ?? 0 }, (_, i) => `j${i + 1}`)
-    const known = new Set([...nodeNames(nodes), ...joiners])
+    const seedNames = nodeNames(nodes)
+    const known = new Set([...seedNames, ...joinerNames(scenarios[0])])
     const strangers = [...new Set(trace.map(a => a.node))].filter(n => !known.has(n))
     if (strangers.length > 0) {
-      throw usage(`--trace: node(s) ${strangers.slice(0, 5).map(n => JSON.stringify(n)).join(', ')} are not simulated; the ${nodes} simulated nodes are named ${[...known].slice(0, 3).join(', ')}${nodes > 3 ? `, ... ${nodeNames(nodes)[nodes - 1]}` : ''}`)
+      throw usage(`--trace: node(s) ${strangers.slice(0, 5).map(n => JSON.stringify(n)).join(', ')} are not simulated; the ${nodes} simulated nodes are named ${seedNames.slice(0, 3).join(', ')}${nodes > 3 ? `, ... ${seedNames[nodes - 1]}` : ''}`)
     }
   }
 

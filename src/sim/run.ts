@@ -77,6 +77,11 @@ export function nodeNames (n: number): string[] {
   return Array.from({ length: n }, (_, i) => `n${String(i + 1).padStart(w, '0')}`)
 }
 
+/** The names of the nodes that join during a run of `scenario`: j1, j2, ... */
+export function joinerNames (scenario: Scenario): string[] {
+  return Array.from({ length: scenario.faults.joins ?? 0 }, (_, i) => `j${i + 1}`)
+}
+
 /** The keys a run uses: the rule's exact key, or `scenario.keys` keys matching its glob. */
 export function keysFor (rule: RuleConfig, count: number): string[] {
   if (!rule.match.includes('*')) return [rule.match]
@@ -100,7 +105,7 @@ export function runSim (spec: SimSpec): SimResult {
   const limits = spec.limits ?? DEFAULT_LIMITS
   const rule: RuleConfig = { ...spec.rule, mode: spec.mode }
   const seeds = nodeNames(spec.nodes)
-  const joiners = Array.from({ length: sc.faults.joins ?? 0 }, (_, i) => `j${i + 1}`)
+  const joiners = joinerNames(sc)
   // The audited keys: the trace's own, or the scenario's.
   const keys = spec.trace !== undefined ? [...new Set(spec.trace.map(a => a.key))] : keysFor(rule, sc.keys)
   const startMs = T0 + Math.floor(stream(spec.seed, 0).next() * rule.perMs)

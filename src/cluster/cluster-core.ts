@@ -33,6 +33,7 @@ import { carryOver, stampOf, Transitions } from './rule-change.js'
 import { saveState } from './persist.js'
 import type { SavedState } from './durable-state.js'
 import { Transfers } from './transfers.js'
+import { forgetDeparted, onGossip, onGrant, onReply, onRequestFailed, onWant } from './intake.js'
 import { defaultTuning, type ClusterTuning } from './tuning.js'
 
 export interface ClusterCoreOptions {
@@ -85,7 +86,8 @@ export class ClusterCore {
   readonly seeds: string[]
   /** Keys with something to do on ticks (rate decay, wants, deferred, burns, debt, gossip). */
   readonly active = new Set<KeyState>()
-  private readonly transfers: Transfers
+  /** Serving wants, crediting grants, replies (transfers.ts); intake.ts routes messages to it. */
+  readonly transfers: Transfers
   private readonly stopper: StopMachine
   private readonly caution: CautionInput
   readonly gossip: GossipSchedule
@@ -101,7 +103,7 @@ export class ClusterCore {
   lastRefusal: string | null = null
   /** Per key: tokens in grants this node refused, and tokens of its own refused pushes it took back (the audit reads them). */
   readonly refusedTokens = new Map<string, number>()
-  readonly reclaimedTokens = new Map<string, number>()
+  readonly takenBackTokens = new Map<string, number>()
 
   constructor (opts: ClusterCoreOptions) {
     this.node = opts.node
@@ -276,7 +278,7 @@ export class ClusterCore {
     if (nowMs - this.lastHousekeeping >= this.tuning.gossipIntervalMs) {
       this.lastHousekeeping = nowMs
       this.transitions.settle(this.limiter.rules, this.seeds, this.node, n => this.peers.get(n))
-      this.forgetDeparted(nowMs)
+      forgetDeparted(this, nowMs)
     }
     if (!running) this.stopStep(nowMs, out)
     return out
@@ -328,78 +330,18 @@ export class ClusterCore {
     out.push({ kind: 'request', to, msg })
   }
 
-  /** Forget peers that left for good a while ago (their debts stay as legacy): memory stays flat over joins and leaves. */
-  private forgetDeparted (nowMs: number): void {
-    for (const p of [...this.peers.all()]) {
-      if (!p.leaving || nowMs - p.lastHeard < this.tuning.forgetAfterMs) continue
-      this.strand(this.ledger.forgetPeer(p.name))
-      this.peers.forget(p.name)
-      this.membership.release(p.name)
-    }
-  }
-
   // ---- messages in -------------------------------------------------------
 
-  /**
-   * A gossip signed by peer id `from`. Taken only if its name is bound to
-   * that id (membership.ts); otherwise dropped, and its name never enters
-   * the peer table. Returns the verdict (the driver logs refusals).
-   */
-  onGossip (g: Gossip, from: string, nowMs: number): Verdict {
-    if (g.node === this.node || this.phase === 'stopped') return 'ok'
-    const verdict = this.membership.check(g.node, from, true)
-    if (verdict !== 'ok') return verdict
-    if (this.seeds.includes(g.node) && g.members !== undefined) this.membership.attest(g.node, g.members)
-    const o = this.peers.observe(g, this.node, this.epoch, nowMs, this.calendar.at(nowMs))
-    if (o === null) return verdict
-    const p = this.peers.get(g.node) as Peer
-    if (o.restartedFrom !== undefined) {
-      this.strand(this.ledger.peerEpoch(g.node, g.epoch))
-      this.ledger.giverEpoch(g.node, g.epoch)
-    }
-    // A peer we have not heard in this epoch needs every key, not just a delta.
-    if (o.isNew || o.restartedFrom !== undefined) this.gossip.requestFullSync()
-    this.ledger.ack(g.node, g.epoch, p.appliedFromMe)
-    return verdict
-  }
-
-  strand (lost: Map<string, number>): void {
-    for (const [k, n] of lost) {
-      const ks = this.limiter.existing(k)
-      if (ks !== undefined) ext(ks).stranded += n
-    }
-  }
-
-  /** A want from peer id `from`: served only if its name is bound to `from`. */
-  onWant (w: Want, from: string, nowMs: number): Grant | None {
-    if (this.membership.check(w.node, from) !== 'ok') return this.transfers.none()
-    return this.transfers.onWant(w, nowMs)
-  }
-
-  /** A pushed grant from peer id `from`: credited only if its giver's name is bound to `from`. */
-  onGrant (g: Grant, from: string, nowMs: number): Ack {
-    if (this.membership.check(g.node, from) !== 'ok') return this.transfers.ack(g, 0)
-    return this.transfers.onGrant(g, nowMs)
-  }
-
-  /** The reply to a request this node sent. */
-  onReply (req: Want | Grant, reply: Grant | Ack | None, nowMs: number): void {
-    this.settled()
-    this.transfers.onReply(req, reply, nowMs)
-  }
-
-  /** A request got no reply. A want may be retried elsewhere; a grant is resent by the ledger. */
-  onRequestFailed (req: Want | Grant, _nowMs: number): void {
-    this.settled()
-    if (req.t === 'want') {
-      const ks = this.limiter.existing(req.key)
-      if (ks !== undefined) ext(ks).wantSentAt = -Infinity
-    }
-  }
-
-  private settled (): void {
-    if (this.inflight > 0) this.inflight--
-  }
+  /** A gossip signed by peer id `from` (intake.ts). */
+  onGossip (g: Gossip, from: string, nowMs: number): Verdict { return onGossip(this, g, from, nowMs) }
+  /** A want from peer id `from` (intake.ts). */
+  onWant (w: Want, from: string, nowMs: number): Grant | None { return onWant(this, w, from, nowMs) }
+  /** A pushed grant from peer id `from` (intake.ts). */
+  onGrant (g: Grant, from: string, nowMs: number): Ack { return onGrant(this, g, from, nowMs) }
+  /** The reply to a request this node sent (intake.ts). */
+  onReply (req: Want | Grant, reply: Grant | Ack | None, nowMs: number): void { onReply(this, req, reply, nowMs) }
+  /** A request got no reply (intake.ts). */
+  onRequestFailed (req: Want | Grant, nowMs: number): void { onRequestFailed(this, req, nowMs) }
 
   /** A peer sent something malformed: counted, dropped. */
   onBadMessage (): void {

@@ -187,14 +187,14 @@ export class Ledger {
   }
 
   /** Grants of ours whose refusal we acted on (a refusal is honoured once, however often it is repeated). */
-  private readonly reclaimed = new Set<string>()
+  private readonly takenBack = new Set<string>()
 
   /** Whether to take back the tokens of refused grant `g` now (true once per grant). */
-  reclaim (g: Grant): boolean {
+  takeBack (g: Grant): boolean {
     const id = `${g.to}/${g.toEpoch}#${g.seq}`
-    if (this.reclaimed.has(id)) return false
-    if (this.reclaimed.size >= 4096) this.reclaimed.delete(this.reclaimed.values().next().value as string)
-    this.reclaimed.add(id)
+    if (this.takenBack.has(id)) return false
+    if (this.takenBack.size >= 4096) this.takenBack.delete(this.takenBack.values().next().value as string)
+    this.takenBack.add(id)
     return true
   }
 

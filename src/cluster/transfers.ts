@@ -177,7 +177,7 @@ export class Transfers {
   }
 
   /** A push of ours was refused: take its tokens back (they were debited for it). */
-  private reclaim (g: Grant, nowMs: number): void {
+  private takeBack (g: Grant, nowMs: number): void {
     const c = this.core
     for (const [k, a] of g.items) {
       const ks = c.limiter.existing(k)
@@ -186,7 +186,7 @@ export class Transfers {
       c.burn(ks, ext(ks), nowMs)
       c.limiter.touched(ks, nowMs)
       c.active.add(ks)
-      c.reclaimedTokens.set(k, (c.reclaimedTokens.get(k) ?? 0) + a)
+      c.takenBackTokens.set(k, (c.takenBackTokens.get(k) ?? 0) + a)
     }
   }
 
@@ -245,7 +245,7 @@ export class Transfers {
       if (req.t === 'grant') {
         c.ledger.ack(reply.node, reply.epoch, reply.applied)
         // Taken back only from a grant the ledger is done with, and once (a stopped node keeps its snapshot as is).
-        if (reply.refused === true && reply.applied >= req.seq && c.phase !== 'stopped' && c.ledger.reclaim(req)) this.reclaim(req, nowMs)
+        if (reply.refused === true && reply.applied >= req.seq && c.phase !== 'stopped' && c.ledger.takeBack(req)) this.takeBack(req, nowMs)
       }
     } else if (req.t === 'want') {
       // No surplus there: forget its gossiped holding until it says otherwise.

@@ -199,7 +199,7 @@ export class TokenAudit {
       }
     }
     // Refused grants: their tokens are nowhere, unless their giver took them back (then they are in its books).
-    for (const c of this.everCores) a.stranded += (c.refusedTokens.get(key) ?? 0) - (c.reclaimedTokens.get(key) ?? 0)
+    for (const c of this.everCores) a.stranded += (c.refusedTokens.get(key) ?? 0) - (c.takenBackTokens.get(key) ?? 0)
     a.error = a.held + a.transit + a.saved + a.stranded - stock
     return a
   }

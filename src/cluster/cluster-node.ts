@@ -172,6 +172,7 @@ export class ClusterNode {
       const verdict = this.core.onGossip(m, from, this.opts.clock.mono())
       if (verdict !== 'ok') { this.refused(verdict, m.node, from); return }
       this.logRuleChanges(m.node, before ?? {})
+      if (m.members !== undefined) this.checkName()
     } catch (err) {
       this.core.onBadMessage()
       this.opts.log.debug('dropped a malformed gossip', { from, err })
@@ -184,8 +185,27 @@ export class ClusterNode {
     const k = `${node}/${from}`
     if (this.warned.has(k) || this.warned.size > 256) return
     this.warned.add(k)
-    if (verdict === 'impostor') this.opts.log.warn('dropped messages in a name bound to another peer id', { node, from })
+    if (verdict === 'impostor') {
+      this.opts.log.error('refused a node: its name is bound to another peer id (two processes with one name, or a copied data directory)',
+        { code: 'E_NAME_TAKEN', node, from, boundTo: this.core.membership.idOf(node) ?? null })
+    }
     else this.opts.log.info('dropped messages from a name no one vouches for yet', { node, from })
+  }
+
+  /** Seeds that refuse this node's name (status); logged once per change. */
+  private nameTaken: { seeds: string[], heldBy: string | undefined } = { seeds: [], heldBy: undefined }
+  private checkName (): void {
+    const id = this.transport?.peerId
+    if (id === undefined) return
+    const t = this.core.membership.takenBy(id)
+    if (t.seeds.join() === this.nameTaken.seeds.join()) return
+    this.nameTaken = t
+    if (t.seeds.length > 0) {
+      this.opts.log.error('the cluster refuses this node: its name is taken by another peer id; start it under another --node name (or stop the other process)',
+        { code: 'E_NAME_TAKEN', node: this.core.node, peerId: id, heldBy: t.heldBy ?? null, seeds: t.seeds })
+    } else {
+      this.opts.log.info('the seeds no longer refuse this node\'s name', { node: this.core.node })
+    }
   }
 
   /** Say so (once per change) when a peer's rules differ from ours: those rules' tokens are not shared. */
@@ -225,7 +245,8 @@ export class ClusterNode {
 
   status (): Record<string, unknown> {
     const s = clusterStatus(this.core, this.opts.clock.mono(), this.opts.clock.now())
-    return { ...s, cluster: { ...(s.cluster as object), start: this.startKind, peerId: this.transport?.peerId, listen: this.transport?.listenAddrs, transport: this.transport?.stats() } }
+    const taken = this.nameTaken.seeds.length > 0 ? { nameTaken: { seeds: this.nameTaken.seeds, heldBy: this.nameTaken.heldBy ?? null } } : {}
+    return { ...s, cluster: { ...(s.cluster as object), start: this.startKind, peerId: this.transport?.peerId, listen: this.transport?.listenAddrs, transport: this.transport?.stats(), ...taken } }
   }
 
   /** The transport's counters (empty before start and after stop). */

@@ -91,11 +91,17 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     pending,
     carries: [...core.carries],
     cfg: core.clusterHash,
-    ...(core.gossip.sendMembers() ? { members: core.membership.members() } : {}),
+    ...(core.gossip.sendMembers() ? membership(core) : {}),
     rules,
     keys,
     acks,
     ...(core.leaving ? { leaving: true } : {})
   }
   return { msg, leftover }
+}
+
+/** A seed's member list, and its recent refusals if any (both sent when either changed, and on full syncs). */
+function membership (core: ClusterCore): Pick<Gossip, 'members' | 'refused'> {
+  const refused = core.membership.refusals()
+  return { members: core.membership.members(), ...(refused.length > 0 ? { refused } : {}) }
 }

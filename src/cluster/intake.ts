@@ -22,7 +22,10 @@ export function onGossip (c: ClusterCore, g: Gossip, from: string, nowMs: number
   if (g.node === c.node || c.phase === 'stopped') return 'ok'
   const verdict = c.membership.check(g.node, from, true)
   if (verdict !== 'ok') return verdict
-  if (c.seeds.includes(g.node) && g.members !== undefined) c.membership.attest(g.node, g.members)
+  if (c.seeds.includes(g.node) && g.members !== undefined) {
+    c.membership.attest(g.node, g.members)
+    c.membership.noteRefusals(g.node, g.refused ?? [])
+  }
   const o = c.peers.observe(g, c.node, c.epoch, nowMs, c.calendar.at(nowMs))
   if (o === null) return verdict
   const p = c.peers.get(g.node) as Peer

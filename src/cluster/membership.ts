@@ -18,10 +18,17 @@
  *   takes the binding once a majority of the seeds say the same. So one
  *   node, or one lying seed, can't give a name away.
  *
+ * A name that is taken is an error on both sides: the seed logs the
+ * messages it drops, and lists the last few (name, peer id) pairs it refused
+ * in its gossip (`refused`); a node that finds its own name there with its
+ * own peer id knows the cluster will not hear it (`takenBy`).
+ *
  * Memory is bounded: the bindings are the file's nodes plus at most
  * `maxMembers` admitted by this node (if it is a seed) plus what the seeds
  * attest, each seed's list capped at `maxMembers`.
  */
+
+import { MAX_REFUSED } from './messages.js'
 
 export type Verdict = 'ok' | 'unknown' | 'impostor'
 
@@ -46,6 +53,12 @@ export class Membership {
   private readonly amSeed: boolean
   /** Messages dropped: their name was not bound to their sender (or not bound at all). */
   readonly refused = { impostor: 0, unknown: 0 }
+  /** This node, a seed: the latest (name -> peer id) it refused as impostors, oldest first, at most MAX_REFUSED. */
+  private readonly impostors = new Map<string, string>()
+  /** Seeds that said they refused a peer id speaking in this node's name: seed -> that peer id. */
+  readonly refusedMe = new Map<string, string>()
+  /** Seeds that vouch for some peer id under this node's name: seed -> that peer id. */
+  private readonly heldMe = new Map<string, string>()
 
   constructor (o: MembershipOptions) {
     this.o = o
@@ -62,6 +75,12 @@ export class Membership {
   check (name: string, id: string, fromGossip = false): Verdict {
     const v = this.judge(name, id, fromGossip)
     if (v !== 'ok') this.refused[v]++
+    if (v === 'impostor' && this.amSeed && name !== this.o.me && this.impostors.get(name) !== id) {
+      this.impostors.delete(name)
+      if (this.impostors.size >= MAX_REFUSED) this.impostors.delete(this.impostors.keys().next().value as string)
+      this.impostors.set(name, id)
+      this.version++ // the gossip sends the list when it changes
+    }
     return v
   }
 
@@ -96,11 +115,38 @@ export class Membership {
   attest (seed: string, members: ReadonlyArray<readonly [string, string]>): void {
     if (!this.o.seeds.includes(seed)) return
     const m = new Map<string, string>()
+    this.heldMe.delete(seed)
     for (const [name, id] of members) {
       if (m.size >= this.o.maxMembers) break
+      // This node's own entry (it may be in its own file only by its flags): who the seed vouches for under our name.
+      if (name === this.o.me) this.heldMe.set(seed, id)
       if (!this.o.listed.has(name)) m.set(name, id)
     }
     this.attested.set(seed, m)
+  }
+
+  /** A seed's gossip listed its recent refusals (only call with a seed's authenticated gossip). */
+  noteRefusals (seed: string, refused: ReadonlyArray<readonly [string, string]>): void {
+    if (!this.o.seeds.includes(seed)) return
+    const mine = refused.find(([name]) => name === this.o.me)
+    if (mine !== undefined) this.refusedMe.set(seed, mine[1])
+    else this.refusedMe.delete(seed)
+  }
+
+  /**
+   * The seeds that refuse peer id `myId` in this node's name, and the peer id
+   * they hold the name for (if one is known): empty when the name is ours.
+   */
+  takenBy (myId: string): { seeds: string[], heldBy: string | undefined } {
+    const seeds = [...this.refusedMe].filter(([, id]) => id === myId).map(([s]) => s)
+    let heldBy: string | undefined = this.o.listed.get(this.o.me)
+    for (const id of this.heldMe.values()) heldBy ??= id
+    return { seeds, heldBy: heldBy === myId ? undefined : heldBy }
+  }
+
+  /** What this node, a seed, refused lately (for its gossip). */
+  refusals (): Array<[string, string]> {
+    return this.amSeed ? [...this.impostors] : []
   }
 
   /** Bumped when this node's admitted list changes (the gossip sends the list then). */

@@ -60,6 +60,13 @@ export interface Gossip {
    * "as before".
    */
   members?: Array<[name: string, peerId: string]>
+  /**
+   * A seed's recent refusals: [name, peer id] pairs whose messages it dropped
+   * because the name is bound to another peer id (at most MAX_REFUSED, sent
+   * with `members`). The refused node reads its own name here: so a name
+   * that is taken is an error on both sides, not silence on one.
+   */
+  refused?: Array<[name: string, peerId: string]>
   /** Rule name -> rule hash. */
   rules: Record<string, string>
   keys: GossipKey[]
@@ -123,6 +130,9 @@ export interface MessageBounds {
 }
 
 export const DEFAULT_BOUNDS: MessageBounds = { maxKeyBytes: 256, maxEntries: 4096, maxRules: 10_000, maxPeers: 1024, maxMembers: 300 }
+
+/** Most refusals a seed's gossip lists. */
+export const MAX_REFUSED = 16
 
 /** Most epochs a gossip's `carries` lists. */
 export const MAX_CARRIES = 8
@@ -198,6 +208,13 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
           if (typeof t[1] !== 'string' || !PEER_ID.test(t[1])) bad('member peer id must be a peer id')
           return [name(t[0], 'member name'), t[1]] as [string, string]
         })
+      const refused = m.refused === undefined || m.refused === null
+        ? undefined
+        : list(m.refused, MAX_REFUSED, 'refused').map(e => {
+          const t = tuple(e, 2, 'refusal')
+          if (typeof t[1] !== 'string' || !PEER_ID.test(t[1])) bad('refused peer id must be a peer id')
+          return [name(t[0], 'refused name'), t[1]] as [string, string]
+        })
       const cfg = typeof m.cfg === 'string' && m.cfg.length <= 64 ? m.cfg : bad('cfg must be a hash')
       const acks = list(m.acks, b.maxPeers, 'acks').map(e => {
         const t = tuple(e, 3, 'ack entry')
@@ -206,7 +223,7 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
       if (m.leaving !== undefined && m.leaving !== null && typeof m.leaving !== 'boolean') bad('leaving must be a boolean')
       return {
         v: CLUSTER_VERSION, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),
-        pending, carries, cfg, ...(members === undefined ? {} : { members }), rules, keys, acks, ...(m.leaving === true ? { leaving: true } : {})
+        pending, carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, acks, ...(m.leaving === true ? { leaving: true } : {})
       }
     }
     case 'want':

@@ -55,8 +55,8 @@ for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
   })
 }
 
-export function startQuotad (args: string[]): Proc {
-  const child = spawn(process.execPath, [QUOTAD, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+export function startQuotad (args: string[], env?: Record<string, string>): Proc {
+  const child = spawn(process.execPath, [QUOTAD, ...args], { stdio: ['ignore', 'pipe', 'pipe'], ...(env === undefined ? {} : { env: { ...process.env, ...env } }) })
   live.add(child)
   child.on('exit', () => live.delete(child))
   let err = ''

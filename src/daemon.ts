@@ -63,7 +63,7 @@ export class Daemon {
       clock,
       cluster: cluster === null
         ? undefined
-        : { decider: cluster.core, limiter: cluster.core.limiter, status: () => cluster.status() }
+        : { decider: cluster.core, limiter: cluster.core.limiter, status: () => cluster.status(), urgent: () => cluster.tickSoon() }
     })
     this.server = new UnixServer({
       path: this.node.socket,

@@ -131,12 +131,13 @@ test.serial('a node started later, not a seed, joins through a seed and gets tok
   await c.start('j')
   await waitForPeers(c, ['j'], 2)
   t.is(await remaining(c, 'j'), 0, 'a joiner starts with nothing')
-  const first = await withClient(c, 'j', async q => await q.acquire('day'))
-  t.false(first.allowed)
+  // Its first request waits (briefly, cluster.firstUseWaitMs) for a transfer instead of a denial; either way no token is made.
+  let spent = (await withClient(c, 'j', async q => await q.acquire('day'))).allowed ? 1 : 0
   await eventually('tokens to reach j', async () => (await remaining(c, 'j')) > 0)
   t.true((await withClient(c, 'j', async q => await q.acquire('day'))).allowed)
+  spent++
   const { total } = await settledHeld(socketsOf(c, ['a', 'b', 'j']), 'day')
-  t.true(total <= 89, `no token created: ${total} + 1 spent <= 90`)
+  t.true(total + spent <= 90, `no token created: ${total} + ${spent} spent <= 90`)
 })
 
 test.serial('restarts never create tokens: a clean restart keeps the books, an unclean one starts with nothing', async t => {

@@ -74,7 +74,7 @@ test('formatDuration picks the largest exact unit and round-trips', t => {
 test('a minimal file gets every default, and relative paths resolve against baseDir', t => {
   const config = validateClusterFile(minimal(), '/etc/quotad')
   t.is(config.source, undefined)
-  t.deepEqual(config.cluster, { name: 'test', secretFile: '/etc/quotad/swarm.key', gossipIntervalMs: 250 })
+  t.deepEqual(config.cluster, { name: 'test', secretFile: '/etc/quotad/swarm.key', gossipIntervalMs: 250, firstUseWaitMs: 100 })
   t.deepEqual(config.nodes[0], {
     name: 'a', listen: '/ip4/127.0.0.1/tcp/0', socket: '/etc/quotad/a.sock', dataDir: '/etc/quotad/data/a', socketMode: DEFAULT_SOCKET_MODE, seed: true
   })

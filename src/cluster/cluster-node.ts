@@ -74,7 +74,7 @@ export class ClusterNode {
       listed: new Map(config.nodes.map(n => [n.name, n.peerId])),
       maxMembers: config.limits.maxMembers,
       limits: config.limits,
-      tuning: { gossipIntervalMs: config.cluster.gossipIntervalMs },
+      tuning: { gossipIntervalMs: config.cluster.gossipIntervalMs, firstUseWaitMs: config.cluster.firstUseWaitMs },
       wallMs: clock.now(),
       monoMs: clock.mono()
     }, config.rules, saved, clock.mono())
@@ -118,6 +118,14 @@ export class ClusterNode {
     if (unpinned.length > 0 && config.nodes.length > 1) log.warn('seeds without a pinned peerId are bound to the first peer id that speaks for them; pin them (quotad peer-id)', { seeds: unpinned })
     log.info('cluster started', { peerId: t.peerId, listen: t.listenAddrs, epoch: this.core.epoch })
     this.timer = setInterval(() => this.tick(), this.core.tuning.tickMs)
+  }
+
+  /** Tick once more as soon as the event loop is free (one pending at most): a first-use want goes out now. */
+  private soon = false
+  tickSoon (): void {
+    if (this.soon || this.timer === null) return
+    this.soon = true
+    setImmediate(() => { this.soon = false; if (this.timer !== null) this.tick() })
   }
 
   private tick (): void {

@@ -30,6 +30,13 @@ export interface ClusterTuning {
   forgetAfterMs: number
   /** How long a stopping node waits for its handoff grants to be acked. @default 3000 */
   handoffTimeoutMs: number
+  /**
+   * A request with no `waitMs` for a key this node has never held (a glob key
+   * homed elsewhere, or any key at a member that joined with nothing) waits
+   * up to this long for a want's grant, instead of a denial while tokens are
+   * reachable. 0 turns it off. @default 100
+   */
+  firstUseWaitMs: number
 }
 
 export function defaultTuning (gossipIntervalMs = 250): ClusterTuning {
@@ -48,6 +55,7 @@ export function defaultTuning (gossipIntervalMs = 250): ClusterTuning {
     maxGossipKeys: 512,
     fullSyncEvery: 20,
     forgetAfterMs: 60_000,
-    handoffTimeoutMs: 3000
+    handoffTimeoutMs: 3000,
+    firstUseWaitMs: 100
   }
 }

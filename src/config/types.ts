@@ -107,6 +107,8 @@ export interface ClusterSection {
   secretFile: string
   /** Gossip interval in ms. @default 250 */
   gossipIntervalMs: number
+  /** Longest wait of a request without waitMs for a key new at this node (node-local; not hashed). @default 100 */
+  firstUseWaitMs: number
 }
 
 export interface ClusterConfig {
@@ -133,3 +135,5 @@ export const DEFAULT_LIMITS: LimitsConfig = {
 
 export const DEFAULT_SOCKET_MODE = 0o660
 export const DEFAULT_GOSSIP_INTERVAL_MS = 250
+/** A request without waitMs waits this long at most for a key new at its node. */
+export const DEFAULT_FIRST_USE_WAIT_MS = 100

@@ -16,6 +16,8 @@ export interface Decider {
   peek: (key: string, count: number, nowMs: number) => Decision
   /** Replace the rules (SIGHUP); returns waiters to answer (their keys lost their rule). */
   setRules: (rules: RuleConfig[], nowMs: number) => Resolution[]
+  /** How long a request without `waitMs` may wait for tokens of a key new here (0: answer now). */
+  firstUseWaitMs?: (key: string, count: number, nowMs: number) => number
 }
 import type { AcquireResult, Decision, QuotaService, WaitHandle } from '../core/types.js'
 
@@ -30,7 +32,7 @@ export interface LocalQuotaOptions {
   /** Keys examined per sweep. @default 20000 */
   sweepBudget?: number
   /** Decide through this (the cluster) instead of a Limiter of our own; it must wrap `limiter`. */
-  cluster?: { decider: Decider, limiter: Limiter, status: () => Record<string, unknown> }
+  cluster?: { decider: Decider, limiter: Limiter, status: () => Record<string, unknown>, urgent?: () => void }
 }
 
 export interface DecisionTiming {
@@ -61,6 +63,8 @@ export class LocalQuota implements QuotaService {
   readonly limiter: Limiter
   private readonly decider: Decider
   private readonly clusterStatus?: () => Record<string, unknown>
+  /** Ask the cluster to tick now (a first-use wait wants its want sent at once, not at the next tick). */
+  private readonly urgent?: () => void
   private readonly clock: Clock
   private readonly node: string
   private timer: NodeJS.Timeout | null = null
@@ -79,6 +83,7 @@ export class LocalQuota implements QuotaService {
       this.limiter = opts.cluster.limiter
       this.decider = opts.cluster.decider
       this.clusterStatus = opts.cluster.status
+      this.urgent = opts.cluster.urgent
     } else {
       this.calendar = new Calendar(opts.clock.now(), opts.clock.mono())
       this.limiter = new Limiter({ rules: opts.rules, limits: opts.limits, node: opts.node, seeds: opts.seeds, calendar: this.calendar })
@@ -120,10 +125,17 @@ export class LocalQuota implements QuotaService {
 
   private decide (key: string, count: number, waitMs: number): AcquireResult {
     const now = this.clock.mono()
-    if (waitMs <= 0) return this.decider.acquire(key, count, now)
+    let urgent = false
+    if (waitMs <= 0) {
+      // A key new here, with tokens at peers: a short wait for them beats a denial (first use).
+      waitMs = this.decider.firstUseWaitMs?.(key, count, now) ?? 0
+      if (waitMs <= 0) return this.decider.acquire(key, count, now)
+      urgent = true
+    }
     const handle = new Handle(this)
     const r = this.decider.acquireOrWait(key, count, waitMs, now, handle)
     if ('allowed' in r) return r
+    if (urgent) this.urgent?.()
     handle.waiter = r
     this.arm()
     return handle

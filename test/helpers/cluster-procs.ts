@@ -36,7 +36,7 @@ interface FileNode { name: string, listen: string }
  * `pin` (default true): every node's peer id is pinned in the file (its key
  * is made first, as `quotad peer-id` does), the setup the docs recommend.
  */
-export async function makeCluster (names: string[], rules: unknown[], opts: { gossipIntervalMs?: number, extraNodes?: Array<{ name: string, seed: boolean }>, pin?: boolean } = {}): Promise<TestCluster> {
+export async function makeCluster (names: string[], rules: unknown[], opts: { gossipIntervalMs?: number, extraNodes?: Array<{ name: string, seed: boolean }>, pin?: boolean, cluster?: Record<string, unknown> } = {}): Promise<TestCluster> {
   const dir = tempDir()
   const all = [...names.map(name => ({ name, seed: true })), ...(opts.extraNodes ?? [])]
   const nodes = []
@@ -47,7 +47,7 @@ export async function makeCluster (names: string[], rules: unknown[], opts: { go
     nodes.push({ name: n.name, listen: ANY_PORT, socket: `${n.name}.sock`, dataDir: `data/${n.name}`, ...(n.seed ? {} : { seed: false }), ...(peerId === undefined ? {} : { peerId }) })
   }
   const file = join(dir, 'cluster.json')
-  writeFileSync(file, JSON.stringify({ cluster: { name: 'test', secretFile: 'swarm.key', gossipIntervalMs: opts.gossipIntervalMs ?? 100 }, nodes, rules }, null, 2))
+  writeFileSync(file, JSON.stringify({ cluster: { name: 'test', secretFile: 'swarm.key', gossipIntervalMs: opts.gossipIntervalMs ?? 100, ...opts.cluster }, nodes, rules }, null, 2))
   await writeSwarmKey(join(dir, 'swarm.key'))
   const procs: Record<string, Proc> = {}
   // Starts run one at a time, so each node reads a file with the real addresses of those before it.

@@ -33,6 +33,7 @@ import { carryOver, stampOf, Transitions } from './rule-change.js'
 import { saveState } from './persist.js'
 import type { SavedState } from './durable-state.js'
 import { Transfers } from './transfers.js'
+import { firstUseWaitMs } from './first-use.js'
 import { forgetDeparted, onGossip, onGrant, onReply, onRequestFailed, onWant } from './intake.js'
 import { defaultTuning, type ClusterTuning } from './tuning.js'
 
@@ -187,28 +188,8 @@ export class ClusterCore {
     return this.limiter.acquireOrWait(key, count, waitMs, nowMs, ref, elsewhere)
   }
 
-  /**
-   * How long a request without `waitMs` may wait instead (0: answer now).
-   * Only for the first request for a key at this node (a glob key homed
-   * elsewhere, any key at a member that joined with nothing, or a home whose
-   * stock a peer took first), or one that arrives while that first request
-   * still waits and no tokens came; and only with an alive agreeing peer.
-   * So "new here" never denies a key with quota left. Bounded by
-   * `tuning.firstUseWaitMs`; the want goes out on a tick the driver runs at
-   * once (`LocalQuota`'s `urgent`).
-   */
-  firstUseWaitMs (key: string, count: number, nowMs: number): number {
-    const max = this.tuning.firstUseWaitMs
-    if (max <= 0 || this.phase !== 'running' || this.peers.size === 0) return 0
-    const ks = this.limiter.existing(key) ?? this.limiter.keyState(key, count, nowMs)
-    if (ks.bucket.held >= count) return 0
-    const x = ext(ks)
-    const first = x.lastDemandAt === -Infinity || (x.transfersIn === 0 && ks.queued > 0)
-    if (!first || (ks.rule.config.mode === 'soft' && this.isolated(nowMs))) return 0
-    // Not "only while peers are known to hold enough": right after a first use elsewhere, gossip may not yet say where the
-    // tokens went (the home says 0, the taker has not spoken). A wait that finds nothing costs its bound, never a wrong answer.
-    return this.peers.alive(nowMs).some(p => !p.leaving && this.agrees(p, ks)) ? max : 0
-  }
+  /** How long a request without `waitMs` may wait for tokens of a key new here (first-use.ts; 0: answer now). */
+  firstUseWaitMs (key: string, count: number, nowMs: number): number { return firstUseWaitMs(this, key, count, nowMs) }
 
   peek (key: string, count: number, nowMs: number): Decision {
     const ks = this.limiter.keyState(key, count, nowMs)

@@ -76,12 +76,19 @@ export function canonicalValue (v: ReclaimValue): ReclaimValue {
   }
 }
 
+/** Values are never mutated once built (every holder shares them), so a digest is computed once per object. */
+const digests = new WeakMap<ReclaimValue, string>()
+
 /** 128 bits of sha256 over the canonical form: equal digests mean equal values. */
 export function valueDigest (v: ReclaimValue): string {
+  const known = digests.get(v)
+  if (known !== undefined) return known
   const c = canonicalValue(v)
   const canon = JSON.stringify([c.slot, c.D.map(d => [d.node, d.acct, d.inc, d.epoch]), [c.heir.node, c.heir.epoch, c.heir.acct],
     c.listed.map(l => [l.node, l.acct])])
-  return createHash('sha256').update(canon).digest('hex').slice(0, 32)
+  const d = createHash('sha256').update(canon).digest('hex').slice(0, 32)
+  digests.set(v, d)
+  return d
 }
 
 /**

@@ -130,8 +130,14 @@ export class ReclaimLog {
     for (const [slot, p] of this.proposers) {
       const v = this.learner.chosen(slot)
       if (v !== undefined) p.learned(v)
-      if (slot <= this.learner.through && p.done) this.proposers.delete(slot)
     }
+    this.prune()
+  }
+
+  /** Finished proposals stay visible (`proposal`) while their slot is in the recent window. */
+  private prune (): void {
+    const keepAbove = this.learner.through - this.learner.limits.keepChosen
+    for (const [slot, p] of this.proposers) if (slot <= keepAbove && p.done) this.proposers.delete(slot)
   }
 
   private learn (slot: number, value: ReclaimValue): void {
@@ -248,8 +254,8 @@ export class ReclaimLog {
     for (const [slot, p] of this.proposers) {
       for (const s of p.tick(nowMs, rng)) sends.push({ to: s.to, msg: this.wrap(s.body) })
       if (p.phase === 'closed' && p.closedBy !== undefined) this.noteAhead(p.closedBy, slot)
-      if (p.done && slot <= this.learner.through) this.proposers.delete(slot)
     }
+    this.prune()
     sends.push(...this.catchUp(nowMs))
     return this.step(null, sends)
   }

@@ -183,9 +183,9 @@ export class SlotProposer {
     if (this.phase === 'prepare' || this.phase === 'accept' || this.phase === 'value') this.fail(nowMs, rng)
   }
 
-  /** The slot was learned chosen some other way. */
+  /** The slot was learned chosen some other way (also ends `closed`: the value is now known). */
   learned (value: ReclaimValue): void {
-    if (this.done) return
+    if (this.phase === 'chosen') return
     this.phase = 'chosen'
     this.chosen = value
   }

@@ -324,5 +324,6 @@ test('misuse is refused: a slot already chosen, a value for another slot, votes 
   w.logs.get('a')!.learnGossip('b', { accepted: [], chosen: [{ slot: 1, value: val(1, 'b') }] }, 0)
   t.throws(() => w.logs.get('a')!.propose(1, val(1, 'a'), 0, rng), { message: /already chosen/ })
   t.throws(() => w.logs.get('a')!.propose(2, val(3, 'a'), 0, rng), { message: /slot 3 proposed in slot 2/ })
+  t.throws(() => w.logs.get('a')!.propose(18, val(18, 'a'), 0, rng), { message: /beyond the open window/ })
   t.throws(() => new ReclaimLog({ node: 'm', epoch: 'e', voters: ABC, quorum: weightedQuorum(ABC), votes: emptyVotes('m', 'c') }))
 })

@@ -217,6 +217,7 @@ export class ReclaimLog {
    */
   propose (slot: number, value: ReclaimValue | undefined, nowMs: number, rng: Random): Step {
     if (!Number.isSafeInteger(slot) || slot <= this.learner.through) throw new Error(`reclaim log: slot ${slot} is already chosen (through ${this.learner.through})`)
+    if (slot > this.learner.through + this.learner.limits.maxOpenSlots) throw new Error(`reclaim log: slot ${slot} is beyond the open window (through ${this.learner.through})`)
     if (value !== undefined && value.slot !== slot) throw new Error(`reclaim log: value for slot ${value.slot} proposed in slot ${slot}`)
     const old = this.proposers.get(slot)
     if (old !== undefined && !old.done) return this.step(null)

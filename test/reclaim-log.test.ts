@@ -9,6 +9,7 @@
 import test from 'ava'
 import { emptyVotes, ReclaimLog, valueDigest, type Ballot, type ReclaimValue, type Step, type VotesState } from '../src/cluster/reclaim-log.js'
 import type { ReclaimMessage } from '../src/cluster/reclaim-messages.js'
+import { CLUSTER_VERSION } from '../src/cluster/messages.js'
 import { Rng } from '../src/sim/rng.js'
 import { weightedQuorum } from './helpers/paxos-net.js'
 
@@ -210,13 +211,13 @@ test('a voter restarted from its votes file keeps its promises, acceptances and 
   const b = w.logs.get('b')!
   const high: Ballot = { round: 5, node: 'c' }
   const low: Ballot = { round: 4, node: 'c' }
-  const pr = w.deliver('c', 'b', { v: 2, node: 'c', epoch: 'e', t: 'prepare', slot: 1, ballot: high })
+  const pr = w.deliver('c', 'b', { v: CLUSTER_VERSION, node: 'c', epoch: 'e', t: 'prepare', slot: 1, ballot: high })
   t.is(pr.reply?.t, 'promise')
-  w.deliver('c', 'b', { v: 2, node: 'c', epoch: 'e', t: 'accept', slot: 1, ballot: high, value: val(1, 'c') })
+  w.deliver('c', 'b', { v: CLUSTER_VERSION, node: 'c', epoch: 'e', t: 'accept', slot: 1, ballot: high, value: val(1, 'c') })
   t.not(b, w.boot('b'))
-  const again = w.deliver('a', 'b', { v: 2, node: 'a', epoch: 'e', t: 'prepare', slot: 1, ballot: low })
+  const again = w.deliver('a', 'b', { v: CLUSTER_VERSION, node: 'a', epoch: 'e', t: 'prepare', slot: 1, ballot: low })
   t.is(again.reply?.t, 'nack')
-  const higher = w.deliver('a', 'b', { v: 2, node: 'a', epoch: 'e', t: 'prepare', slot: 1, ballot: { round: 6, node: 'a' } })
+  const higher = w.deliver('a', 'b', { v: CLUSTER_VERSION, node: 'a', epoch: 'e', t: 'prepare', slot: 1, ballot: { round: 6, node: 'a' } })
   t.is(higher.reply?.t === 'promise' ? higher.reply.accepted?.value.heir.node : undefined, 'c')
   // once slot 1 is chosen and the voter restarts, it votes in slot 1 no more
   const learnt = w.keep('b', w.logs.get('b')!.learnGossip('c', { accepted: [], chosen: [{ slot: 1, value: val(1, 'c') }] }, 0))
@@ -225,7 +226,7 @@ test('a voter restarted from its votes file keeps its promises, acceptances and 
   t.is(closedVotes.through, 1)
   t.deepEqual(closedVotes.slots, [])
   w.boot('b', closedVotes)
-  const closed = w.deliver('a', 'b', { v: 2, node: 'a', epoch: 'e', t: 'prepare', slot: 1, ballot: { round: 9, node: 'a' } })
+  const closed = w.deliver('a', 'b', { v: CLUSTER_VERSION, node: 'a', epoch: 'e', t: 'prepare', slot: 1, ballot: { round: 9, node: 'a' } })
   t.like(closed.reply, { t: 'nack', through: 1 })
 })
 
@@ -261,7 +262,7 @@ test('a nack naming a higher promise ends the ballot; the next round is above it
   const w = new World(ABC)
   const a = w.logs.get('a')!
   a.propose(1, val(1, 'a'), 0, rng)
-  w.deliver('b', 'a', { v: 2, node: 'b', epoch: 'e', t: 'nack', slot: 1, promised: { round: 7, node: 'c' } })
+  w.deliver('b', 'a', { v: CLUSTER_VERSION, node: 'b', epoch: 'e', t: 'nack', slot: 1, promised: { round: 7, node: 'c' } })
   t.is(a.proposal(1)?.phase, 'backoff')
   const next = a.tick(1000, rng).send
   t.true(next.length === 3 && next.every(m => m.msg.t === 'prepare' && m.msg.ballot.round === 8))
@@ -284,7 +285,7 @@ test('bounded memory: 60 slots in a row leave no open votes and a short chosen t
   }
   // a voter far behind is not answered about slots beyond its window
   const fresh = new World(ABC)
-  t.is(fresh.deliver('a', 'b', { v: 2, node: 'a', epoch: 'e', t: 'prepare', slot: 40, ballot: { round: 1, node: 'a' } }).reply, null)
+  t.is(fresh.deliver('a', 'b', { v: CLUSTER_VERSION, node: 'a', epoch: 'e', t: 'prepare', slot: 40, ballot: { round: 1, node: 'a' } }).reply, null)
 })
 
 test('members learn from a quorum of voters\' gossip, never from a member; two voters: the first alone decides', t => {
@@ -298,7 +299,7 @@ test('members learn from a quorum of voters\' gossip, never from a member; two v
   m.learnGossip('b', g, 0)
   t.is(m.through, 1)
   t.is(m.votes(), undefined, 'a member has no votes file')
-  t.is(w.deliver('a', 'm', { v: 2, node: 'a', epoch: 'e', t: 'prepare', slot: 2, ballot: { round: 1, node: 'a' } }).reply, null)
+  t.is(w.deliver('a', 'm', { v: CLUSTER_VERSION, node: 'a', epoch: 'e', t: 'prepare', slot: 2, ballot: { round: 1, node: 'a' } }).reply, null)
 
   const two = new World(['p', 'q'])
   const p = two.logs.get('p')!

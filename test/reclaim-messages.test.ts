@@ -5,11 +5,12 @@
  */
 import test from 'ava'
 import { Packr } from 'msgpackr'
+import { CLUSTER_VERSION } from '../src/cluster/messages.js'
 import { gossipLogToWire, parseGossipLog, parseReclaimMessage, RECLAIM_BOUNDS, toWire, wireValue, type ReclaimMessage } from '../src/cluster/reclaim-messages.js'
 import { valueDigest, type ReclaimValue } from '../src/cluster/reclaim-value.js'
 
 const packr = new Packr({ useRecords: false })
-const hdr = { v: 2, node: 'a', epoch: 'e1' }
+const hdr = { v: CLUSTER_VERSION, node: 'a', epoch: 'e1' }
 const value: ReclaimValue = { slot: 3, D: [{ node: 'd', acct: 2, inc: 4, epoch: 'ed' }], heir: { node: 'a', epoch: 'e1', acct: 1 }, listed: [{ node: 'b', acct: 7 }] }
 const ballot = { round: 2, node: 'a' }
 

@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { STATE_FILE } from '../src/cluster/durable-state.js'
+import { CLUSTER_VERSION } from '../src/cluster/messages.js'
 import { emptyVotes, ReclaimLog, type ReclaimValue, type VotesState } from '../src/cluster/reclaim-log.js'
 import { checkMayVote, openVotes, parseVotes, readVotes, VOTES_FILE, writeVotes } from '../src/cluster/reclaim-votes.js'
 import { Rng } from '../src/sim/rng.js'
@@ -27,8 +28,8 @@ function busyVotes (): VotesState {
   const rng = new Rng(1)
   log.learnGossip('a', { accepted: [], chosen: [{ slot: 1, value: { ...value, slot: 1 } }] }, 0)
   log.noteEchoed('m', 3)
-  log.handle('c', { v: 2, node: 'c', epoch: 'e', t: 'accept', slot: 2, ballot: { round: 2, node: 'c' }, value }, 0, rng)
-  const last = log.handle('a', { v: 2, node: 'a', epoch: 'e', t: 'prepare', slot: 3, ballot: { round: 1, node: 'a' } }, 0, rng)
+  log.handle('c', { v: CLUSTER_VERSION, node: 'c', epoch: 'e', t: 'accept', slot: 2, ballot: { round: 2, node: 'c' }, value }, 0, rng)
+  const last = log.handle('a', { v: CLUSTER_VERSION, node: 'a', epoch: 'e', t: 'prepare', slot: 3, ballot: { round: 1, node: 'a' } }, 0, rng)
   return last.persist!
 }
 
@@ -43,9 +44,9 @@ test('written atomically (no temp file left) and read back equal; a log rebuilt 
   const back = await readVotes(d)
   t.deepEqual(back, v)
   const log = new ReclaimLog({ node: 'b', epoch: 'e2', voters: ABC, quorum: weightedQuorum(ABC), votes: back })
-  const r = log.handle('a', { v: 2, node: 'a', epoch: 'e', t: 'prepare', slot: 2, ballot: { round: 3, node: 'a' } }, 0, new Rng(1))
+  const r = log.handle('a', { v: CLUSTER_VERSION, node: 'a', epoch: 'e', t: 'prepare', slot: 2, ballot: { round: 3, node: 'a' } }, 0, new Rng(1))
   t.like(r.reply, { t: 'promise', accepted: { ballot: { round: 2, node: 'c' } }, known: [['m', 3]] })
-  t.like(log.handle('a', { v: 2, node: 'a', epoch: 'e', t: 'prepare', slot: 1, ballot: { round: 9, node: 'a' } }, 0, new Rng(1)).reply, { t: 'nack', through: 1 })
+  t.like(log.handle('a', { v: CLUSTER_VERSION, node: 'a', epoch: 'e', t: 'prepare', slot: 1, ballot: { round: 9, node: 'a' } }, 0, new Rng(1)).reply, { t: 'nack', through: 1 })
 })
 
 test('no file: readVotes says so; openVotes on a first start creates it before the state file exists', async t => {

@@ -21,10 +21,11 @@
  * The file is validated field by field when read (state-schema.ts); a bad
  * file is refused with E_STATE_INVALID naming the field, never guessed at.
  */
-import { mkdir, open, readFile, rename } from 'node:fs/promises'
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { RuleConfig } from '../config/types.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
+import { unwritableReason, writeFileAtomic } from '../util/atomic-file.js'
 import type { RuleStamp } from './rule-change.js'
 import { parseState } from './state-schema.js'
 
@@ -91,27 +92,13 @@ export async function readState (dataDir: string): Promise<SavedState | undefine
   return parseState(text, file)
 }
 
-/** Write atomically (temp file, fsync, rename, fsync the directory). */
+/** Write atomically (temp file, fsync, rename, fsync the directory: util/atomic-file.ts). */
 export async function writeState (dataDir: string, state: SavedState): Promise<void> {
   const file = join(dataDir, STATE_FILE)
   try {
-    await mkdir(dataDir, { recursive: true, mode: 0o700 })
-    const tmp = `${file}.tmp`
-    const fh = await open(tmp, 'w', 0o600)
-    try {
-      await fh.writeFile(JSON.stringify(state))
-      await fh.sync()
-    } finally {
-      await fh.close()
-    }
-    await rename(tmp, file)
-    const dir = await open(dataDir, 'r')
-    try { await dir.sync() } finally { await dir.close() }
+    await writeFileAtomic(dataDir, STATE_FILE, JSON.stringify(state))
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    throw new QuotadError(ErrorCodes.STATE_UNWRITABLE,
-      `cannot write ${file}: ${(err as Error).message}` + (code === 'ENOSPC' ? ' (the disk is full)' : code === 'EROFS' ? ' (read-only file system)' : ''),
-      { file, errno: code })
+    throw new QuotadError(ErrorCodes.STATE_UNWRITABLE, unwritableReason(file, err), { file, errno: (err as NodeJS.ErrnoException).code })
   }
 }
 

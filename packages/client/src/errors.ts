@@ -53,6 +53,14 @@ export const ErrorCodes = {
   STATE_UNREADABLE: 'E_STATE_UNREADABLE',
   /** The node's state file cannot be written (read-only or full disk, permissions). */
   STATE_UNWRITABLE: 'E_STATE_UNWRITABLE',
+  /** A voter's votes file (`quotad-votes.json`) is malformed or belongs to another node or cluster; `details` names the field. */
+  VOTES_INVALID: 'E_VOTES_INVALID',
+  /** A voter's votes file exists but cannot be read (permissions, I/O). */
+  VOTES_UNREADABLE: 'E_VOTES_UNREADABLE',
+  /** A voter's votes file cannot be written (read-only or full disk, permissions). */
+  VOTES_UNWRITABLE: 'E_VOTES_UNWRITABLE',
+  /** A voter's votes file is missing while its state file exists: it may have voted and forgotten, so it must not vote. */
+  VOTES_MISSING: 'E_VOTES_MISSING',
   /** Another quotad process runs with this data directory. */
   DATA_DIR_LOCKED: 'E_DATA_DIR_LOCKED',
   /** A command-line usage error. */

@@ -24,7 +24,7 @@
 import { ErrorCodes, QuotadError } from '../errors.js'
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import type { Decision } from './types.js'
-import { createBucket, EPSILON } from './algorithms/index.js'
+import { bucketSpec, EPSILON, makeBucket, type BucketSpec } from './algorithms/index.js'
 import { RuleSet, type CompiledRule } from './rules.js'
 import { initialShare, seedOrder } from './share.js'
 import { WakeHeap } from './wake-heap.js'
@@ -72,6 +72,8 @@ export class Limiter {
   private readonly seeds: string[]
   private readonly table = new Map<string, KeyState>()
   private readonly heap = new WakeHeap<KeyState>()
+  /** Each rule's bucket spec, shared by its keys (cleared when the rules change). */
+  private readonly specs = new Map<CompiledRule, BucketSpec>()
   private sweepCursor: Iterator<KeyState> | null = null
   private lastNow = -Infinity
   private totalWaiters = 0
@@ -355,9 +357,11 @@ export class Limiter {
   private create (key: string, rule: CompiledRule, now: number): KeyState {
     const c = rule.config
     const share = this.allocate ? initialShare(rule.stock, rule.glob, key, this.node, this.seeds) : 0
-    const bucket = createBucket(c.algorithm, { limit: c.limit, perMs: c.perMs, burst: rule.stock, share }, now, this.calendar)
+    let spec = this.specs.get(rule)
+    if (spec === undefined) this.specs.set(rule, spec = bucketSpec({ limit: c.limit, perMs: c.perMs, burst: rule.stock }, now, this.calendar))
     rule.stats.keys++
-    return { key, rule, bucket, initial: share, reserve: 0, waiters: null, queued: 0, wakeAt: Infinity, ext: null }
+    // The bucket is the key's state: one object per key (key-state.ts).
+    return makeBucket(c.algorithm, spec, share, now).bind(key, rule, share)
   }
 
   /** Whether dropping the state loses nothing: recreating it would give the same state. */
@@ -404,6 +408,7 @@ export class Limiter {
     }
     for (const r of next.rules) r.stats.keys = 0
     this.ruleSet = next
+    this.specs.clear()
     for (const ks of [...this.table.values()]) {
       const rule = next.match(ks.key)
       if (rule === undefined) {

@@ -182,7 +182,7 @@ function main (): void {
 
   const rows: Row[] = []
   const head = ['algorithm', 'keys', 'heap delta MiB', 'bytes/key', 'core bytes/key', 'keys created/s']
-  const widths = [18, 11, 15, 10, 15, 15]
+  const widths = [20, 11, 15, 10, 15, 15]
   const line = (cells: string[]): void => {
     process.stdout.write(cells.map((c, i) => i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i])).join(' ') + '\n')
   }

@@ -10,9 +10,15 @@
  * else: their bytes count as the key's. A control run measures those strings
  * alone, so the core's own overhead is the difference.
  *
- * Run: node --expose-gc dist/bench/memory.js [--n 100000,1000000] [--json FILE]
+ * Then the resident set size of a fresh process holding 1M fixed-window keys
+ * (and of one holding none): what the operating system sees, heap slack and
+ * Node itself included.
+ *
+ * Run: node --expose-gc dist/bench/memory.js [--n 100000,1000000] [--rss-keys 1000000] [--json FILE]
  */
+import { spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { Limiter } from '../src/core/limiter.js'
 import { ALGORITHMS, DEFAULT_LIMITS, type Algorithm, type RuleConfig } from '../src/config/types.js'
@@ -20,8 +26,11 @@ import { machineInfo, printMachine } from './lib/machine.js'
 
 const KEY_PREFIX = 'mem:user:'
 
+/** The sliding log's memory grows with the limit: one more row at a small one. */
+const SMALL_LOG_LIMIT = 10
+
 interface Row {
-  algorithm: Algorithm | 'key strings only'
+  algorithm: Algorithm | 'key strings only' | `sliding-log limit ${number}`
   keys: number
   heapBytes: number
   bytesPerKey: number
@@ -55,15 +64,15 @@ class KeyMaker {
   }
 }
 
-function rule (algorithm: Algorithm): RuleConfig {
+function rule (algorithm: Algorithm, limit = 1000): RuleConfig {
   return {
     name: `mem-${algorithm}`,
     match: `${KEY_PREFIX}*`,
-    limit: 1000,
+    limit,
     perMs: 60_000,
     per: '1m',
     algorithm,
-    burst: 1000,
+    burst: limit,
     mode: 'hard',
     onPartition: 'local-share',
     maxDebt: 1000
@@ -86,46 +95,78 @@ function measureKeysOnly (n: number): Row {
   return { algorithm: 'key strings only', keys: n, heapBytes, bytesPerKey, coreBytesPerKey: null, keysPerSec: n / ms * 1000 }
 }
 
-function measure (algorithm: Algorithm, n: number, keyStringBytes: number): Row {
-  const maker = new KeyMaker(KEY_PREFIX)
+function fill (algorithm: Algorithm, n: number, limit: number, maker: KeyMaker): Limiter {
   const limits = { ...DEFAULT_LIMITS, maxKeys: n * 2 }
-  gc()
-  const before = process.memoryUsage().heapUsed
-  const limiter = new Limiter({ node: 'a', limits, rules: [rule(algorithm)] })
+  const limiter = new Limiter({ node: 'a', limits, rules: [rule(algorithm, limit)] })
   const now = Date.now()
-  const t0 = performance.now()
   for (let i = 0; i < n; i++) {
     const d = limiter.acquire(maker.key(i), 1, now)
     if (!d.allowed) throw new Error(`key ${i} was denied; the bench expects every first acquire to be allowed`)
   }
+  return limiter
+}
+
+function measure (algorithm: Algorithm, n: number, keyStringBytes: number, limit = 1000): Row {
+  const maker = new KeyMaker(KEY_PREFIX)
+  gc()
+  const before = process.memoryUsage().heapUsed
+  const t0 = performance.now()
+  const limiter = fill(algorithm, n, limit, maker)
   const ms = performance.now() - t0
   gc()
   const heapBytes = process.memoryUsage().heapUsed - before
   // Keep the limiter alive across the measurement.
   if (limiter.keyCount !== n) throw new Error(`expected ${n} keys, the limiter holds ${limiter.keyCount}`)
   const bytesPerKey = heapBytes / n
-  return { algorithm, keys: n, heapBytes, bytesPerKey, coreBytesPerKey: bytesPerKey - keyStringBytes, keysPerSec: n / ms * 1000 }
+  const name = limit === 1000 ? algorithm : `sliding-log limit ${limit}` as const
+  return { algorithm: name, keys: n, heapBytes, bytesPerKey, coreBytesPerKey: bytesPerKey - keyStringBytes, keysPerSec: n / ms * 1000 }
 }
 
-function parseArgs (argv: string[]): { sizes: number[], json: string | undefined } {
+/** In a child of its own (a fresh heap): fill N fixed-window keys, gc, and print the RSS in bytes. */
+function rssChild (n: number): void {
+  const limiter = n > 0 ? fill('fixed-window', n, 1000, new KeyMaker(KEY_PREFIX)) : null
+  gc()
+  process.stdout.write(`${process.memoryUsage().rss} ${limiter?.keyCount ?? 0}\n`)
+}
+
+function rssOf (n: number): number {
+  const r = spawnSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), '--rss-child', String(n)], { encoding: 'utf8' })
+  const [rss, keys] = r.stdout.trim().split(' ').map(Number)
+  if (r.status !== 0 || keys !== n) throw new Error(`rss child failed (status ${r.status}): ${r.stderr}`)
+  return rss
+}
+
+function count (flag: string, v: string | undefined, min: number): number {
+  const n = Number((v ?? '').replace(/_/g, ''))
+  if (!Number.isSafeInteger(n) || n < min) throw new Error(`${flag} wants an integer >= ${min}`)
+  return n
+}
+
+function parseArgs (argv: string[]): { sizes: number[], rssKeys: number, json: string | undefined } {
   let sizes = [100_000, 1_000_000]
+  let rssKeys = 1_000_000
   let json: string | undefined
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
-    if (a === '--n') {
+    if (a === '--rss-child') {
+      rssChild(count(a, argv[++i], 0))
+      process.exit(0)
+    } else if (a === '--rss-keys') {
+      rssKeys = count(a, argv[++i], 0)
+    } else if (a === '--n') {
       sizes = (argv[++i] ?? '').split(',').map(s => Number(s.replace(/_/g, '')))
       if (sizes.some(s => !Number.isSafeInteger(s) || s <= 0)) throw new Error('--n wants positive integers, e.g. --n 100000,1000000')
     } else if (a === '--json') {
       json = argv[++i]
       if (json === undefined) throw new Error('--json wants a file name')
     } else if (a === '--help' || a === '-h') {
-      process.stdout.write('usage: node --expose-gc dist/bench/memory.js [--n 100000,1000000] [--json FILE]\n')
+      process.stdout.write('usage: node --expose-gc dist/bench/memory.js [--n 100000,1000000] [--rss-keys 1000000 (0: skip)] [--json FILE]\n')
       process.exit(0)
     } else {
       throw new Error(`unknown argument ${a}; see --help`)
     }
   }
-  return { sizes, json }
+  return { sizes, rssKeys, json }
 }
 
 function fmt (n: number, digits = 0): string {
@@ -133,7 +174,7 @@ function fmt (n: number, digits = 0): string {
 }
 
 function main (): void {
-  const { sizes, json } = parseArgs(process.argv.slice(2))
+  const { sizes, rssKeys, json } = parseArgs(process.argv.slice(2))
   const machine = machineInfo()
   printMachine(machine)
   process.stdout.write(`config: rule match "${KEY_PREFIX}*" limit 1000 per 1m, one acquire per key, keys "${KEY_PREFIX}<i>" (${KEY_PREFIX.length + 1}-${KEY_PREFIX.length + String(Math.max(...sizes) - 1).length} chars, flat one-byte strings)\n`)
@@ -141,7 +182,7 @@ function main (): void {
 
   const rows: Row[] = []
   const head = ['algorithm', 'keys', 'heap delta MiB', 'bytes/key', 'core bytes/key', 'keys created/s']
-  const widths = [18, 11, 15, 10, 15, 15]
+  const widths = [20, 11, 15, 10, 15, 15]
   const line = (cells: string[]): void => {
     process.stdout.write(cells.map((c, i) => i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i])).join(' ') + '\n')
   }
@@ -156,9 +197,17 @@ function main (): void {
       rows.push(r)
       line([algorithm, fmt(n), fmt(r.heapBytes / 1048576, 1), fmt(r.bytesPerKey, 1), fmt(r.coreBytesPerKey ?? 0, 1), fmt(r.keysPerSec)])
     }
+    const r = measure('sliding-log', n, control.bytesPerKey, SMALL_LOG_LIMIT)
+    rows.push(r)
+    line([r.algorithm, fmt(n), fmt(r.heapBytes / 1048576, 1), fmt(r.bytesPerKey, 1), fmt(r.coreBytesPerKey ?? 0, 1), fmt(r.keysPerSec)])
+  }
+  let rss: { keys: number, bytes: number, emptyBytes: number } | null = null
+  if (rssKeys > 0) {
+    rss = { keys: rssKeys, bytes: rssOf(rssKeys), emptyBytes: rssOf(0) }
+    process.stdout.write(`\nRSS of a fresh process (after gc): ${fmt(rss.keys)} fixed-window keys ${fmt(rss.bytes / 1e6, 1)} MB (${fmt(rss.bytes / 1048576, 1)} MiB); with no keys ${fmt(rss.emptyBytes / 1e6, 1)} MB\n`)
   }
   if (json !== undefined) {
-    writeFileSync(json, JSON.stringify({ machine, keyPrefix: KEY_PREFIX, rows }, null, 2) + '\n')
+    writeFileSync(json, JSON.stringify({ machine, keyPrefix: KEY_PREFIX, rows, rss }, null, 2) + '\n')
     process.stdout.write(`\nwrote ${json}\n`)
   }
 }

@@ -24,11 +24,12 @@
 import { ErrorCodes, QuotadError } from '../errors.js'
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import type { Decision } from './types.js'
-import { createBucket, EPSILON } from './algorithms/index.js'
+import { bucketSpec, EPSILON, makeBucket, type BucketSpec } from './algorithms/index.js'
 import { RuleSet, type CompiledRule } from './rules.js'
 import { initialShare, seedOrder } from './share.js'
 import { WakeHeap } from './wake-heap.js'
 import { IDENTITY_CALENDAR, type CalendarView } from './calendar.js'
+import { checkKey, decision, spend } from './decide.js'
 import { snapshotKeys, type KeySnapshot, type KeyState, type Resolution, type Waiter } from './key-state.js'
 
 export type LimiterLimits = Pick<LimitsConfig, 'maxKeys' | 'maxKeyBytes' | 'maxWaitersPerKey' | 'maxWaiters'>
@@ -72,6 +73,8 @@ export class Limiter {
   private readonly seeds: string[]
   private readonly table = new Map<string, KeyState>()
   private readonly heap = new WakeHeap<KeyState>()
+  /** Each rule's bucket spec, shared by its keys (cleared when the rules change). */
+  private readonly specs = new Map<CompiledRule, BucketSpec>()
   private sweepCursor: Iterator<KeyState> | null = null
   private lastNow = -Infinity
   private totalWaiters = 0
@@ -110,7 +113,7 @@ export class Limiter {
   acquireOn (ks: KeyState, count: number, nowMs: number): Decision {
     const now = this.clamp(nowMs)
     const allowed = ks.queued === 0 && spend(ks, count, now)
-    return this.decision(ks, allowed, count, now)
+    return decision(ks, allowed, count, now)
   }
 
   /** Find or create a key's state (throws like `acquire` for bad keys, counts and a full table). */
@@ -153,7 +156,7 @@ export class Limiter {
 
   /** A decision for a state whose admission was decided by a layer above (soft-mode policies). */
   decide (ks: KeyState, allowed: boolean, count: number, nowMs: number): Decision {
-    return this.decision(ks, allowed, count, this.clamp(nowMs))
+    return decision(ks, allowed, count, this.clamp(nowMs))
   }
 
   /** The clamped (monotone) time of the last call. */
@@ -172,14 +175,14 @@ export class Limiter {
   acquireOrWait (key: string, count: number, waitMs: number, nowMs: number, ref: unknown, elsewhere = false): Decision | Waiter {
     const now = this.clamp(nowMs)
     const ks = this.state(key, count, now)
-    if (ks.queued === 0 && spend(ks, count, now)) return this.decision(ks, true, count, now)
+    if (ks.queued === 0 && spend(ks, count, now)) return decision(ks, true, count, now)
     // Hopeless by the local return schedule: answer now rather than hold the
     // client. When the queue needs more than the whole share, tokens must be
     // reused and `waitFor` cannot say when; the waiter's deadline decides.
     // `elsewhere`: tokens held at other nodes may come by transfer (the cluster says so).
     const need = ks.queued + count
     if (waitMs <= 0 || (!elsewhere && need <= ks.bucket.share && ks.bucket.waitFor(need, now) > waitMs)) {
-      return this.decision(ks, false, count, now)
+      return decision(ks, false, count, now)
     }
     if (ks.waiters !== null && ks.waiters.length >= this.limits.maxWaitersPerKey) {
       throw new QuotadError(ErrorCodes.QUEUE_FULL, `wait queue for key is full (${this.limits.maxWaitersPerKey} waiters)`)
@@ -213,7 +216,7 @@ export class Limiter {
     const ks = this.state(key, count, now)
     ks.bucket.advance(now)
     const allowed = ks.queued === 0 && ks.bucket.held - ks.reserve + EPSILON >= count
-    return this.decision(ks, allowed, count, now, false)
+    return decision(ks, allowed, count, now, false)
   }
 
   /** Earliest time `poll` has work (Infinity: none). */
@@ -243,7 +246,7 @@ export class Limiter {
     while (granted < ws.length && spend(ks, ws[granted].count, now)) {
       const w = ws[granted++]
       this.finish(ks, w)
-      out.push({ ref: w.ref, decision: this.decision(ks, true, w.count, now) })
+      out.push({ ref: w.ref, decision: decision(ks, true, w.count, now) })
     }
     if (granted > 0) ws.splice(0, granted)
     let kept = 0
@@ -251,7 +254,7 @@ export class Limiter {
       const w = ws[i]
       if (w.deadline <= now) {
         this.finish(ks, w)
-        out.push({ ref: w.ref, decision: this.decision(ks, false, w.count, now) })
+        out.push({ ref: w.ref, decision: decision(ks, false, w.count, now) })
       } else {
         ws[kept++] = w
       }
@@ -280,33 +283,11 @@ export class Limiter {
     }
   }
 
-  private decision (ks: KeyState, allowed: boolean, count: number, now: number, record = true): Decision {
-    const b = ks.bucket
-    const rule = ks.rule
-    if (record) {
-      if (allowed) rule.stats.allowed++
-      else rule.stats.denied++
-    }
-    let retryAfterMs = 0
-    if (!allowed) {
-      const t = b.waitFor(ks.queued + count, now)
-      retryAfterMs = t === Infinity ? -1 : Math.ceil(t)
-    }
-    return {
-      allowed,
-      remaining: Math.max(0, Math.floor(b.held - ks.reserve + EPSILON)),
-      limit: rule.stock,
-      resetMs: Math.ceil(b.resetIn(now)),
-      retryAfterMs,
-      rule: rule.name
-    }
-  }
-
   /** Find or create the state of `key`. Throws for bad keys, counts and a full table. */
   private state (key: string, count: number, now: number): KeyState {
     let ks = this.table.get(key)
     if (ks === undefined) {
-      this.checkKey(key)
+      checkKey(key, this.limits.maxKeyBytes)
       const rule = this.ruleSet.match(key)
       if (rule === undefined) throw new QuotadError(ErrorCodes.NO_RULE, `no rule matches key "${key}"`)
       // Exact keys are bounded by the rules themselves and always get their state: a glob rule's
@@ -343,21 +324,14 @@ export class Limiter {
     return globKeys >= this.limits.maxKeys
   }
 
-  private checkKey (key: string): void {
-    if (key.length === 0) throw new QuotadError(ErrorCodes.BAD_ARGUMENT, 'key must be a non-empty string')
-    const max = this.limits.maxKeyBytes
-    // A UTF-16 unit is at most 3 UTF-8 bytes: only long keys need counting.
-    if (key.length > max || (key.length * 3 > max && Buffer.byteLength(key) > max)) {
-      throw new QuotadError(ErrorCodes.KEY_TOO_LONG, `key is longer than ${max} bytes`)
-    }
-  }
-
   private create (key: string, rule: CompiledRule, now: number): KeyState {
     const c = rule.config
     const share = this.allocate ? initialShare(rule.stock, rule.glob, key, this.node, this.seeds) : 0
-    const bucket = createBucket(c.algorithm, { limit: c.limit, perMs: c.perMs, burst: rule.stock, share }, now, this.calendar)
+    let spec = this.specs.get(rule)
+    if (spec === undefined) this.specs.set(rule, spec = bucketSpec({ limit: c.limit, perMs: c.perMs, burst: rule.stock }, now, this.calendar))
     rule.stats.keys++
-    return { key, rule, bucket, initial: share, reserve: 0, waiters: null, queued: 0, wakeAt: Infinity, ext: null }
+    // The bucket is the key's state: one object per key (key-state.ts).
+    return makeBucket(c.algorithm, spec, share, now).bind(key, rule, share)
   }
 
   /** Whether dropping the state loses nothing: recreating it would give the same state. */
@@ -404,12 +378,13 @@ export class Limiter {
     }
     for (const r of next.rules) r.stats.keys = 0
     this.ruleSet = next
+    this.specs.clear()
     for (const ks of [...this.table.values()]) {
       const rule = next.match(ks.key)
       if (rule === undefined) {
         for (const w of ks.waiters ?? []) {
           this.finish(ks, w)
-          out.push({ ref: w.ref, decision: this.decision(ks, false, w.count, now) })
+          out.push({ ref: w.ref, decision: decision(ks, false, w.count, now) })
         }
         ks.waiters = null
         ks.wakeAt = Infinity
@@ -438,17 +413,4 @@ export class Limiter {
   keys (nowMs: number, max: number): KeySnapshot[] {
     return snapshotKeys(this.table.values(), this.clamp(nowMs), max)
   }
-}
-
-/**
- * Spend from a key's bucket, never into its reserve: tokens held here that a
- * layer above says may not be spent (the cluster's share of unpaid burns
- * elsewhere, see cluster/caution.ts).
- */
-function spend (ks: KeyState, count: number, now: number): boolean {
-  if (ks.reserve > 0) {
-    ks.bucket.advance(now)
-    if (ks.bucket.held - ks.reserve + EPSILON < count) return false
-  }
-  return ks.bucket.trySpend(count, now)
 }

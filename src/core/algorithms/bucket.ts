@@ -17,6 +17,7 @@
  * Time must not run backwards for one bucket; callers pass a monotone `nowMs`
  * (the limiter clamps it).
  */
+import type { CalendarView } from '../calendar.js'
 
 /** Float tolerance for algorithms whose tokens return continuously. */
 export const EPSILON = 1e-9
@@ -52,6 +53,28 @@ export interface Bucket {
    * Called after `advance(nowMs)`, so the past refills at the old rate.
    */
   setReserve?: (reserve: number) => void
+}
+
+/**
+ * What every bucket of one rule shares: kept once per rule (the limiter
+ * caches it), not once per key. Immutable.
+ */
+export interface BucketSpec {
+  readonly perMs: number
+  /** Token bucket: tokens per ms per token of capacity (limit / perMs / burst). */
+  readonly ratePerCap: number
+  /** Windowed algorithms place their windows on this calendar. */
+  readonly cal: CalendarView
+  /**
+   * Window numbers are kept relative to this one (the window at the spec's
+   * creation), so they stay small integers: V8 keeps a small integer in the
+   * object itself, but boxes any other number in a heap number of its own.
+   */
+  readonly origin: number
+}
+
+export function bucketSpec (p: Omit<BucketParams, 'share'>, nowMs: number, cal: CalendarView): BucketSpec {
+  return { perMs: p.perMs, ratePerCap: p.limit / p.perMs / p.burst, cal, origin: Math.floor(cal.at(nowMs) / p.perMs) }
 }
 
 /** Parameters every algorithm gets. `share` is this node's starting holding. */

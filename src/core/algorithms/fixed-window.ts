@@ -10,29 +10,40 @@
  * Known property, kept on purpose: up to 2x `limit` can be admitted across a
  * boundary (the end of one window and the start of the next).
  */
-import type { Bucket, BucketParams } from './bucket.js'
-import type { CalendarView } from '../calendar.js'
+import type { Bucket, BucketSpec } from './bucket.js'
+import { KeyState } from '../key-state.js'
 
-export class FixedWindowBucket implements Bucket {
+/**
+ * Fields: the window is kept as its number relative to `spec.origin` (a
+ * small integer, so V8 stores it in the object: see BucketSpec), and
+ * windowStart = (win + origin) * perMs is the same double as
+ * floor(t / perMs) * perMs. Integer counts keep `held` and `spent` small
+ * integers too, so a fixed-window key is one object with no boxed numbers.
+ */
+export class FixedWindowBucket extends KeyState implements Bucket {
   held: number
-  private spent = 0
-  private windowStart: number
-  private readonly perMs: number
-  private readonly cal: CalendarView
+  private spent: number
+  private win: number
+  private readonly spec: BucketSpec
 
-  constructor (p: BucketParams, nowMs: number, cal: CalendarView) {
-    this.perMs = p.perMs
-    this.held = p.share
-    this.cal = cal
-    this.windowStart = Math.floor(cal.at(nowMs) / p.perMs) * p.perMs
+  constructor (spec: BucketSpec, share: number, nowMs: number) {
+    super()
+    this.held = share
+    this.spent = 0
+    this.win = Math.floor(spec.cal.at(nowMs) / spec.perMs) - spec.origin
+    this.spec = spec
   }
 
   get share (): number { return this.held + this.spent }
 
+  private get windowStart (): number { return (this.win + this.spec.origin) * this.spec.perMs }
+  private get perMs (): number { return this.spec.perMs }
+  private get cal (): BucketSpec['cal'] { return this.spec.cal }
+
   advance (nowMs: number): void {
     const t = this.cal.at(nowMs)
     if (t - this.windowStart >= this.perMs) {
-      this.windowStart = Math.floor(t / this.perMs) * this.perMs
+      this.win = Math.floor(t / this.perMs) - this.spec.origin
       this.held += this.spent
       this.spent = 0
     }

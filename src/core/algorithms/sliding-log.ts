@@ -4,43 +4,57 @@
  * (t - perMs, t], and no interval of length perMs ever admits more than the
  * share. Never 2x across a boundary.
  *
- * Data structure: a FIFO of (time, count) spends in two parallel arrays with a
- * head index; spends in the same millisecond merge into one entry, so memory
- * is bounded by min(share, distinct spend milliseconds in one period). The
- * arrays are compacted when the consumed prefix grows past half.
+ * Data structure: a FIFO of (time, count) spends, interleaved in one array
+ * of numbers [t0, c0, t1, c1, ...] with a head index (in entries); spends in
+ * the same millisecond merge into one entry, so memory is bounded by
+ * min(share, distinct spend milliseconds in one period). The array is made
+ * on the first spend with room for just that entry (V8 gives an array that
+ * first grows by `push` room for 17 elements, and a key that spends once a
+ * period needs 2), dropped when the log empties, and compacted when the
+ * consumed prefix grows past half.
  */
-import type { Bucket, BucketParams } from './bucket.js'
+import type { Bucket, BucketSpec } from './bucket.js'
+import { KeyState } from '../key-state.js'
 
-export class SlidingLogBucket implements Bucket {
+export class SlidingLogBucket extends KeyState implements Bucket {
   held: number
-  private readonly perMs: number
-  private times: number[] = []
-  private counts: number[] = []
-  private head = 0
-  private pending = 0
+  private pending: number
+  /** [time, count] pairs, oldest first from entry `head`; null when empty. */
+  private log: number[] | null
+  private head: number
+  private readonly spec: BucketSpec
 
-  constructor (p: BucketParams, _nowMs: number) {
-    this.perMs = p.perMs
-    this.held = p.share
+  constructor (spec: BucketSpec, share: number) {
+    super()
+    this.held = share
+    this.pending = 0
+    this.log = null
+    this.head = 0
+    this.spec = spec
   }
 
   get share (): number { return this.held + this.pending }
 
+  /** Entries in the log, consumed ones included. */
+  private get length (): number { return this.log === null ? 0 : this.log.length >> 1 }
+
   advance (nowMs: number): void {
-    const cutoff = nowMs - this.perMs
+    const log = this.log
+    if (log === null) return
+    const cutoff = nowMs - this.spec.perMs
+    const n = log.length >> 1
     let h = this.head
-    const times = this.times
-    while (h < times.length && times[h] <= cutoff) {
-      const c = this.counts[h]
+    while (h < n && log[2 * h] <= cutoff) {
+      const c = log[2 * h + 1]
       this.held += c
       this.pending -= c
       h++
     }
-    if (h === times.length) {
-      if (h > 0) { this.times = []; this.counts = []; h = 0 }
-    } else if (h > 64 && h * 2 > times.length) {
-      this.times = times.slice(h)
-      this.counts = this.counts.slice(h)
+    if (h === n) {
+      this.log = null
+      h = 0
+    } else if (h > 64 && h * 2 > n) {
+      this.log = log.slice(2 * h)
       h = 0
     }
     this.head = h
@@ -56,12 +70,16 @@ export class SlidingLogBucket implements Bucket {
   private record (count: number, nowMs: number): void {
     this.held -= count
     this.pending += count
-    const last = this.times.length - 1
-    if (last >= this.head && this.times[last] === nowMs) {
-      this.counts[last] += count
+    const log = this.log
+    if (log === null) {
+      this.log = [nowMs, count]
+      return
+    }
+    const last = (log.length >> 1) - 1
+    if (last >= this.head && log[2 * last] === nowMs) {
+      log[2 * last + 1] += count
     } else {
-      this.times.push(nowMs)
-      this.counts.push(count)
+      log.push(nowMs, count)
     }
   }
 
@@ -74,17 +92,19 @@ export class SlidingLogBucket implements Bucket {
     this.advance(nowMs)
     let need = count - this.held
     if (need <= 0) return 0
-    for (let i = this.head; i < this.times.length; i++) {
-      need -= this.counts[i]
-      if (need <= 0) return this.times[i] + this.perMs - nowMs
+    const log = this.log
+    const n = this.length
+    for (let i = this.head; i < n; i++) {
+      need -= (log as number[])[2 * i + 1]
+      if (need <= 0) return (log as number[])[2 * i] + this.spec.perMs - nowMs
     }
     return Infinity
   }
 
   resetIn (nowMs: number): number {
     this.advance(nowMs)
-    const n = this.times.length
-    return n > this.head ? this.times[n - 1] + this.perMs - nowMs : 0
+    const n = this.length
+    return n > this.head ? (this.log as number[])[2 * (n - 1)] + this.spec.perMs - nowMs : 0
   }
 
   forceSpend (count: number, nowMs: number): void {

@@ -15,25 +15,32 @@
  * already come back. Only `held` is compared against a request, with EPSILON
  * tolerance because `prev * f` is a float.
  */
-import { EPSILON, type Bucket, type BucketParams } from './bucket.js'
-import type { CalendarView } from '../calendar.js'
+import { EPSILON, type Bucket, type BucketSpec } from './bucket.js'
+import { KeyState } from '../key-state.js'
 
-export class SlidingWindowBucket implements Bucket {
+/** Fields: as in FixedWindowBucket, the window is a small integer relative to `spec.origin`. */
+export class SlidingWindowBucket extends KeyState implements Bucket {
   private base: number
-  private prev = 0
-  private curr = 0
-  private windowStart: number
-  private frac = 0
-  private readonly perMs: number
-  /** Windows are placed on the calendar (methods take monotonic time). */
-  private readonly cal: CalendarView
+  private prev: number
+  private curr: number
+  private win: number
+  private frac: number
+  /** perMs, and the calendar windows are placed on (methods take monotonic time). */
+  private readonly spec: BucketSpec
 
-  constructor (p: BucketParams, nowMs: number, cal: CalendarView) {
-    this.perMs = p.perMs
-    this.base = p.share
-    this.cal = cal
-    this.windowStart = Math.floor(cal.at(nowMs) / p.perMs) * p.perMs
+  constructor (spec: BucketSpec, share: number, nowMs: number) {
+    super()
+    this.base = share
+    this.prev = 0
+    this.curr = 0
+    this.win = Math.floor(spec.cal.at(nowMs) / spec.perMs) - spec.origin
+    this.frac = 0
+    this.spec = spec
   }
+
+  private get windowStart (): number { return (this.win + this.spec.origin) * this.spec.perMs }
+  private get perMs (): number { return this.spec.perMs }
+  private get cal (): BucketSpec['cal'] { return this.spec.cal }
 
   get held (): number { return this.base + this.prev * this.frac }
   get share (): number { return this.base + this.prev + this.curr }
@@ -42,7 +49,8 @@ export class SlidingWindowBucket implements Bucket {
     const nowMs = this.cal.at(monoMs)
     const elapsed = nowMs - this.windowStart
     if (elapsed >= this.perMs) {
-      const w = Math.floor(nowMs / this.perMs) * this.perMs
+      const k = Math.floor(nowMs / this.perMs)
+      const w = k * this.perMs
       if (w - this.windowStart === this.perMs) {
         // One window on: the old prev has fully returned; curr starts returning.
         this.base += this.prev
@@ -53,7 +61,7 @@ export class SlidingWindowBucket implements Bucket {
         this.prev = 0
       }
       this.curr = 0
-      this.windowStart = w
+      this.win = k - this.spec.origin
     }
     this.frac = (nowMs - this.windowStart) / this.perMs
   }

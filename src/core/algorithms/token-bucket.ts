@@ -15,22 +15,27 @@
  * nodes that is at most the new stock's rate (the same argument as for held
  * tokens, caution.ts), while a node that owes burns its own refills.
  */
-import { EPSILON, type Bucket, type BucketParams } from './bucket.js'
+import { EPSILON, type Bucket, type BucketSpec } from './bucket.js'
+import { KeyState } from '../key-state.js'
 
-export class TokenBucket implements Bucket {
+export class TokenBucket extends KeyState implements Bucket {
   held: number
   private capacity: number
-  /** Tokens per ms per token of capacity: limit / perMs / burst. */
-  private readonly ratePerCap: number
   private last: number
-  private reserved = 0
+  private reserved: number
+  /** Holds ratePerCap: tokens per ms per token of capacity (limit / perMs / burst). */
+  private readonly spec: BucketSpec
 
-  constructor (p: BucketParams, nowMs: number) {
-    this.capacity = p.share
-    this.held = p.share
-    this.ratePerCap = p.limit / p.perMs / p.burst
+  constructor (spec: BucketSpec, share: number, nowMs: number) {
+    super()
+    this.held = share
+    this.capacity = share
     this.last = nowMs
+    this.reserved = 0
+    this.spec = spec
   }
+
+  private get ratePerCap (): number { return this.spec.ratePerCap }
 
   get share (): number { return this.capacity }
 

@@ -71,6 +71,8 @@ export class PositionAudit {
   /** Account (root epoch) -> its epochs. */
   private readonly epochsOf = new Map<string, string[]>()
   private readonly fates = new Map<string, Fate>()
+  /** Grants credited and acked: they weigh nothing any more, and a late copy must not reopen them. */
+  private readonly done = new Set<string>()
 
   constructor (seeds: readonly string[]) {
     this.seeds = seeds
@@ -95,7 +97,7 @@ export class PositionAudit {
   /** A grant was created or resent. */
   granted (g: Grant): void {
     const k = id(g.epoch, g.toEpoch, g.seq)
-    if (!this.fates.has(k)) this.fates.set(k, { giverEpoch: g.epoch, toEpoch: g.toEpoch, items: g.items, applied: false, refused: false, acked: false, takenBack: false })
+    if (!this.fates.has(k) && !this.done.has(k)) this.fates.set(k, { giverEpoch: g.epoch, toEpoch: g.toEpoch, items: g.items, applied: false, refused: false, acked: false, takenBack: false })
   }
 
   /** Learn grant fates from the decisions themselves. */
@@ -140,7 +142,8 @@ export class PositionAudit {
       if (m === undefined) out.set(root, m = new Map())
       m.set(key, (m.get(key) ?? 0) + n)
     }
-    for (const f of this.fates.values()) {
+    for (const [fid, f] of this.fates) {
+      if (f.applied && !f.refused && f.acked) { this.fates.delete(fid); this.done.add(fid); continue }
       for (const [k, n] of f.items) {
         if (!f.applied || f.refused) add(f.giverEpoch, k, n)
         if (f.applied && !f.refused && !f.acked) add(f.toEpoch, k, -n)

@@ -4,7 +4,10 @@
  */
 import test from 'ava'
 import type { Grant } from '../src/cluster/messages.js'
+import type { Positions } from '../src/cluster/positions.js'
+import { propertySpec } from '../src/sim/property.js'
 import { runSim, type SimSpec } from '../src/sim/run.js'
+import type { VirtualCluster } from '../src/sim/virtual-cluster.js'
 import { LOSSY, scenario } from '../src/sim/scenario.js'
 import { rule } from './helpers/rules.js'
 
@@ -72,4 +75,46 @@ test('soft mode: overshoot beyond the reported overdraft fails', t => {
   }))
   t.false(r.ok)
   t.true(r.failures.some(f => f.includes('exceeds the reported overdraft')), r.failures.join('\n'))
+})
+
+/** Break every incarnation's positions (those started later too) with `hit`. */
+function breakPositions (hit: (p: Positions) => void): SimSpec['sabotage'] {
+  return vc => {
+    for (const core of vc.cores.values()) hit(core.positions)
+    const start = vc.start.bind(vc)
+    vc.start = (name, rules) => {
+      start(name, rules)
+      const core = vc.cores.get(name)
+      if (core !== undefined) hit(core.positions)
+    }
+  }
+}
+
+test('positions: a node that forgets to count its acked grants is caught', t => {
+  const r = runSim(spec({ sabotage: breakPositions(p => { p.acked = () => {} }) }))
+  t.false(r.ok)
+  t.true(r.failures.some(f => f.startsWith('positions: ')), r.failures.join('\n'))
+  // Only the positions are wrong: no token moved differently.
+  t.false(r.failures.some(f => f.includes('conservation') || f.includes('overshoot')), r.failures.join('\n'))
+})
+
+test('positions: a node that forgets to count the grants it credits is caught', t => {
+  const r = runSim(spec({ sabotage: breakPositions(p => { p.received = () => {} }) }))
+  t.true(r.failures.some(f => f.startsWith('positions: ')), r.failures.join('\n'))
+})
+
+test('positions: a node that forgets a take-back is caught', t => {
+  // The first property seed of `stops` in which a refused push is taken back (the honest run passes).
+  let found: SimSpec | undefined
+  for (let seed = 1; seed <= 60 && found === undefined; seed++) {
+    const s = propertySpec({ scenario: 'stops', mode: 'hard', seed })
+    let vc: VirtualCluster | undefined
+    const honest = runSim({ ...s, sabotage: v => { vc = v } })
+    let takenBack = 0
+    for (const core of vc?.incarnations ?? []) for (const n of core.takenBackTokens.values()) takenBack += n
+    if (takenBack > 0) { t.deepEqual(honest.failures, []); found = s }
+  }
+  if (found === undefined) return t.fail('no seed took a refused push back')
+  const r = runSim({ ...found, sabotage: breakPositions(p => { p.takenBack = () => {} }) })
+  t.true(r.failures.some(f => f.startsWith('positions: ')), r.failures.join('\n'))
 })

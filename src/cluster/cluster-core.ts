@@ -28,6 +28,7 @@ import { StopMachine, type Phase } from './lifecycle.js'
 import { repayDebt, softVerdict, updatePacing } from './local-policy.js'
 import { CLUSTER_VERSION, type Ack, type Gossip, type Grant, type None, type Want } from './messages.js'
 import { Peers, type Peer } from './peers.js'
+import { Positions } from './positions.js'
 import { Membership, type Verdict } from './membership.js'
 import { carryOver, stampOf, Transitions } from './rule-change.js'
 import { saveState } from './persist.js'
@@ -84,6 +85,8 @@ export class ClusterCore {
   /** Where tokens are and should go, as this node sees the cluster. */
   readonly view: ClusterView
   readonly transitions = new Transitions()
+  /** Net tokens taken from each other account by transfer, per key (positions.ts): what a reclaim counts. */
+  readonly positions = new Positions()
   readonly seeds: string[]
   /** Keys with something to do on ticks (rate decay, wants, deferred, burns, debt, gossip). */
   readonly active = new Set<KeyState>()

@@ -35,7 +35,7 @@ export function onGossip (c: ClusterCore, g: Gossip, from: string, nowMs: number
   }
   // A peer we have not heard in this epoch needs every key, not just a delta.
   if (o.isNew || o.restartedFrom !== undefined) c.gossip.requestFullSync()
-  c.ledger.ack(g.node, g.epoch, p.appliedFromMe)
+  c.positions.acked(c.ledger.ack(g.node, g.epoch, p.appliedFromMe))
   return verdict
 }
 
@@ -52,6 +52,7 @@ export function forgetDeparted (c: ClusterCore, nowMs: number): void {
   for (const p of [...c.peers.all()]) {
     if (!p.leaving || nowMs - p.lastHeard < c.tuning.forgetAfterMs) continue
     strand(c, c.ledger.forgetPeer(p.name))
+    c.positions.forget(p.name)
     c.peers.forget(p.name)
     c.membership.release(p.name)
   }

@@ -74,14 +74,22 @@ export class Ledger {
     return g
   }
 
-  /** The receiver says it has applied every grant up to `applied`. */
-  ack (to: string, toEpoch: string, applied: number): void {
+  /**
+   * The receiver says it has applied every grant up to `applied`. Returns the
+   * grants this drops (each grant once, ever): positions.ts counts them as given.
+   */
+  ack (to: string, toEpoch: string, applied: number): Grant[] {
     const box = this.out.get(`${to}/${toEpoch}`)
-    if (box === undefined || applied <= box.acked) return
+    if (box === undefined || applied <= box.acked) return []
     box.acked = Math.min(applied, box.nextSeq - 1)
     let i = 0
     while (i < box.grants.length && box.grants[i].grant.seq <= box.acked) i++
-    if (i > 0) box.grants.splice(0, i)
+    return i > 0 ? box.grants.splice(0, i).map(s => s.grant) : []
+  }
+
+  /** The highest seq acked to (to, toEpoch), or undefined once that outbox is gone (stranded or forgotten). */
+  ackedTo (to: string, toEpoch: string): number | undefined {
+    return this.out.get(`${to}/${toEpoch}`)?.acked
   }
 
   /**

@@ -116,6 +116,8 @@ export class Transfers {
           continue
         }
         c.counters.grantsApplied++
+        // Counted as taken from its giver's account even if an item can't be placed here (positions.ts).
+        c.positions.received(cr)
         for (const item of cr.items) this.credit(item, nowMs)
       }
       if (result === 'gap' || result === 'wrong-epoch' || result === 'old-epoch') c.counters.grantsRejected++
@@ -165,7 +167,8 @@ export class Transfers {
     return null
   }
 
-  private refuse (g: Grant, why: string): void {
+  /** Count a refused grant (public so that the simulator's position audit sees which grants were refused). */
+  refuse (g: Grant, why: string): void {
     const c = this.core
     c.counters.grantsRefused++
     for (const [k, a] of g.items) {
@@ -243,9 +246,14 @@ export class Transfers {
       if (ks !== undefined) c.view.believeHeld(reply.node, ks, -reply.items.reduce((n, i) => n + (i[0] === ks.key ? i[1] : 0), 0))
     } else if (reply.t === 'ack') {
       if (req.t === 'grant') {
-        c.ledger.ack(reply.node, reply.epoch, reply.applied)
+        c.positions.acked(c.ledger.ack(reply.node, reply.epoch, reply.applied))
         // Taken back only from a grant the ledger is done with, and once (a stopped node keeps its snapshot as is).
-        if (reply.refused === true && reply.applied >= req.seq && c.phase !== 'stopped' && c.ledger.takeBack(req)) this.takeBack(req, nowMs)
+        if (reply.refused === true && reply.applied >= req.seq && c.phase !== 'stopped' && c.ledger.takeBack(req)) {
+          this.takeBack(req, nowMs)
+          // Counted as given when acked, unless its outbox went first (stranded: never counted). A refusal names the
+          // epoch the grant went to, so this ack was for the grant's own outbox.
+          if ((c.ledger.ackedTo(req.to, req.toEpoch) ?? 0) >= req.seq) c.positions.takenBack(req)
+        }
       }
     } else if (req.t === 'want') {
       // No surplus there: forget its gossiped holding until it says otherwise.

@@ -140,11 +140,21 @@ export function runSim (spec: SimSpec): SimResult {
   const failures: string[] = []
   let worstCreated = 0
   let worstLost = 0
+  // Positions (positions.ts) against the live accounts' books, at the same moments.
+  const positionErrors: string[] = []
+  const positionSeen = new Set<string>()
   const audit = (): void => {
     for (const k of keys) {
       const a = vc.audit.account(k)
       if (a.error > worstCreated) worstCreated = a.error
       if (a.error < worstLost) worstLost = a.error
+    }
+    for (const d of vc.positions.check(keys)) {
+      // The first time each account and key goes wrong: it usually stays wrong.
+      const where = `${d.epoch} ${d.key}`
+      if (positionSeen.has(where)) continue
+      positionSeen.add(where)
+      if (positionErrors.length < 3) positionErrors.push(`positions: ${d.node} (${d.epoch}) on ${d.key} at +${vc.now - startMs} ms: others' positions say ${fmt(d.positions)}, its books ${fmt(d.books)}`)
     }
   }
   for (let t = startMs + 100; t < endMs; t += 100) vc.at(t, audit)
@@ -192,6 +202,7 @@ export function runSim (spec: SimSpec): SimResult {
   if (spec.mode === 'soft' && overshoot > overdraft + 1e-6) failures.push(`soft overshoot ${overshoot} exceeds the reported overdraft ${overdraft}`)
   if (worstCreated > 1e-6) failures.push(`conservation: ${fmt(worstCreated)} token(s) created`)
   if (worstLost < -1e-6) failures.push(`conservation: ${fmt(-worstLost)} token(s) lost without being accounted for`)
+  failures.push(...positionErrors)
 
   const f = figures({
     arrivals, admitted, central: central(rule, limits, arrivals, changed), static: staticSplit(rule, limits, seeds, arrivals, changed),

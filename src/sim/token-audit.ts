@@ -206,14 +206,14 @@ export class TokenAudit {
 }
 
 /** A key's tokens in a node's books: its bucket's share plus deferred credits, less the burn it owes. */
-function booked (ks: KeyState): number {
+export function booked (ks: KeyState): number {
   const x = ks.ext as KeyExt | null
   return ks.bucket.share + (x === null ? 0 : deferredTotal(x) - x.burn)
 }
 
 /** A core's current rules as a RuleSet (cached per rule list: reloads replace the list). */
 const ruleSets = new WeakMap<readonly CompiledRule[], RuleSet>()
-function rulesOf (core: ClusterCore): RuleSet {
+export function rulesOf (core: ClusterCore): RuleSet {
   const rules = core.limiter.rules
   let rs = ruleSets.get(rules)
   if (rs === undefined) ruleSets.set(rules, rs = new RuleSet(rules.map(r => r.config)))

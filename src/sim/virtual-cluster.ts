@@ -34,6 +34,7 @@ import type { Decision } from '../core/types.js'
 import { EventQueue } from './event-queue.js'
 import { Cuts, PERFECT, sampleLatency, type NetworkModel } from './network.js'
 import { Rng } from './rng.js'
+import { PositionAudit } from './position-audit.js'
 import { TokenAudit } from './token-audit.js'
 
 export { PERFECT, type NetworkModel } from './network.js'
@@ -96,6 +97,8 @@ export class VirtualCluster {
   readonly nodes = new Map<string, SimNode>()
   readonly rng: Rng
   readonly audit: TokenAudit
+  /** Checks that every node's positions (positions.ts) agree with the accounts' books. */
+  readonly positions: PositionAudit
   readonly seeds: string[]
   now: number
   network: NetworkModel
@@ -115,6 +118,7 @@ export class VirtualCluster {
     this.seeds = opts.seeds ?? opts.nodes
     this.file = opts.rules
     this.audit = new TokenAudit(this.seeds, opts.rules)
+    this.positions = new PositionAudit(this.seeds)
     for (const name of opts.nodes) this.start(name)
   }
 
@@ -174,6 +178,7 @@ export class VirtualCluster {
     this.cores.set(name, core)
     this.incarnations.push(core)
     this.audit.born(core)
+    this.positions.born(core)
     const tickMs = core.tuning.tickMs
     const tick = (): void => {
       if (n.core !== core) return
@@ -190,6 +195,7 @@ export class VirtualCluster {
     const n = this.nodes.get(name)
     if (n === undefined || n.core === null || (n.state !== 'up' && n.state !== 'stopping')) return
     this.audit.died(n.core, 'crash')
+    this.positions.died(n.core)
     n.state = 'crashed'
     n.core = null
     this.cores.delete(name)
@@ -207,6 +213,7 @@ export class VirtualCluster {
     const snap = core.snapshot as SavedState
     n.disk = snap
     this.audit.died(core, 'stop', snap)
+    this.positions.died(core)
     n.state = 'stopped'
     n.core = null
     this.cores.delete(n.name)
@@ -294,7 +301,7 @@ export class VirtualCluster {
   }
 
   private request (sender: SimNode, core: ClusterCore, to: string, msg: Want | Grant): void {
-    if (msg.t === 'grant') this.audit.granted(msg)
+    if (msg.t === 'grant') { this.audit.granted(msg); this.positions.granted(msg) }
     let settled = false
     const settle = (): boolean => {
       if (settled) return false
@@ -314,7 +321,7 @@ export class VirtualCluster {
       if (m.t === 'want') reply = tc.onWant(m, idOf(sender.name), this.mono(to))
       else if (m.t === 'grant') reply = tc.onGrant(m, idOf(sender.name), this.mono(to))
       if (reply === undefined) return
-      if (reply.t === 'grant') this.audit.granted(reply)
+      if (reply.t === 'grant') { this.audit.granted(reply); this.positions.granted(reply) }
       const back = packr.pack(reply)
       this.count(to, back.length)
       this.transmit(to, sender.name, back, () => {

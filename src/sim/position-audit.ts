@@ -1,0 +1,180 @@
+/**
+ * Positions are exact (reclaim-design.md §3.3, §4.2), checked from outside
+ * the nodes. A reclaim will credit a dead account's tokens as
+ * `base_A − Σ_L pos_L[A]`; this checks, for every account that is alive,
+ * per key, that the same sum equals what the account really has:
+ *
+ *     base_A − Σ_{L ∉ A} pos_L[A]  =  books_A
+ *                                   + A's grants no receiver has applied
+ *                                   + A's grants a receiver refused, less what A took back
+ *                                   − grants to A that A credited and whose giver has not seen acked
+ *                                   + grants to A that A refused, acked at the giver and not taken back
+ *
+ * - An account is an incarnation and the incarnations that continue it by
+ *   clean restarts (`carries`), as the design's `acct` will name it; the
+ *   positions of every incarnation ever (dead ones too, frozen at death) are
+ *   summed over every epoch of the account.
+ * - `base_A`: the share A would create the key with under its current rules
+ *   if it allocates, else 0. Carry-over and burns keep `base + transfers`
+ *   equal to the books (held + outstanding + deferred − burn owed), which is
+ *   why rule changes and restarts need no term of their own.
+ * - `books_A`: token-audit.ts's `booked` of the live incarnation's key, or
+ *   the share it would create it with.
+ * - The grant terms come from each grant's fate, learned from the ledgers'
+ *   and transfers' own decisions (apply, ack, takeBack, refuse), which this
+ *   audit wraps at each birth: the positions are what is checked, so they
+ *   cannot be the witness.
+ *
+ * Assumes every credited item is placed (Transfers.credit can't fail in the
+ * simulator's rules; the token audit would report such tokens as lost).
+ */
+import type { ClusterCore } from '../cluster/cluster-core.js'
+import type { Grant, GrantItem } from '../cluster/messages.js'
+import { initialShare } from '../core/share.js'
+import { booked, rulesOf } from './token-audit.js'
+
+interface Fate {
+  giverEpoch: string
+  toEpoch: string
+  items: GrantItem[]
+  /** The receiver's ledger let it through (credited or refused). */
+  applied: boolean
+  refused: boolean
+  /** The giver's ledger dropped it as acked. */
+  acked: boolean
+  /** The giver took it back after a refusal. */
+  takenBack: boolean
+}
+
+export interface PositionDiscrepancy {
+  node: string
+  epoch: string
+  key: string
+  /** base − Σ positions held by others. */
+  positions: number
+  /** books plus the grant corrections. */
+  books: number
+}
+
+function id (giverEpoch: string, toEpoch: string, seq: number): string {
+  return `${giverEpoch}>${toEpoch}#${seq}`
+}
+
+export class PositionAudit {
+  private readonly seeds: readonly string[]
+  /** Every incarnation ever born. */
+  private readonly cores: ClusterCore[] = []
+  /** Live incarnations by node. */
+  private readonly live = new Map<string, ClusterCore>()
+  /** Epoch -> the first epoch of its account (clean restarts continue an account). */
+  private readonly rootOf = new Map<string, string>()
+  /** Account (root epoch) -> its epochs. */
+  private readonly epochsOf = new Map<string, string[]>()
+  private readonly fates = new Map<string, Fate>()
+  /** Grants credited and acked: they weigh nothing any more, and a late copy must not reopen them. */
+  private readonly done = new Set<string>()
+
+  constructor (seeds: readonly string[]) {
+    this.seeds = seeds
+  }
+
+  born (core: ClusterCore): void {
+    const prev = core.carries[0]
+    const root = prev !== undefined ? this.rootOf.get(prev) ?? core.epoch : core.epoch
+    this.rootOf.set(core.epoch, root)
+    const epochs = this.epochsOf.get(root)
+    if (epochs === undefined) this.epochsOf.set(root, [core.epoch])
+    else epochs.push(core.epoch)
+    this.cores.push(core)
+    this.live.set(core.node, core)
+    this.watch(core)
+  }
+
+  died (core: ClusterCore): void {
+    if (this.live.get(core.node) === core) this.live.delete(core.node)
+  }
+
+  /** A grant was created or resent. */
+  granted (g: Grant): void {
+    const k = id(g.epoch, g.toEpoch, g.seq)
+    if (!this.fates.has(k) && !this.done.has(k)) this.fates.set(k, { giverEpoch: g.epoch, toEpoch: g.toEpoch, items: g.items, applied: false, refused: false, acked: false, takenBack: false })
+  }
+
+  /** Learn grant fates from the decisions themselves. */
+  private watch (core: ClusterCore): void {
+    const fate = (g: Grant): Fate | undefined => this.fates.get(id(g.epoch, g.toEpoch, g.seq))
+    const ledger = core.ledger
+    const apply = ledger.apply.bind(ledger)
+    ledger.apply = (g, current) => {
+      const r = apply(g, current)
+      for (const cr of r.credit) { const f = fate(cr); if (f !== undefined) f.applied = true }
+      return r
+    }
+    const ack = ledger.ack.bind(ledger)
+    ledger.ack = (to, toEpoch, applied) => {
+      const dropped = ack(to, toEpoch, applied)
+      for (const g of dropped) { const f = fate(g); if (f !== undefined) f.acked = true }
+      return dropped
+    }
+    const takeBack = ledger.takeBack.bind(ledger)
+    ledger.takeBack = g => {
+      const yes = takeBack(g)
+      const f = fate(g)
+      if (yes && f !== undefined) f.takenBack = true
+      return yes
+    }
+    const transfers = core.transfers
+    const refuse = transfers.refuse.bind(transfers)
+    transfers.refuse = (g, why) => {
+      const f = fate(g)
+      if (f !== undefined) f.refused = true
+      refuse(g, why)
+    }
+  }
+
+  /** Per account (root epoch) and key: the grant terms of the identity (see the header). */
+  private corrections (keys: ReadonlySet<string>): Map<string, Map<string, number>> {
+    const out = new Map<string, Map<string, number>>()
+    const add = (epoch: string, key: string, n: number): void => {
+      if (!keys.has(key) || n === 0) return
+      const root = this.rootOf.get(epoch) ?? epoch
+      let m = out.get(root)
+      if (m === undefined) out.set(root, m = new Map())
+      m.set(key, (m.get(key) ?? 0) + n)
+    }
+    for (const [fid, f] of this.fates) {
+      if (f.applied && !f.refused && f.acked) { this.fates.delete(fid); this.done.add(fid); continue }
+      for (const [k, n] of f.items) {
+        if (!f.applied || f.refused) add(f.giverEpoch, k, n)
+        if (f.applied && !f.refused && !f.acked) add(f.toEpoch, k, -n)
+        if (f.refused && f.acked && !f.takenBack) add(f.toEpoch, k, n)
+      }
+    }
+    for (const c of this.cores) for (const [k, n] of c.takenBackTokens) add(c.epoch, k, -n)
+    return out
+  }
+
+  /** Every (live account, key) whose positions elsewhere disagree with its books. */
+  check (keys: readonly string[]): PositionDiscrepancy[] {
+    const bad: PositionDiscrepancy[] = []
+    const corr = this.corrections(new Set(keys))
+    for (const x of this.live.values()) {
+      const root = this.rootOf.get(x.epoch) ?? x.epoch
+      const epochs = this.epochsOf.get(root) ?? [x.epoch]
+      for (const key of keys) {
+        const rule = rulesOf(x).match(key)
+        const base = x.limiter.allocate && rule !== undefined ? initialShare(rule.stock, rule.glob, key, x.node, this.seeds) : 0
+        let others = 0
+        for (const l of this.cores) {
+          if (l.node === x.node) continue
+          for (const e of epochs) others += l.positions.of(x.node, e, key)
+        }
+        const ks = x.limiter.existing(key)
+        const books = (ks !== undefined ? booked(ks) : base) + (corr.get(root)?.get(key) ?? 0)
+        const positions = base - others
+        if (Math.abs(positions - books) > 1e-6) bad.push({ node: x.node, epoch: x.epoch, key, positions, books })
+      }
+    }
+    return bad
+  }
+}

@@ -10,7 +10,7 @@
 import test from 'ava'
 import type { Algorithm } from '../src/config/types.js'
 import { reclaimAt } from '../src/cluster/reclaim-at.js'
-import { TokenBucket } from '../src/core/algorithms/token-bucket.js'
+import { createBucket } from '../src/core/algorithms/index.js'
 import { checkKey } from '../src/sim/oracle.js'
 import type { Admission } from '../src/sim/types.js'
 import { isQuotadError } from '../src/errors.js'
@@ -93,7 +93,7 @@ test('token-bucket: reclaimed capacity arrives empty and refills at its rate; th
     const rule = { algorithm: 'token-bucket' as const, limit: c.limit, perMs: c.perMs, burst: c.limit }
     // The heir's bucket, as the core would hold it: no capacity of this key, then the dead node's whole burst.
     const heirRun = (empty: boolean): number => {
-      const b = new TokenBucket({ limit: c.limit, perMs: c.perMs, burst: c.limit, share: 0 }, c.tMove)
+      const b = createBucket('token-bucket', { limit: c.limit, perMs: c.perMs, burst: c.limit, share: 0 }, c.tMove)
       b.credit(c.limit)
       if (empty) b.forceSpend(c.limit, c.tMove)
       // The dead node emptied its full bucket at its last moment; the heir spends every token the moment it has one.

@@ -230,3 +230,31 @@ test('a node of a 3-seed cluster enforces only its own share', t => {
   for (let i = 0; i < 10; i++) if (l.acquire('p', 1, T0).allowed) ok++
   t.is(ok, 3) // a gets 4, b and c get 3
 })
+
+test('a waiter on tokens that sit in the reserve is not woken for them: poll returns, the deadline denies, a lowered reserve serves', t => {
+  // Found by the simulator: the bucket alone said "now" for tokens the reserve keeps, so poll rescheduled the key at
+  // `now` and looped for ever (a hung daemon, for any waitMs request while a burn owed elsewhere was unpaid).
+  const l = limiter()
+  const first = l.acquire('payments', 1, T0 + 100)
+  t.true(first.allowed)
+  const ks = l.existing('payments')
+  if (ks === undefined) return t.fail('no state')
+  ks.reserve = 4 // everything still held (4) is kept for burns owed elsewhere
+  const d = l.acquire('payments', 1, T0 + 110)
+  t.false(d.allowed)
+  t.true(d.retryAfterMs !== 0, `not "retry now" while the reserve keeps the tokens (${d.retryAfterMs})`)
+  const w = l.acquireOrWait('payments', 1, 500, T0 + 120, 'w1')
+  if (!isWaiter(w)) return t.fail('expected to wait')
+  t.deepEqual(l.poll(T0 + 120), [], 'nothing to serve now, and poll returns')
+  t.true(l.nextWakeAt() > T0 + 120, 'the key is not due again at once')
+  ks.reserve = 0
+  l.touched(ks, T0 + 200)
+  const served = l.poll(T0 + 200)
+  t.is(served.length, 1)
+  t.true(served[0].decision.allowed, 'served once the reserve lets the tokens go')
+  ks.reserve = 3 // all three still held are kept again
+  const w3 = l.acquireOrWait('payments', 1, 300, T0 + 220, 'w3')
+  if (!isWaiter(w3)) return t.fail('expected to wait')
+  const late = l.poll(T0 + 600)
+  t.deepEqual(late.map(r => [r.ref, r.decision.allowed]), [['w3', false]], 'denied at its deadline, not before and not by looping')
+})

@@ -27,7 +27,7 @@ export function decision (ks: KeyState, allowed: boolean, count: number, now: nu
   }
   let retryAfterMs = 0
   if (!allowed) {
-    const t = b.waitFor(ks.queued + count, now)
+    const t = waitFor(ks, ks.queued + count, now)
     retryAfterMs = t === Infinity ? -1 : Math.ceil(t)
   }
   return {
@@ -51,4 +51,16 @@ export function spend (ks: KeyState, count: number, now: number): boolean {
     if (ks.bucket.held - ks.reserve + EPSILON < count) return false
   }
   return ks.bucket.trySpend(count, now)
+}
+
+/**
+ * When `count` tokens could be spent, by the bucket's own return schedule,
+ * above the reserve (what `spend` may not touch): the bucket alone would say
+ * "now" for tokens that sit in the reserve, and a waiter woken for them
+ * would be woken again at once, for ever.
+ */
+export function waitFor (ks: KeyState, count: number, now: number): number {
+  const r = ks.reserve
+  if (r === Infinity) return Infinity
+  return ks.bucket.waitFor(r > 0 ? count + r : count, now)
 }

@@ -29,7 +29,7 @@ import { RuleSet, type CompiledRule } from './rules.js'
 import { initialShare, seedOrder } from './share.js'
 import { WakeHeap } from './wake-heap.js'
 import { IDENTITY_CALENDAR, type CalendarView } from './calendar.js'
-import { checkKey, decision, spend } from './decide.js'
+import { checkKey, decision, spend, waitFor } from './decide.js'
 import { snapshotKeys, type KeySnapshot, type KeyState, type Resolution, type Waiter } from './key-state.js'
 
 export type LimiterLimits = Pick<LimitsConfig, 'maxKeys' | 'maxKeyBytes' | 'maxWaitersPerKey' | 'maxWaiters'>
@@ -275,8 +275,10 @@ export class Limiter {
       ks.wakeAt = Infinity
       return
     }
-    let wake = now + ks.bucket.waitFor(ws[0].count, now)
+    let wake = now + waitFor(ks, ws[0].count, now)
     for (const w of ws) if (w.deadline < wake) wake = w.deadline
+    // Invariant: a key whose waiters could not all be served now is not due again now (poll would loop for ever).
+    if (wake <= now && !force && ks.wakeAt === Infinity) wake = now + 1
     if (wake !== ks.wakeAt || force) {
       ks.wakeAt = wake
       if (wake !== Infinity) this.heap.push(wake, ks)

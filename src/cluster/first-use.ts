@@ -9,8 +9,9 @@ import { ext } from './key-ext.js'
  * How long a request without `waitMs` may wait instead (0: answer now).
  * Only for the first request for a key at this node (a glob key homed
  * elsewhere, any key at a member that joined with nothing, or a home whose
- * stock a peer took first), or one that arrives while that first request
- * still waits and no tokens came; and only with an alive agreeing peer.
+ * stock a peer took first), and those that arrive before its wait ends, all
+ * until the same deadline, while no tokens came; only with an alive
+ * agreeing peer.
  * So "new here" never denies a key with quota left. Bounded by
  * `tuning.firstUseWaitMs`; the want goes out on a tick the driver runs at
  * once (`LocalQuota`'s `urgent`). Waiting never admits anything by itself:
@@ -22,9 +23,11 @@ export function firstUseWaitMs (c: ClusterCore, key: string, count: number, nowM
   const ks = c.limiter.existing(key) ?? c.limiter.keyState(key, count, nowMs)
   if (ks.bucket.held >= count) return 0
   const x = ext(ks)
-  const first = x.lastDemandAt === -Infinity || (x.transfersIn === 0 && ks.queued > 0)
-  if (!first || (ks.rule.config.mode === 'soft' && c.isolated(nowMs))) return 0
+  // One first use per key and node: the first request opens a window of one wait; requests within it wait too,
+  // bounded by the same deadline. After it (or once tokens came), requests are answered at once as before.
+  if (x.lastDemandAt === -Infinity) x.firstUseUntil = nowMs + max
+  if (x.transfersIn > 0 || nowMs >= x.firstUseUntil || (ks.rule.config.mode === 'soft' && c.isolated(nowMs))) return 0
   // Not "only while peers are known to hold enough": right after a first use elsewhere, gossip may not yet say where the
   // tokens went (the home says 0, the taker has not spoken). A wait that finds nothing costs its bound, never a wrong answer.
-  return c.peers.alive(nowMs).some(p => !p.leaving && c.agrees(p, ks)) ? max : 0
+  return c.peers.alive(nowMs).some(p => !p.leaving && c.agrees(p, ks)) ? x.firstUseUntil - nowMs : 0
 }

@@ -16,6 +16,8 @@
  */
 import { DEFAULT_LIMITS, type LimitsConfig, type Mode, type RuleConfig } from '../config/types.js'
 import { ext } from '../cluster/key-ext.js'
+import type { Decision } from '../core/types.js'
+import type { ClusterTuning } from '../cluster/tuning.js'
 import { central, staticSplit } from './baselines.js'
 import { generateLoad } from './load.js'
 import { figures, type Figures } from './metrics.js'
@@ -46,6 +48,8 @@ export interface SimSpec {
    * own tests use it to show that a created token or an overshoot fails the run.
    */
   sabotage?: (vc: VirtualCluster, startMs: number) => void
+  /** Tunables over the run's defaults (an experiment: e.g. firstUseWaitMs 0 to see the cluster without first-use waits). */
+  tuning?: Partial<ClusterTuning>
 }
 
 export interface SimResult extends Figures {
@@ -131,7 +135,7 @@ export function runSim (spec: SimSpec): SimResult {
   const monoOffsetMs = (n: string): number => -startMs + 100_003 * (1 + allNodes.indexOf(n))
   const vc = new VirtualCluster({
     nodes: seeds, seeds, rules: [rule], limits, seed: stream(spec.seed, 3).int(0, 0xffffffff), startMs, network: sc.network, skewMs, monoOffsetMs,
-    tuning: { gossipIntervalMs: spec.gossipIntervalMs, aliveTimeoutMs: Math.max(1000, 4 * spec.gossipIntervalMs), tickMs: Math.min(50, spec.gossipIntervalMs) }
+    tuning: { gossipIntervalMs: spec.gossipIntervalMs, aliveTimeoutMs: Math.max(1000, 4 * spec.gossipIntervalMs), tickMs: Math.min(50, spec.gossipIntervalMs), ...spec.tuning }
   })
   spec.sabotage?.(vc, startMs)
   const { joinAt, change } = scheduleFaults(vc, sc.faults, seeds, joiners, startMs, spec.durationMs, stream(spec.seed, 4))
@@ -166,11 +170,13 @@ export function runSim (spec: SimSpec): SimResult {
     const a = arrivals[i]
     if ((joinAt.get(a.node) ?? -Infinity) > a.at) continue
     vc.runUntil(a.at)
-    const d = vc.acquire(a.node, a.key, a.count)
-    if (d?.allowed === true) {
+    // Decided now, or (a first use, first-use.ts) when tokens come or its short wait ends: admitted at that moment.
+    const admit = (d: Decision | 'waiting' | undefined): void => {
+      if (d === undefined || d === 'waiting' || !d.allowed) return
       admitted[i] = 1
-      admissions.push({ at: a.at, local: vc.calendar(a.node), node: a.node, key: a.key, count: a.count })
+      admissions.push({ at: vc.now, local: vc.calendar(a.node), node: a.node, key: a.key, count: a.count })
     }
+    admit(vc.acquire(a.node, a.key, a.count, admit))
   }
   vc.runUntil(endMs)
   audit()

@@ -31,6 +31,7 @@ import { parseMessage, type Ack, type Grant, type None, type Want } from '../clu
 import { startCore } from '../cluster/persist.js'
 import type { ClusterTuning } from '../cluster/tuning.js'
 import type { Decision } from '../core/types.js'
+import type { Waiter } from '../core/limiter.js'
 import { EventQueue } from './event-queue.js'
 import { Cuts, PERFECT, sampleLatency, type NetworkModel } from './network.js'
 import { Rng } from './rng.js'
@@ -76,6 +77,8 @@ export interface SimNode {
    */
   lingering: ClusterCore | null
   incarnations: number
+  /** First-use requests waiting at this node (acquire). */
+  waiters: Map<unknown, Waiter>
   sentBytes: number
   sentMessages: number
   recvBytes: number
@@ -151,7 +154,7 @@ export class VirtualCluster {
     if (n === undefined) {
       n = {
         name, state: 'stopped', core: null, skewMs: this.opts.skewMs?.[name] ?? 0, monoOffsetMs: this.opts.monoOffsetMs?.(name) ?? 0,
-        disk: undefined, lingering: null, incarnations: 0, sentBytes: 0, sentMessages: 0, recvBytes: 0
+        disk: undefined, lingering: null, incarnations: 0, waiters: new Map(), sentBytes: 0, sentMessages: 0, recvBytes: 0
       }
       this.nodes.set(name, n)
     }
@@ -184,6 +187,7 @@ export class VirtualCluster {
       if (n.core !== core) return
       core.observeWall(this.clock(name), this.mono(name))
       this.dispatch(name, core.tick(this.mono(name)))
+      this.poll(n, core) // deferred credits fall due on ticks
       if (core.snapshot !== null) { this.finishStop(n, core); return }
       this.at(this.now + tickMs, tick)
     }
@@ -194,6 +198,7 @@ export class VirtualCluster {
   crash (name: string): void {
     const n = this.nodes.get(name)
     if (n === undefined || n.core === null || (n.state !== 'up' && n.state !== 'stopping')) return
+    this.dropWaiters(n)
     this.audit.died(n.core, 'crash')
     this.positions.died(n.core)
     n.state = 'crashed'
@@ -205,6 +210,7 @@ export class VirtualCluster {
   stop (name: string): void {
     const n = this.nodes.get(name)
     if (n === undefined || n.core === null || n.state !== 'up') return
+    this.dropWaiters(n)
     n.state = 'stopping'
     this.dispatch(name, n.core.beginStop(this.mono(name)))
   }
@@ -236,11 +242,45 @@ export class VirtualCluster {
     if (n !== undefined) n.skewMs += ms
   }
 
-  /** A local acquire at a node; undefined when the node is not serving. */
-  acquire (name: string, key: string, count: number): Decision | undefined {
+  /**
+   * A local acquire at a node with no `waitMs`, as LocalQuota decides it:
+   * at once, or (the first request for a key new here, first-use.ts) queued
+   * for up to `firstUseWaitMs`, with an immediate tick so the want goes out
+   * now. A queued request returns 'waiting' and is answered later through
+   * `late` (allowed when tokens arrive, denied at its deadline, dropped if
+   * the node crashes or starts to stop, like a client's connection).
+   * Undefined when the node is not serving.
+   */
+  acquire (name: string, key: string, count: number): Decision | undefined
+  acquire (name: string, key: string, count: number, late: (d: Decision) => void): Decision | 'waiting' | undefined
+  acquire (name: string, key: string, count: number, late?: (d: Decision) => void): Decision | 'waiting' | undefined {
     const n = this.nodes.get(name)
     if (n === undefined || n.core === null || n.state !== 'up') return undefined
-    return n.core.acquire(key, count, this.mono(name))
+    const core = n.core
+    const mono = this.mono(name)
+    const waitMs = late === undefined ? 0 : core.firstUseWaitMs(key, count, mono)
+    if (waitMs <= 0) return core.acquire(key, count, mono)
+    const r = core.acquireOrWait(key, count, waitMs, mono, late)
+    if ('allowed' in r) return r
+    n.waiters.set(late, r)
+    this.dispatch(name, core.tick(mono))
+    this.at(this.now + waitMs + 1, () => this.poll(n, core))
+    return 'waiting'
+  }
+
+  /** Answer a node's waiters that its limiter can now decide (LocalQuota's kick and timer). */
+  private poll (n: SimNode, core: ClusterCore): void {
+    if (n.core !== core || n.state !== 'up' || n.waiters.size === 0) return
+    for (const r of core.limiter.poll(this.mono(n.name))) {
+      n.waiters.delete(r.ref)
+      ;(r.ref as (d: Decision) => void)(r.decision)
+    }
+  }
+
+  /** The node's waiting clients go away (its server stops first, or it died): nothing they waited for is admitted. */
+  private dropWaiters (n: SimNode): void {
+    for (const w of n.waiters.values()) n.core?.limiter.cancel(w)
+    n.waiters.clear()
   }
 
   // ---- network -----------------------------------------------------------
@@ -319,7 +359,7 @@ export class VirtualCluster {
       const m = parseMessage(packr.unpack(bytes))
       let reply: Grant | Ack | None | undefined
       if (m.t === 'want') reply = tc.onWant(m, idOf(sender.name), this.mono(to))
-      else if (m.t === 'grant') reply = tc.onGrant(m, idOf(sender.name), this.mono(to))
+      else if (m.t === 'grant') { reply = tc.onGrant(m, idOf(sender.name), this.mono(to)); if (target.core === tc) this.poll(target, tc) }
       if (reply === undefined) return
       if (reply.t === 'grant') { this.audit.granted(reply); this.positions.granted(reply) }
       const back = packr.pack(reply)
@@ -327,7 +367,7 @@ export class VirtualCluster {
       this.transmit(to, sender.name, back, () => {
         const r = parseMessage(packr.unpack(back))
         if (r.t !== 'grant' && r.t !== 'ack' && r.t !== 'none') return
-        if (settle()) core.onReply(msg, r, this.mono(sender.name))
+        if (settle()) { core.onReply(msg, r, this.mono(sender.name)); if (r.t === 'grant') this.poll(sender, core) }
       }, reply.t === 'grant' ? reply : undefined)
     }, msg.t === 'grant' ? msg : undefined)
   }

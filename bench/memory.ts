@@ -10,6 +10,18 @@
  * else: their bytes count as the key's. A control run measures those strings
  * alone, so the core's own overhead is the difference.
  *
+ * Time is monotonic and fractional, as the daemon's (performance.now), and
+ * before measuring, every bucket class is put through what a running daemon
+ * puts it through at once (a refill between spends at fractional times,
+ * windows rolling over): V8 decides per class whether a field holds small
+ * integers in place or boxes every value in a heap number, and a field that
+ * ever held a fraction is boxed in every object of that class from then on.
+ * A bench that never did so would count a token bucket's `held` as free.
+ *
+ * `cluster <algorithm>` rows drive the keys through a ClusterCore of this
+ * node and one peer (no network: nothing is delivered), then run one tick
+ * as the daemon does: what the cluster keeps per key beside the limiter.
+ *
  * Then the resident set size of a fresh process holding 1M fixed-window keys
  * (and of one holding none): what the operating system sees, heap slack and
  * Node itself included.
@@ -21,6 +33,7 @@ import { writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { Limiter } from '../src/core/limiter.js'
+import type { ClusterCore } from '../src/cluster/cluster-core.js'
 import { ALGORITHMS, DEFAULT_LIMITS, type Algorithm, type RuleConfig } from '../src/config/types.js'
 import { machineInfo, printMachine } from './lib/machine.js'
 
@@ -29,8 +42,11 @@ const KEY_PREFIX = 'mem:user:'
 /** The sliding log's memory grows with the limit: one more row at a small one. */
 const SMALL_LOG_LIMIT = 10
 
+/** Algorithms driven through a ClusterCore (all by default). */
+const CLUSTER_ALGORITHMS: readonly Algorithm[] = ALGORITHMS
+
 interface Row {
-  algorithm: Algorithm | 'key strings only' | `sliding-log limit ${number}`
+  algorithm: Algorithm | 'key strings only' | `sliding-log limit ${number}` | `cluster ${Algorithm}`
   keys: number
   heapBytes: number
   bytesPerKey: number
@@ -95,42 +111,88 @@ function measureKeysOnly (n: number): Row {
   return { algorithm: 'key strings only', keys: n, heapBytes, bytesPerKey, coreBytesPerKey: null, keysPerSec: n / ms * 1000 }
 }
 
+/** Monotonic, fractional, like the daemon's clock (performance.now) and far from 0, as after some uptime. */
+function monoNow (): number {
+  return 86_400_000.123 + performance.now()
+}
+
+/**
+ * What a running daemon does to every bucket class at once (see the header):
+ * spends at fractional times, a refill in between, windows rolling over.
+ */
+function warmUp (): void {
+  for (const algorithm of ALGORITHMS) {
+    const limiter = new Limiter({ node: 'a', limits: DEFAULT_LIMITS, rules: [rule(algorithm, 1000)] })
+    let t = monoNow()
+    for (let i = 0; i < 50; i++) {
+      for (let k = 0; k < 20; k++) limiter.acquire(`${KEY_PREFIX}warm${k}`, 1 + (i % 3), t)
+      // Short steps refill a token bucket part way (a fraction); long ones roll windows over.
+      t += i % 2 === 0 ? 7.31 : 1_234.567
+    }
+    limiter.sweep(t + 3 * 60_000, 1_000)
+  }
+}
+
 function fill (algorithm: Algorithm, n: number, limit: number, maker: KeyMaker): Limiter {
   const limits = { ...DEFAULT_LIMITS, maxKeys: n * 2 }
   const limiter = new Limiter({ node: 'a', limits, rules: [rule(algorithm, limit)] })
-  const now = Date.now()
   for (let i = 0; i < n; i++) {
-    const d = limiter.acquire(maker.key(i), 1, now)
+    const d = limiter.acquire(maker.key(i), 1, monoNow())
     if (!d.allowed) throw new Error(`key ${i} was denied; the bench expects every first acquire to be allowed`)
   }
   return limiter
 }
 
-function measure (algorithm: Algorithm, n: number, keyStringBytes: number, limit = 1000): Row {
+/** Keys through the cluster core of node `a`, with one peer `b` that never answers; then one tick. */
+/** Loaded only for the cluster rows, so the RSS child's module graph stays as it was. */
+let Core: typeof ClusterCore | undefined
+
+function fillCluster (algorithm: Algorithm, n: number, maker: KeyMaker): ClusterCore {
+  if (Core === undefined) throw new Error('unreachable: main loads the cluster core first')
+  const limits = { ...DEFAULT_LIMITS, maxKeys: n * 2 }
+  const start = monoNow()
+  const core = new Core({ node: 'a', epoch: 'bench', seeds: ['a', 'b'], rules: [rule(algorithm, 1000)], limits, allocate: true, wallMs: Date.now(), monoMs: start })
+  core.init(start)
+  for (let i = 0; i < n; i++) core.acquire(maker.key(i), 1, monoNow())
+  core.tick(monoNow())
+  return core
+}
+
+function measure (algorithm: Algorithm, n: number, keyStringBytes: number, limit = 1000, cluster = false): Row {
   const maker = new KeyMaker(KEY_PREFIX)
   gc()
   const before = process.memoryUsage().heapUsed
   const t0 = performance.now()
-  const limiter = fill(algorithm, n, limit, maker)
+  const filled = cluster ? fillCluster(algorithm, n, maker) : fill(algorithm, n, limit, maker)
   const ms = performance.now() - t0
   gc()
   const heapBytes = process.memoryUsage().heapUsed - before
-  // Keep the limiter alive across the measurement.
+  // Keep the limiter (and the cluster core) alive across the measurement.
+  const limiter = filled instanceof Limiter ? filled : filled.limiter
   if (limiter.keyCount !== n) throw new Error(`expected ${n} keys, the limiter holds ${limiter.keyCount}`)
   const bytesPerKey = heapBytes / n
-  const name = limit === 1000 ? algorithm : `sliding-log limit ${limit}` as const
+  const name = cluster ? `cluster ${algorithm}` as const : limit === 1000 ? algorithm : `sliding-log limit ${limit}` as const
   return { algorithm: name, keys: n, heapBytes, bytesPerKey, coreBytesPerKey: bytesPerKey - keyStringBytes, keysPerSec: n / ms * 1000 }
 }
 
 /** In a child of its own (a fresh heap): fill N fixed-window keys, gc, and print the RSS in bytes. */
 function rssChild (n: number): void {
+  warmUp()
   const limiter = n > 0 ? fill('fixed-window', n, 1000, new KeyMaker(KEY_PREFIX)) : null
   gc()
   process.stdout.write(`${process.memoryUsage().rss} ${limiter?.keyCount ?? 0}\n`)
 }
 
-function rssOf (n: number): number {
-  const r = spawnSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), '--rss-child', String(n)], { encoding: 'utf8' })
+/**
+ * V8 flags the RSS is measured under: node's defaults, and a 1 MiB semi-space
+ * (the young generation V8 otherwise grows to 2 x 16 MiB, resident for good).
+ * It works only on node's command line or in NODE_OPTIONS (docs/operations.md):
+ * v8.setFlagsFromString at run time leaves the young generation as it was.
+ */
+const RSS_FLAGS: string[][] = [[], ['--max-semi-space-size=1']]
+
+function rssOf (n: number, v8Flags: string[]): number {
+  const r = spawnSync(process.execPath, ['--expose-gc', ...v8Flags, fileURLToPath(import.meta.url), '--rss-child', String(n)], { encoding: 'utf8' })
   const [rss, keys] = r.stdout.trim().split(' ').map(Number)
   if (r.status !== 0 || keys !== n) throw new Error(`rss child failed (status ${r.status}): ${r.stderr}`)
   return rss
@@ -173,8 +235,10 @@ function fmt (n: number, digits = 0): string {
   return n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
 }
 
-function main (): void {
+async function main (): Promise<void> {
   const { sizes, rssKeys, json } = parseArgs(process.argv.slice(2))
+  Core = (await import('../src/cluster/cluster-core.js')).ClusterCore
+  warmUp()
   const machine = machineInfo()
   printMachine(machine)
   process.stdout.write(`config: rule match "${KEY_PREFIX}*" limit 1000 per 1m, one acquire per key, keys "${KEY_PREFIX}<i>" (${KEY_PREFIX.length + 1}-${KEY_PREFIX.length + String(Math.max(...sizes) - 1).length} chars, flat one-byte strings)\n`)
@@ -197,14 +261,21 @@ function main (): void {
       rows.push(r)
       line([algorithm, fmt(n), fmt(r.heapBytes / 1048576, 1), fmt(r.bytesPerKey, 1), fmt(r.coreBytesPerKey ?? 0, 1), fmt(r.keysPerSec)])
     }
-    const r = measure('sliding-log', n, control.bytesPerKey, SMALL_LOG_LIMIT)
-    rows.push(r)
-    line([r.algorithm, fmt(n), fmt(r.heapBytes / 1048576, 1), fmt(r.bytesPerKey, 1), fmt(r.coreBytesPerKey ?? 0, 1), fmt(r.keysPerSec)])
+    const more = [measure('sliding-log', n, control.bytesPerKey, SMALL_LOG_LIMIT)]
+    for (const algorithm of CLUSTER_ALGORITHMS) more.push(measure(algorithm, n, control.bytesPerKey, 1000, true))
+    for (const r of more) {
+      rows.push(r)
+      line([r.algorithm, fmt(n), fmt(r.heapBytes / 1048576, 1), fmt(r.bytesPerKey, 1), fmt(r.coreBytesPerKey ?? 0, 1), fmt(r.keysPerSec)])
+    }
   }
-  let rss: { keys: number, bytes: number, emptyBytes: number } | null = null
+  const rss: Array<{ v8Flags: string[], keys: number, bytes: number, emptyBytes: number }> = []
   if (rssKeys > 0) {
-    rss = { keys: rssKeys, bytes: rssOf(rssKeys), emptyBytes: rssOf(0) }
-    process.stdout.write(`\nRSS of a fresh process (after gc): ${fmt(rss.keys)} fixed-window keys ${fmt(rss.bytes / 1e6, 1)} MB (${fmt(rss.bytes / 1048576, 1)} MiB); with no keys ${fmt(rss.emptyBytes / 1e6, 1)} MB\n`)
+    process.stdout.write(`\nRSS of a fresh process (after gc), ${fmt(rssKeys)} fixed-window keys, and with no keys:\n`)
+    for (const v8Flags of RSS_FLAGS) {
+      const r = { v8Flags, keys: rssKeys, bytes: rssOf(rssKeys, v8Flags), emptyBytes: rssOf(0, v8Flags) }
+      rss.push(r)
+      process.stdout.write(`  ${(v8Flags.join(' ') || 'node defaults').padEnd(38)} ${fmt(r.bytes / 1e6, 1)} MB (${fmt(r.bytes / 1048576, 1)} MiB); no keys ${fmt(r.emptyBytes / 1e6, 1)} MB\n`)
+    }
   }
   if (json !== undefined) {
     writeFileSync(json, JSON.stringify({ machine, keyPrefix: KEY_PREFIX, rows, rss }, null, 2) + '\n')
@@ -212,4 +283,4 @@ function main (): void {
   }
 }
 
-main()
+await main()

@@ -1,7 +1,8 @@
 /**
  * Guards the memory layout of a key's state (key-state.ts, bench/memory.ts)
  * without measuring the heap: a key is one object whose own fields are
- * counted here, the rarely used part exists only while it is used, and the
+ * counted here, keys of a rule share one head while their rarely used
+ * fields are at their defaults (a head of its own exists only while one is set), and the
  * sliding log's array is only as long as its entries. Adding a field to a
  * bucket or to KeyState fails this test on purpose: each costs 8 MB per
  * million keys; rerun bench/memory and update bench/README.md with it.
@@ -14,12 +15,12 @@ import { limits, rule } from './helpers/rules.js'
 
 const T0 = 1_700_000_000_000 - (1_700_000_000_000 % 60_000)
 
-/** Own fields per key: key, rule, initial, the rare part, and the algorithm's (spec included). */
+/** Own fields per key: the key, its head (rule, spec, initial and the rare part), and the algorithm's. */
 const FIELDS: Record<Algorithm, number> = {
-  'fixed-window': 4 + 4,
-  'sliding-log': 4 + 5,
-  'sliding-window': 4 + 6,
-  'token-bucket': 4 + 5
+  'fixed-window': 2 + 3,
+  'sliding-log': 2 + 4,
+  'sliding-window': 2 + 5,
+  'token-bucket': 2 + 3
 }
 
 function limiter (algorithm: Algorithm): Limiter {
@@ -30,8 +31,14 @@ function isWaiter (r: Decision | Waiter): r is Waiter {
   return !('allowed' in r)
 }
 
+/** The key's head if it is its own (a rare field is set); null while it shares its rule's head. */
 function rareOf (ks: object): unknown {
-  return (ks as { x?: unknown }).x
+  const h = (ks as { h: { shared: boolean } }).h
+  return h.shared ? null : h
+}
+
+function headOf (ks: object): unknown {
+  return (ks as { h: unknown }).h
 }
 
 for (const algorithm of ALGORITHMS) {
@@ -80,4 +87,26 @@ test('a reload that changes the rule gives the key a bucket of its own, and the 
   t.not(ks.bucket as unknown, ks)
   t.is(ks.bucket.share, 20)
   t.is(ks.bucket.outstanding(T0 + 1), 4, 'the spends carried over')
+})
+
+test('keys of one rule share one head until one of them needs its own, and get it back after', t => {
+  const l = limiter('token-bucket')
+  l.acquire('k:1', 1, T0)
+  l.acquire('k:2', 1, T0)
+  const a = l.existing('k:1')
+  const b = l.existing('k:2')
+  if (a === undefined || b === undefined) return t.fail('no state')
+  const shared = headOf(a)
+  t.is(headOf(b), shared)
+  a.reserve = 2
+  t.not(headOf(a), shared, 'a rare field set: a head of its own')
+  t.is(headOf(b), shared, 'the other key still shares')
+  t.is(b.reserve, 0)
+  a.reserve = 0
+  t.is(headOf(a), shared, 'back to the shared head')
+  a.initial = 3
+  t.not(headOf(a), shared, 'another initial share: another shared head')
+  t.is(a.initial, 3)
+  t.is(b.initial, 10)
+  t.is(rareOf(a), null)
 })

@@ -10,26 +10,50 @@
 import type { KeyState } from '../core/limiter.js'
 import type { CalendarView } from '../core/calendar.js'
 
-export interface KeyExt {
+/**
+ * The numbers live in one array of doubles (`n`, a slot per field, in the
+ * order of the accessors), read and written through the accessors below. A plain
+ * object would do, but V8 boxes every field that ever held a fraction,
+ * -Infinity or NaN (most of these) in a 16-byte heap number of its own per
+ * object; an array of doubles keeps them unboxed, 8 bytes each. A million
+ * keys of a cluster node each have one (bench/memory.ts, `cluster` rows).
+ * The array never changes length and holds only numbers (so it stays an
+ * array of doubles); the value read back is the very double written.
+ */
+export class KeyExt {
+  private readonly n: number[] = [0, 0, 0, -Infinity, -Infinity, -Infinity, 0, -Infinity, 0, 0, 0, -Infinity, 0, 0, 0, 0, 0, NaN, NaN, NaN, NaN, NaN, 0]
+  deferred: Array<[amount: number, at: number]> | null = null
+  /** Tightening: cluster-wide remaining below the low-water mark. */
+  tight = false
+
   /** Tokens requested (allowed or not) since the last rate update. */
-  demand: number
+  get demand (): number { return this.n[0] }
+  set demand (v: number) { this.n[0] = v }
   /** EWMA of demand, tokens per second (half-life `rateHalfLifeMs`): what is gossiped. */
-  rate: number
+  get rate (): number { return this.n[1] }
+  set rate (v: number) { this.n[1] = v }
   /** A fast EWMA (half-life of about two ticks): reacts to a shift at once. */
-  fastRate: number
-  lastDemandAt: number
+  get fastRate (): number { return this.n[2] }
+  set fastRate (v: number) { this.n[2] = v }
+  get lastDemandAt (): number { return this.n[3] }
+  set lastDemandAt (v: number) { this.n[3] = v }
   /** When a want for this key was sent (-Infinity: none in flight). */
-  wantSentAt: number
+  get wantSentAt (): number { return this.n[4] }
+  set wantSentAt (v: number) { this.n[4] = v }
   /** When the last want was sent (kept after its reply; spaces wants out). */
-  lastWantAt: number
+  get lastWantAt (): number { return this.n[5] }
+  set lastWantAt (v: number) { this.n[5] = v }
   /** What alive agreeing peers hold, as last summed (ClusterView.clusterRemaining), and when. */
-  peersHeld: number
-  peersHeldAt: number
-  deferred: Array<[amount: number, at: number]> | null
+  get peersHeld (): number { return this.n[6] }
+  set peersHeld (v: number) { this.n[6] = v }
+  get peersHeldAt (): number { return this.n[7] }
+  set peersHeldAt (v: number) { this.n[7] = v }
   /** Soft mode: tokens admitted without holding them, still to repay. */
-  debt: number
+  get debt (): number { return this.n[8] }
+  set debt (v: number) { this.n[8] = v }
   /** Soft mode: all tokens ever overdrawn (reported). */
-  overdraft: number
+  get overdraft (): number { return this.n[9] }
+  set overdraft (v: number) { this.n[9] = v }
   /**
    * Tokens this node owes to destroy: a rule change lowered its share by
    * more than it held. Paid before anything is spent or given: from held
@@ -37,39 +61,43 @@ export interface KeyExt {
    * for the purpose. Gossiped (`owed`) so that every node keeps as much of
    * its own holding unspent while it is unpaid (caution.ts). Saved.
    */
-  burn: number
+  get burn (): number { return this.n[10] }
+  set burn (v: number) { this.n[10] = v }
   /** When `ks.reserve` (caution.ts) was last computed. */
-  reserveAt: number
+  get reserveAt (): number { return this.n[11] }
+  set reserveAt (v: number) { this.n[11] = v }
   /** Burns owed elsewhere as this node's own view sees them (caution.ts); gossiped. */
-  debts: number
-  /** Tightening: cluster-wide remaining below the low-water mark. */
-  tight: boolean
+  get debts (): number { return this.n[12] }
+  set debts (v: number) { this.n[12] = v }
   /** Tokens spendable before the next tick while tight. */
-  pace: number
-  transfersIn: number
-  transfersOut: number
+  get pace (): number { return this.n[13] }
+  set pace (v: number) { this.n[13] = v }
+  get transfersIn (): number { return this.n[14] }
+  set transfersIn (v: number) { this.n[14] = v }
+  get transfersOut (): number { return this.n[15] }
+  set transfersOut (v: number) { this.n[15] = v }
   /** Tokens of this key known lost (grants to a dead epoch, unplaceable credits). */
-  stranded: number
+  get stranded (): number { return this.n[16] }
+  set stranded (v: number) { this.n[16] = v }
   /** Values last gossiped, to send only what changed. */
-  sentHeld: number
-  sentOutstanding: number
-  sentRate: number
-  sentOwed: number
-  sentDebts: number
+  get sentHeld (): number { return this.n[17] }
+  set sentHeld (v: number) { this.n[17] = v }
+  get sentOutstanding (): number { return this.n[18] }
+  set sentOutstanding (v: number) { this.n[18] = v }
+  get sentRate (): number { return this.n[19] }
+  set sentRate (v: number) { this.n[19] = v }
+  get sentOwed (): number { return this.n[20] }
+  set sentOwed (v: number) { this.n[20] = v }
+  get sentDebts (): number { return this.n[21] }
+  set sentDebts (v: number) { this.n[21] = v }
   /** Until when (monotonic) requests for this key wait for a first transfer (first-use.ts); 0: not in a first use. */
-  firstUseUntil: number
+  get firstUseUntil (): number { return this.n[22] }
+  set firstUseUntil (v: number) { this.n[22] = v }
 }
 
 export function ext (ks: KeyState): KeyExt {
   let x = ks.ext as KeyExt | null
-  if (x === null) {
-    x = {
-      demand: 0, rate: 0, fastRate: 0, lastDemandAt: -Infinity, wantSentAt: -Infinity, lastWantAt: -Infinity, peersHeld: 0, peersHeldAt: -Infinity, deferred: null, debt: 0, overdraft: 0, burn: 0,
-      reserveAt: -Infinity, debts: 0,
-      tight: false, pace: 0, transfersIn: 0, transfersOut: 0, stranded: 0, sentHeld: NaN, sentOutstanding: NaN, sentRate: NaN, sentOwed: NaN, sentDebts: NaN, firstUseUntil: 0
-    }
-    ks.ext = x
-  }
+  if (x === null) ks.ext = x = new KeyExt()
   return x
 }
 

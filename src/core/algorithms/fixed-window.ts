@@ -24,26 +24,24 @@ export class FixedWindowBucket extends KeyState implements Bucket {
   held: number
   private spent: number
   private win: number
-  private readonly spec: BucketSpec
 
   constructor (spec: BucketSpec, share: number, nowMs: number) {
-    super()
+    super(spec)
     this.held = share
     this.spent = 0
     this.win = Math.floor(spec.cal.at(nowMs) / spec.perMs) - spec.origin
-    this.spec = spec
   }
 
   get share (): number { return this.held + this.spent }
 
-  private get windowStart (): number { return (this.win + this.spec.origin) * this.spec.perMs }
-  private get perMs (): number { return this.spec.perMs }
-  private get cal (): BucketSpec['cal'] { return this.spec.cal }
+  private get windowStart (): number { return (this.win + this.h.spec.origin) * this.h.spec.perMs }
+  private get perMs (): number { return this.h.spec.perMs }
+  private get cal (): BucketSpec['cal'] { return this.h.spec.cal }
 
   advance (nowMs: number): void {
     const t = this.cal.at(nowMs)
     if (t - this.windowStart >= this.perMs) {
-      this.win = Math.floor(t / this.perMs) - this.spec.origin
+      this.win = Math.floor(t / this.perMs) - this.h.spec.origin
       this.held += this.spent
       this.spent = 0
     }

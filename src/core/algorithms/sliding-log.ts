@@ -22,15 +22,13 @@ export class SlidingLogBucket extends KeyState implements Bucket {
   /** [time, count] pairs, oldest first from entry `head`; null when empty. */
   private log: number[] | null
   private head: number
-  private readonly spec: BucketSpec
 
   constructor (spec: BucketSpec, share: number) {
-    super()
+    super(spec)
     this.held = share
     this.pending = 0
     this.log = null
     this.head = 0
-    this.spec = spec
   }
 
   get share (): number { return this.held + this.pending }
@@ -41,7 +39,7 @@ export class SlidingLogBucket extends KeyState implements Bucket {
   advance (nowMs: number): void {
     const log = this.log
     if (log === null) return
-    const cutoff = nowMs - this.spec.perMs
+    const cutoff = nowMs - this.h.spec.perMs
     const n = log.length >> 1
     let h = this.head
     while (h < n && log[2 * h] <= cutoff) {
@@ -96,7 +94,7 @@ export class SlidingLogBucket extends KeyState implements Bucket {
     const n = this.length
     for (let i = this.head; i < n; i++) {
       need -= (log as number[])[2 * i + 1]
-      if (need <= 0) return (log as number[])[2 * i] + this.spec.perMs - nowMs
+      if (need <= 0) return (log as number[])[2 * i] + this.h.spec.perMs - nowMs
     }
     return Infinity
   }
@@ -104,7 +102,7 @@ export class SlidingLogBucket extends KeyState implements Bucket {
   resetIn (nowMs: number): number {
     this.advance(nowMs)
     const n = this.length
-    return n > this.head ? (this.log as number[])[2 * (n - 1)] + this.spec.perMs - nowMs : 0
+    return n > this.head ? (this.log as number[])[2 * (n - 1)] + this.h.spec.perMs - nowMs : 0
   }
 
   forceSpend (count: number, nowMs: number): void {

@@ -25,22 +25,19 @@ export class SlidingWindowBucket extends KeyState implements Bucket {
   private curr: number
   private win: number
   private frac: number
-  /** perMs, and the calendar windows are placed on (methods take monotonic time). */
-  private readonly spec: BucketSpec
 
   constructor (spec: BucketSpec, share: number, nowMs: number) {
-    super()
+    super(spec)
     this.base = share
     this.prev = 0
     this.curr = 0
     this.win = Math.floor(spec.cal.at(nowMs) / spec.perMs) - spec.origin
     this.frac = 0
-    this.spec = spec
   }
 
-  private get windowStart (): number { return (this.win + this.spec.origin) * this.spec.perMs }
-  private get perMs (): number { return this.spec.perMs }
-  private get cal (): BucketSpec['cal'] { return this.spec.cal }
+  private get windowStart (): number { return (this.win + this.h.spec.origin) * this.h.spec.perMs }
+  private get perMs (): number { return this.h.spec.perMs }
+  private get cal (): BucketSpec['cal'] { return this.h.spec.cal }
 
   get held (): number { return this.base + this.prev * this.frac }
   get share (): number { return this.base + this.prev + this.curr }
@@ -61,7 +58,7 @@ export class SlidingWindowBucket extends KeyState implements Bucket {
         this.prev = 0
       }
       this.curr = 0
-      this.win = k - this.spec.origin
+      this.win = k - this.h.spec.origin
     }
     this.frac = (nowMs - this.windowStart) / this.perMs
   }

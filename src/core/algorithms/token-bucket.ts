@@ -22,26 +22,22 @@ export class TokenBucket extends KeyState implements Bucket {
   held: number
   private capacity: number
   private last: number
-  private reserved: number
-  /** Holds ratePerCap: tokens per ms per token of capacity (limit / perMs / burst). */
-  private readonly spec: BucketSpec
 
   constructor (spec: BucketSpec, share: number, nowMs: number) {
-    super()
+    super(spec)
     this.held = share
     this.capacity = share
     this.last = nowMs
-    this.reserved = 0
-    this.spec = spec
   }
 
-  private get ratePerCap (): number { return this.spec.ratePerCap }
+  private get ratePerCap (): number { return this.h.spec.ratePerCap }
 
   get share (): number { return this.capacity }
 
-  private get rate (): number { return Math.max(0, this.capacity - this.reserved) * this.ratePerCap }
+  private get rate (): number { return Math.max(0, this.capacity - this.bucketReserve) * this.ratePerCap }
 
-  setReserve (reserve: number): void { this.reserved = reserve }
+  /** Kept in the key's head (key-state.ts): set only while the cluster is cautious. */
+  setReserve (reserve: number): void { this.bucketReserve = reserve }
 
   advance (nowMs: number): void {
     const dt = nowMs - this.last

@@ -36,8 +36,18 @@ interface Outbox {
   toEpoch: string
   nextSeq: number
   acked: number
-  /** Unacked grants in seq order, with when each was last sent. */
-  grants: Array<{ grant: Grant, sentAt: number }>
+  /** Unacked grants in seq order, with when each was last sent and when it was made. */
+  grants: Array<{ grant: Grant, sentAt: number, madeAt: number }>
+}
+
+/** One outbox's unacked grants, for status and the simulator's settle probe. */
+export interface OutboxView {
+  to: string
+  toEpoch: string
+  /** Tokens in its unacked grants. */
+  tokens: number
+  /** When its oldest unacked grant was made (monotonic). */
+  since: number
 }
 
 export type ApplyResult = 'applied' | 'duplicate' | 'early' | 'gap' | 'wrong-epoch' | 'old-epoch'
@@ -70,7 +80,7 @@ export class Ledger {
       this.out.set(id, box)
     }
     const g: Grant = { v: CLUSTER_VERSION, t: 'grant', node: this.node, epoch: this.epoch, to, toEpoch, seq: box.nextSeq++, items }
-    box.grants.push({ grant: g, sentAt: nowMs })
+    box.grants.push({ grant: g, sentAt: nowMs, madeAt: nowMs })
     return g
   }
 
@@ -208,6 +218,18 @@ export class Ledger {
     let n = 0
     for (const box of this.out.values()) for (const { grant } of box.grants) for (const [, a] of grant.items) n += a
     return n
+  }
+
+  /** Every outbox with unacked grants. */
+  outboxes (): OutboxView[] {
+    const out: OutboxView[] = []
+    for (const box of this.out.values()) {
+      if (box.grants.length === 0) continue
+      let tokens = 0
+      for (const { grant } of box.grants) for (const [, a] of grant.items) tokens += a
+      out.push({ to: box.to, toEpoch: box.toEpoch, tokens, since: box.grants[0].madeAt })
+    }
+    return out
   }
 
   /** Tokens sitting in unacked grants (in transit), per key. */

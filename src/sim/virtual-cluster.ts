@@ -312,7 +312,10 @@ export class VirtualCluster {
       const m = parseMessage(packr.unpack(bytes))
       let reply: Grant | Ack | None | undefined
       if (m.t === 'want') reply = tc.onWant(m, idOf(sender.name), this.mono(to))
-      else if (m.t === 'grant') reply = tc.onGrant(m, idOf(sender.name), this.mono(to))
+      else if (m.t === 'grant') {
+        reply = tc.onGrant(m, idOf(sender.name), this.mono(to))
+        this.audit.settle()
+      }
       if (reply === undefined) return
       if (reply.t === 'grant') this.audit.granted(reply)
       const back = packr.pack(reply)
@@ -320,7 +323,9 @@ export class VirtualCluster {
       this.transmit(to, sender.name, back, () => {
         const r = parseMessage(packr.unpack(back))
         if (r.t !== 'grant' && r.t !== 'ack' && r.t !== 'none') return
-        if (settle()) core.onReply(msg, r, this.mono(sender.name))
+        if (!settle()) return
+        core.onReply(msg, r, this.mono(sender.name))
+        if (r.t === 'grant') this.audit.settle()
       }, reply.t === 'grant' ? reply : undefined)
     }, msg.t === 'grant' ? msg : undefined)
   }

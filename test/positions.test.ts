@@ -5,7 +5,7 @@ import { CLUSTER_VERSION, type Grant, type GrantItem } from '../src/cluster/mess
 import { Positions } from '../src/cluster/positions.js'
 
 function grant (from: string, epoch: string, to: string, toEpoch: string, seq: number, items: GrantItem[]): Grant {
-  return { v: CLUSTER_VERSION, t: 'grant', node: from, epoch, to, toEpoch, seq, items }
+  return { v: CLUSTER_VERSION, t: 'grant', node: from, epoch, inc: 1, to, toEpoch, seq, items }
 }
 
 test('credited grants add, acked grants subtract, per account and key; zeros are not kept', t => {

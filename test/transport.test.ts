@@ -15,7 +15,7 @@ import type { QuotadError } from '../src/errors.js'
 import { encodeFrame, readFrame } from '../src/cluster/transport/framing.js'
 import { createTransport } from '../src/cluster/transport/libp2p-transport.js'
 import { Redialer } from '../src/cluster/transport/redialer.js'
-import type { Transport, TransportOptions } from '../src/cluster/transport/types.js'
+import { TRANSPORT_DEFAULTS, type Transport, type TransportOptions } from '../src/cluster/transport/types.js'
 
 const TOPIC = 'quotad/test/gossip/1'
 const LISTEN = '/ip4/127.0.0.1/tcp/0'
@@ -316,4 +316,43 @@ test('redialer backoff doubles from min, caps at max, with equal jitter', t => {
   const high = at(0.999999)
   t.deepEqual([1, 2, 3, 4, 5, 6, 7, 8].map(f => low.backoff(f)), [125, 250, 500, 1000, 2000, 4000, 5000, 5000])
   t.deepEqual([1, 2, 3, 6, 7, 50].map(f => high.backoff(f)), [250, 500, 1000, 8000, 10_000, 10_000])
+})
+
+test('redialer: seeds are capped by seedMaxBackoffMs under maxBackoffMs; the transport default is 1.5 s', t => {
+  const at = (random: number, seedMaxBackoffMs?: number): Redialer => new Redialer({
+    seeds: [], dial: async () => 'x', isConnected: () => false, selfId: 'me', minBackoffMs: 250, maxBackoffMs: 10_000, random: () => random, seedMaxBackoffMs
+  })
+  t.deepEqual([1, 2, 3, 4, 5, 50].map(f => at(0.999999, 1500).backoff(f)), [250, 500, 1000, 1500, 1500, 1500])
+  t.deepEqual([4, 50].map(f => at(0, 1500).backoff(f)), [750, 750], 'equal jitter: at least half the cap')
+  t.deepEqual([6, 50].map(f => at(0.999999, 20_000).backoff(f)), [8000, 10_000], 'never above maxBackoffMs')
+  t.is(TRANSPORT_DEFAULTS.seedMaxBackoffMs, 1500)
+  t.is(TRANSPORT_DEFAULTS.seedMaxBackoffMs < TRANSPORT_DEFAULTS.maxBackoffMs, true)
+})
+
+test('redialer: a peer that connects ends every seed\'s wait: waiting seeds are dialled at once, failures kept', async t => {
+  const events: Array<{ name: string, fields: Record<string, unknown> }> = []
+  const dials: string[] = []
+  let reachable = false
+  const r = new Redialer({
+    seeds: ['/ip4/10.0.0.1/tcp/1', '/ip4/10.0.0.2/tcp/1'],
+    dial: async addr => { dials.push(addr); if (!reachable) throw new Error('unreachable'); return `id-${addr}` },
+    isConnected: () => false,
+    selfId: 'me',
+    // A long wait: only peerConnected can make the next dial come before the deadline.
+    minBackoffMs: 600_000,
+    maxBackoffMs: 600_000,
+    onEvent: (name, fields) => { events.push({ name, fields }) }
+  })
+  r.start()
+  try {
+    await waitFor('both seeds to fail once and wait', () => events.filter(e => e.name === 'redial-scheduled').length === 2)
+    t.is(dials.length, 2)
+    reachable = true
+    r.peerConnected('some-peer')
+    await waitFor('both seeds to be dialled again', () => dials.length === 4)
+    t.deepEqual(events.filter(e => e.name === 'redial-now').map(e => e.fields.failures), [1, 1])
+    t.deepEqual(r.snapshot().map(s => s.peerId), ['id-/ip4/10.0.0.1/tcp/1', 'id-/ip4/10.0.0.2/tcp/1'])
+  } finally {
+    r.stop()
+  }
 })

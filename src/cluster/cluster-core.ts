@@ -125,7 +125,7 @@ export class ClusterCore {
     })
     this.tuning = { ...defaultTuning(opts.tuning?.gossipIntervalMs), ...opts.tuning }
     this.calendar = new Calendar(opts.wallMs, opts.monoMs)
-    this.ledger = new Ledger(opts.node, opts.epoch)
+    this.ledger = new Ledger(opts.node, opts.epoch, this.incarnation)
     this.peers = new Peers(this.tuning.aliveTimeoutMs, {
       cfg: this.clusterHash,
       known: k => this.limiter.existing(k) !== undefined,
@@ -279,7 +279,7 @@ export class ClusterCore {
         x.tight = false // recomputed when the key is next used
       }
     }
-    for (const g of this.ledger.due(nowMs, this.tuning.retransmitMs)) this.request(out, g.to, g)
+    for (const g of this.ledger.due(nowMs, this.tuning.retransmitMs, to => this.receiverAlive(to, nowMs))) this.request(out, g.to, g)
     const g = this.gossip.due(nowMs)
     if (g !== null) out.push({ kind: 'gossip', msg: g })
     if (nowMs - this.lastHousekeeping >= this.tuning.gossipIntervalMs) {
@@ -289,6 +289,12 @@ export class ClusterCore {
     }
     if (!running) this.stopStep(nowMs, out)
     return out
+  }
+
+  /** Grants to a receiver not alive are resent less often (Ledger.due) and counted apart in status: they wait for reclaim. */
+  receiverAlive (to: string, nowMs: number): boolean {
+    const p = this.peers.get(to)
+    return p !== undefined && this.peers.isAlive(p, nowMs)
   }
 
   /** Each known peer's current epoch (for the ack list). */
@@ -326,7 +332,7 @@ export class ClusterCore {
     x.wantSentAt = nowMs
     x.lastWantAt = nowMs
     this.counters.wantsSent++
-    const w: Want = { v: CLUSTER_VERSION, t: 'want', node: this.node, epoch: this.epoch, key: ks.key, want }
+    const w: Want = { v: CLUSTER_VERSION, t: 'want', node: this.node, epoch: this.epoch, inc: this.incarnation, key: ks.key, want }
     this.transfers.noteWant(donor.name, w, nowMs)
     this.request(out, donor.name, w)
   }

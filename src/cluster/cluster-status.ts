@@ -32,6 +32,8 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
     return { name: r.name, hash: r.hash, agree, differ, shared: differ.length === 0 }
   })
   const inTransit = core.ledger.inTransit()
+  // Of those, grants to receivers not alive: waiting for reclaim (or a heal), not for an ack.
+  const toDead = core.ledger.inTransit(to => !core.receiverAlive(to, nowMs))
   const keys = []
   for (const ks of core.limiter.states()) {
     if (keys.length >= maxKeys) break
@@ -49,6 +51,7 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
       transfersIn: x.transfersIn,
       transfersOut: x.transfersOut,
       inTransitOut: inTransit.get(ks.key) ?? 0,
+      inTransitToDead: toDead.get(ks.key) ?? 0,
       stranded: r3(x.stranded + strandedAtDeadPeers(core, ks.key, nowMs)),
       owed: r3(x.burn),
       reserve: ks.reserve === Infinity ? 'all' : r3(ks.reserve),
@@ -71,6 +74,7 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
       isolated: core.isolated(nowMs),
       allocate: core.limiter.allocate,
       strandedInLedger: core.ledger.stranded,
+      inTransitToDead: [...toDead.values()].reduce((a, b) => a + b, 0),
       counters: { ...core.counters }
     },
     peers,

@@ -5,7 +5,18 @@
  * file; still pure (`nowMs` passed in, outbound messages returned).
  *
  * Trust: every message names a node, and is acted on only if that name is
- * bound to the authenticated peer id it came from (membership.ts).
+ * bound to the authenticated peer id it came from (membership.ts). Replies
+ * are bound by the driver: they come on the stream it opened to the peer id
+ * bound to the name it asked, and must name that node.
+ *
+ * New epochs. Every message names its sender's incarnation. A gossip, or a
+ * want, grant, ack or none, from a newer incarnation than the one known
+ * (Peers.newer: a higher `inc`, or the same under another epoch once the
+ * known one fell silent) ends the old epoch at once: grants to it are
+ * stranded (they can never be applied), and its applied marks go. Without
+ * the requests' evidence, a giver kept resending to a receiver's dead epoch,
+ * and a receiver kept answering `old-epoch` to a restarted giver, until a
+ * gossip came (reclaim-design.md §1, findings 2 and 3).
  */
 import type { ClusterCore } from './cluster-core.js'
 import { ext } from './key-ext.js'
@@ -29,14 +40,28 @@ export function onGossip (c: ClusterCore, g: Gossip, from: string, nowMs: number
   const o = c.peers.observe(g, c.node, c.epoch, nowMs, c.calendar.at(nowMs))
   if (o === null) return verdict
   const p = c.peers.get(g.node) as Peer
-  if (o.restartedFrom !== undefined) {
-    strand(c, c.ledger.peerEpoch(g.node, g.epoch))
-    c.ledger.giverEpoch(g.node, g.epoch)
-  }
+  if (o.restartedFrom !== undefined) endedEpoch(c, g.node, g.epoch)
   // A peer we have not heard in this epoch needs every key, not just a delta.
-  if (o.isNew || o.restartedFrom !== undefined) c.gossip.requestFullSync()
+  else if (o.isNew) c.gossip.requestFullSync()
   c.positions.acked(c.ledger.ack(g.node, g.epoch, p.appliedFromMe))
   return verdict
+}
+
+/** A want, grant, ack or none from `node` (bound to its sender) names incarnation (epoch, inc): a newer one ends the old epoch. */
+function evidence (c: ClusterCore, m: { node: string, epoch: string, inc: number }, nowMs: number): void {
+  if (m.node === c.node || c.phase === 'stopped') return
+  if (c.peers.evidence(m.node, m.epoch, m.inc, nowMs) !== null) endedEpoch(c, m.node, m.epoch)
+  else c.ledger.heard(m.node)
+}
+
+/**
+ * Peer `node` is now `epoch`: grants to its older epochs are stranded, the
+ * marks of its older epochs as a giver go, and it gets every key from us.
+ */
+function endedEpoch (c: ClusterCore, node: string, epoch: string): void {
+  strand(c, c.ledger.peerEpoch(node, epoch))
+  c.ledger.giverEpoch(node, epoch)
+  c.gossip.requestFullSync()
 }
 
 /** Tokens of grants that can no longer be applied (their receiver's epoch ended): counted per key as stranded. */
@@ -61,18 +86,21 @@ export function forgetDeparted (c: ClusterCore, nowMs: number): void {
 /** A want from peer id `from`: served only if its name is bound to `from`. */
 export function onWant (c: ClusterCore, w: Want, from: string, nowMs: number): Grant | None {
   if (c.membership.check(w.node, from) !== 'ok') return c.transfers.none()
+  evidence(c, w, nowMs)
   return c.transfers.onWant(w, nowMs)
 }
 
 /** A pushed grant from peer id `from`: credited only if its giver's name is bound to `from`. */
 export function onGrant (c: ClusterCore, g: Grant, from: string, nowMs: number): Ack {
   if (c.membership.check(g.node, from) !== 'ok') return c.transfers.ack(g, 0)
+  evidence(c, g, nowMs)
   return c.transfers.onGrant(g, nowMs)
 }
 
 /** The reply to a request this node sent. Every request gets exactly one reply or failure. */
 export function onReply (c: ClusterCore, req: Want | Grant, reply: Grant | Ack | None, nowMs: number): void {
   settled(c)
+  evidence(c, reply, nowMs)
   c.transfers.onReply(req, reply, nowMs)
 }
 

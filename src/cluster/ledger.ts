@@ -36,11 +36,26 @@ interface Outbox {
   toEpoch: string
   nextSeq: number
   acked: number
-  /** Unacked grants in seq order, with when each was last sent. */
-  grants: Array<{ grant: Grant, sentAt: number }>
+  /** Resends in a row while the receiver was not alive (their spacing doubles with each). */
+  quietResends: number
+  /** Unacked grants in seq order, with when each was last sent and when it was made. */
+  grants: Array<{ grant: Grant, sentAt: number, madeAt: number }>
+}
+
+/** One outbox's unacked grants, for status and the simulator's settle probe. */
+export interface OutboxView {
+  to: string
+  toEpoch: string
+  /** Tokens in its unacked grants. */
+  tokens: number
+  /** When its oldest unacked grant was made (monotonic). */
+  since: number
 }
 
 export type ApplyResult = 'applied' | 'duplicate' | 'early' | 'gap' | 'wrong-epoch' | 'old-epoch'
+
+/** To a receiver not alive, resends are spaced up to this many times the retransmit time (8 s at the defaults). */
+export const MAX_QUIET_BACKOFF = 8
 
 /** Early grants held per giver incarnation; beyond this they are dropped and come back by retransmit. */
 export const MAX_EARLY = 64
@@ -48,6 +63,7 @@ export const MAX_EARLY = 64
 export class Ledger {
   private readonly node: string
   private readonly epoch: string
+  private readonly inc: number
   private readonly out = new Map<string, Outbox>()
   /** `${giver}/${giverEpoch}` -> highest seq applied. */
   private readonly applied = new Map<string, number>()
@@ -56,9 +72,10 @@ export class Ledger {
   /** Tokens in grants that can never be applied (the receiver's epoch moved on). */
   stranded = 0
 
-  constructor (node: string, epoch: string) {
+  constructor (node: string, epoch: string, inc = 1) {
     this.node = node
     this.epoch = epoch
+    this.inc = inc
   }
 
   /** Record a new grant to (to, toEpoch). The caller has already debited the items. */
@@ -66,11 +83,11 @@ export class Ledger {
     const id = `${to}/${toEpoch}`
     let box = this.out.get(id)
     if (box === undefined) {
-      box = { to, toEpoch, nextSeq: 1, acked: 0, grants: [] }
+      box = { to, toEpoch, nextSeq: 1, acked: 0, quietResends: 0, grants: [] }
       this.out.set(id, box)
     }
-    const g: Grant = { v: CLUSTER_VERSION, t: 'grant', node: this.node, epoch: this.epoch, to, toEpoch, seq: box.nextSeq++, items }
-    box.grants.push({ grant: g, sentAt: nowMs })
+    const g: Grant = { v: CLUSTER_VERSION, t: 'grant', node: this.node, epoch: this.epoch, inc: this.inc, to, toEpoch, seq: box.nextSeq++, items }
+    box.grants.push({ grant: g, sentAt: nowMs, madeAt: nowMs })
     return g
   }
 
@@ -146,16 +163,34 @@ export class Ledger {
     return out
   }
 
-  /** Grants unacked for at least `afterMs`: to resend (in seq order). Marks them sent now. */
-  due (nowMs: number, afterMs: number): Grant[] {
+  /**
+   * Grants unacked for at least `afterMs`: to resend (in seq order). Marks
+   * them sent now. To a receiver that is not `alive` (no gossip heard lately:
+   * crashed, or cut off), the spacing doubles with each resend in a row, up
+   * to `MAX_QUIET_BACKOFF` times `afterMs`, so a dead incarnation's outbox
+   * costs a bounded trickle, not a message a second forever; once it is
+   * alive again, the next tick resends (its grants wait for an ack, or, for
+   * an incarnation that never returns, for reclaim).
+   */
+  due (nowMs: number, afterMs: number, alive: (to: string) => boolean = () => true): Grant[] {
     const out: Grant[] = []
     for (const box of this.out.values()) {
+      if (box.grants.length === 0) continue
+      const up = alive(box.to)
+      if (up) box.quietResends = 0
+      const wait = afterMs * Math.min(MAX_QUIET_BACKOFF, 2 ** box.quietResends)
       // Resend from the first unacked one: the receiver applies in order only.
-      if (box.grants.length > 0 && nowMs - box.grants[0].sentAt >= afterMs) {
+      if (nowMs - box.grants[0].sentAt >= wait) {
         for (const s of box.grants) { s.sentAt = nowMs; out.push(s.grant) }
+        if (!up) box.quietResends++
       }
     }
     return out
+  }
+
+  /** A message came from `to` (a want or a reply): it is reachable, whatever its gossip says, so resends to it go at the normal pace. */
+  heard (to: string): void {
+    for (const box of this.out.values()) if (box.to === to) box.quietResends = 0
   }
 
   /**
@@ -218,10 +253,23 @@ export class Ledger {
     return n
   }
 
-  /** Tokens sitting in unacked grants (in transit), per key. */
-  inTransit (): Map<string, number> {
+  /** Every outbox with unacked grants. */
+  outboxes (): OutboxView[] {
+    const out: OutboxView[] = []
+    for (const box of this.out.values()) {
+      if (box.grants.length === 0) continue
+      let tokens = 0
+      for (const { grant } of box.grants) for (const [, a] of grant.items) tokens += a
+      out.push({ to: box.to, toEpoch: box.toEpoch, tokens, since: box.grants[0].madeAt })
+    }
+    return out
+  }
+
+  /** Tokens sitting in unacked grants (in transit), per key; with `to`, only grants to receivers it accepts. */
+  inTransit (to?: (receiver: string) => boolean): Map<string, number> {
     const m = new Map<string, number>()
     for (const box of this.out.values()) {
+      if (to !== undefined && !to(box.to)) continue
       for (const { grant } of box.grants) for (const [k, n] of grant.items) m.set(k, (m.get(k) ?? 0) + n)
     }
     return m

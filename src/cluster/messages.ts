@@ -11,10 +11,22 @@
  * - grant (a reply to want, or a push: handoff, retransmit, return-home):
  *   tokens moved from giver to receiver, with a per-pair sequence number.
  * - ack (reply to a pushed grant), none (reply to a want with no surplus).
+ *
+ * Every message names its sender's node, epoch and incarnation (`inc`).
  */
 import { ErrorCodes, QuotadError } from '../errors.js'
 
-export const CLUSTER_VERSION = 2
+/**
+ * The cluster protocol version. 3: want, grant, ack and none carry their
+ * sender's `inc` (new-epoch evidence, intake.ts). Nodes of another version
+ * share no gossip topic (`gossipTopic`) and refuse each other's requests.
+ */
+export const CLUSTER_VERSION = 3
+
+/** The gossip topic of a cluster: versioned, so nodes of another protocol version never hear each other. */
+export function gossipTopic (cluster: string): string {
+  return `quotad/${cluster}/gossip/${CLUSTER_VERSION}`
+}
 
 /**
  * One key's line in a gossip delta: [key, held, outstanding, rate tokens/s,
@@ -80,6 +92,11 @@ export interface Want {
   t: 'want'
   node: string
   epoch: string
+  /**
+   * The sender's incarnation (as in gossip). A higher one than the receiver
+   * knows is evidence of a new epoch, as a gossip of it would be (intake.ts).
+   */
+  inc: number
   key: string
   want: number
 }
@@ -92,6 +109,8 @@ export interface Grant {
   t: 'grant'
   node: string
   epoch: string
+  /** The sender's incarnation (see Want.inc). */
+  inc: number
   to: string
   toEpoch: string
   seq: number
@@ -103,6 +122,8 @@ export interface Ack {
   t: 'ack'
   node: string
   epoch: string
+  /** The sender's incarnation (see Want.inc). */
+  inc: number
   applied: number
   /** The pushed grant this acks was refused (not credited): its giver takes the tokens back. */
   refused?: boolean
@@ -113,6 +134,8 @@ export interface None {
   t: 'none'
   node: string
   epoch: string
+  /** The sender's incarnation (see Want.inc). */
+  inc: number
 }
 
 export type ClusterMessage = Gossip | Want | Grant | Ack | None
@@ -227,21 +250,21 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
       }
     }
     case 'want':
-      return { v: CLUSTER_VERSION, t: 'want', node, epoch, key: key(m.key, b), want: num(m.want, 'want') }
+      return { v: CLUSTER_VERSION, t: 'want', node, epoch, inc: seq(m.inc, 'inc'), key: key(m.key, b), want: num(m.want, 'want') }
     case 'grant': {
       const items = list(m.items, b.maxEntries, 'items').map(e => {
         const t = tuple(e, 3, 'grant item')
         return [key(t[0], b), num(t[1], 'amount'), num(t[2], 'at')] as GrantItem
       })
       return {
-        v: CLUSTER_VERSION, t: 'grant', node, epoch, to: name(m.to, 'to'), toEpoch: name(m.toEpoch, 'toEpoch'),
+        v: CLUSTER_VERSION, t: 'grant', node, epoch, inc: seq(m.inc, 'inc'), to: name(m.to, 'to'), toEpoch: name(m.toEpoch, 'toEpoch'),
         seq: seq(m.seq, 'seq'), items
       }
     }
     case 'ack':
-      return { v: CLUSTER_VERSION, t: 'ack', node, epoch, applied: seq(m.applied, 'applied'), ...(m.refused === true ? { refused: true } : {}) }
+      return { v: CLUSTER_VERSION, t: 'ack', node, epoch, inc: seq(m.inc, 'inc'), applied: seq(m.applied, 'applied'), ...(m.refused === true ? { refused: true } : {}) }
     case 'none':
-      return { v: CLUSTER_VERSION, t: 'none', node, epoch }
+      return { v: CLUSTER_VERSION, t: 'none', node, epoch, inc: seq(m.inc, 'inc') }
     default:
       return bad(`unknown type ${String(m.t)}`)
   }

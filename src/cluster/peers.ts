@@ -117,17 +117,9 @@ export class Peers {
       }
       this.byName.set(g.node, p)
     } else if (p.epoch !== g.epoch) {
-      // A lower incarnation is a delayed message of a process that is gone. The same
-      // incarnation under another epoch can only be a node whose state file was lost:
-      // believed once the epoch we knew has fallen silent.
-      const newer = g.inc > p.inc || (g.inc === p.inc && !this.isAlive(p, nowMs))
-      if (!newer) return null
+      if (!this.newer(p, g.inc, nowMs)) return null
       restartedFrom = p.epoch
-      this.endEpoch(p)
-      p.epoch = g.epoch
-      p.inc = g.inc
-      p.seq = 0
-      p.appliedFromMe = 0
+      this.restart(p, g.epoch, g.inc)
     }
     const fresh = g.seq > p.seq
     if (fresh) {
@@ -166,6 +158,45 @@ export class Peers {
     const out: Observed = { fresh, isNew }
     if (restartedFrom !== undefined) out.restartedFrom = restartedFrom
     return out
+  }
+
+  /**
+   * Whether incarnation `inc` of peer `p`, under an epoch other than its
+   * current one, is newer. A lower incarnation is a delayed message of a
+   * process that is gone. The same incarnation under another epoch can only
+   * be a node whose state file was lost: believed once the epoch we knew has
+   * fallen silent. So no message can roll a peer back to an older epoch.
+   */
+  private newer (p: Peer, inc: number, nowMs: number): boolean {
+    return inc > p.inc || (inc === p.inc && !this.isAlive(p, nowMs))
+  }
+
+  /** `p` is now incarnation (epoch, inc): its old epoch ends. */
+  private restart (p: Peer, epoch: string, inc: number): void {
+    this.endEpoch(p)
+    p.epoch = epoch
+    p.inc = inc
+    p.seq = 0
+    p.appliedFromMe = 0
+  }
+
+  /**
+   * A want, grant, ack or none from `name`, bound to its sender (intake.ts),
+   * says it is incarnation (epoch, inc). If that is newer than the epoch we
+   * know (the same test as for gossip), the old epoch ends here as its gossip
+   * would end it, and the old epoch is returned (the caller strands what was
+   * sent to it); otherwise null. What the new epoch holds and which rules it
+   * has come only with its gossip: until then its rules are unknown, so no
+   * tokens move to or from it by want (cluster-view.ts `agrees`).
+   * A name never gossiped is not created here.
+   */
+  evidence (name: string, epoch: string, inc: number, nowMs: number): string | null {
+    const p = this.byName.get(name)
+    if (p === undefined || p.epoch === epoch || !this.newer(p, inc, nowMs)) return null
+    const from = p.epoch
+    this.restart(p, epoch, inc)
+    p.rules = {}
+    return from
   }
 
   /** The peer's epoch is over: its key view goes; what it owed stays, as legacy. */

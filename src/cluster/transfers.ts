@@ -28,17 +28,17 @@ export class Transfers {
   }
 
   none (): None {
-    return { v: CLUSTER_VERSION, t: 'none', node: this.core.node, epoch: this.core.epoch }
+    return { v: CLUSTER_VERSION, t: 'none', node: this.core.node, epoch: this.core.epoch, inc: this.core.incarnation }
   }
 
   ack (g: Grant, applied: number): Ack {
-    return { v: CLUSTER_VERSION, t: 'ack', node: this.core.node, epoch: this.core.epoch, applied }
+    return { v: CLUSTER_VERSION, t: 'ack', node: this.core.node, epoch: this.core.epoch, inc: this.core.incarnation, applied }
   }
 
   /** A peer asks for tokens. The donor debits before the grant exists. */
   onWant (w: Want, nowMs: number): Grant | None {
     const c = this.core
-    const none: None = { v: CLUSTER_VERSION, t: 'none', node: c.node, epoch: c.epoch }
+    const none = this.none()
     // Leaving (or stopped): it is about to hand off or has saved; a grant now could exist twice.
     if (c.phase !== 'running') return none
     const p = c.peers.get(w.node)

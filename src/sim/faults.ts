@@ -8,7 +8,7 @@
  */
 import type { RuleConfig } from '../config/types.js'
 import type { Rng } from './rng.js'
-import type { FaultSpec } from './scenario.js'
+import { LAN, type FaultSpec } from './scenario.js'
 import type { RuleChange } from './types.js'
 import type { VirtualCluster } from './virtual-cluster.js'
 
@@ -17,6 +17,10 @@ export interface Scheduled {
   joinAt: Map<string, number>
   /** The rule change, filled in as nodes apply it (true times of the first and last). */
   change: RuleChange | null
+  /** When nothing fails any more (FaultSpec.calmAt), true time; null without one. */
+  calmAt: number | null
+  /** The last fault's end (a heal or a restart), true time, as it happened. */
+  lastFaultAt: number
 }
 
 /** The rule with its limit (and burst) scaled, as an operator would edit it. */
@@ -29,32 +33,49 @@ export function scaledRule (rule: RuleConfig, factor: number): RuleConfig {
 /** Schedules the faults. */
 export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, seeds: readonly string[], joiners: readonly string[],
   startMs: number, durationMs: number, rng: Rng): Scheduled {
-  const within = (lo: number, hi: number): number => startMs + durationMs * (lo + rng.next() * (hi - lo))
+  const within = (lo: number, hi: number): number => startMs + durationMs * (lo + rng.next() * Math.max(0, hi - lo))
   const restart = f.restartAfterMs ?? 1500
+  const calmAt = f.calmAt === undefined ? null : startMs + durationMs * f.calmAt
+  const s: Scheduled = { joinAt: new Map(), change: null, calmAt, lastFaultAt: startMs }
+  const ended = (): void => { s.lastFaultAt = Math.max(s.lastFaultAt, vc.now) }
+  // Restarts land before the calm point: a crash restarts `restart` later; a stop takes up to its handoff timeout first.
+  const latest = (ms: number): number => calmAt === null ? 0.7 : f.calmAt as number - ms / durationMs
+  // Nodes that crash for good take no other fault (a restart would bring them back).
+  const gone = new Set<string>()
+  if (seeds.length > 1) {
+    for (let i = 0; i < (f.crashesForever ?? 0) && gone.size < seeds.length - 1; i++) {
+      const node = rng.pick(seeds.filter(n => !gone.has(n)))
+      gone.add(node)
+      vc.at(within(0.1, latest(0)), () => vc.crash(node))
+    }
+  }
+  const pool = seeds.filter(n => !gone.has(n))
   const p = f.partitions
   if (p !== undefined && seeds.length > 1) {
+    const end = calmAt ?? startMs + 0.8 * durationMs
     let t = startMs + rng.exp(p.everyMs)
-    while (t < startMs + 0.8 * durationMs) {
+    while (t < end) {
       const group = rng.shuffle([...seeds])
       const cut = 1 + Math.floor(rng.next() * Math.floor(seeds.length / 2))
       const a = group.slice(0, cut)
       const b = group.slice(cut)
       const oneWay = rng.chance(p.oneWay)
-      const len = p.durationMs * (0.5 + rng.next())
+      const len = Math.min(p.durationMs * (0.5 + rng.next()), calmAt === null ? Infinity : calmAt - t)
       vc.at(t, () => vc.cuts.split(a, b, oneWay))
-      vc.at(t + len, () => vc.heal())
+      vc.at(t + len, () => { vc.heal(); ended() })
       t += len + rng.exp(p.everyMs)
     }
   }
+  if (calmAt !== null) vc.at(calmAt, () => { vc.heal(); vc.network = LAN; ended() })
   for (let i = 0; i < (f.crashes ?? 0); i++) {
-    const node = rng.pick(seeds)
-    const t = within(0.1, 0.7)
+    const node = rng.pick(pool)
+    const t = within(0.1, latest(restart + 200))
     vc.at(t, () => vc.crash(node))
-    vc.at(t + restart, () => vc.start(node))
+    vc.at(t + restart, () => { vc.start(node); ended() })
   }
   for (let i = 0; i < (f.stops ?? 0); i++) {
-    const node = rng.pick(seeds)
-    const t = within(0.1, 0.7)
+    const node = rng.pick(pool)
+    const t = within(0.1, latest(restart + 3500))
     // The peers do not hear the stopping node's gossip (its pubsub links are mute), so they never hear
     // "leaving" and keep asking it for tokens: their wants reach it while, and after, it stops.
     const deaf = f.muteDuringStop === true ? seeds.filter(n => n !== node) : []
@@ -68,10 +89,11 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, seeds: readonl
       if (n?.state === 'stopping') { vc.at(vc.now + 100, again); return }
       for (const d of deaf) vc.cuts.muteGossip(node, d, false)
       vc.start(node)
+      ended()
     }
     vc.at(t + restart, again)
   }
-  const joinAt = new Map<string, number>()
+  const joinAt = s.joinAt
   for (const j of joiners) {
     const t = within(0.1, 0.6)
     joinAt.set(j, t)
@@ -84,7 +106,8 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, seeds: readonl
     steps.forEach((k, i) => vc.at(startMs + durationMs * (0.2 + 0.5 * i / steps.length), () => vc.stepWall(node, k * perMs)))
   }
   if (f.restartAllAt !== undefined) restartAll(vc, seeds, startMs + durationMs * f.restartAllAt, () => {})
-  return { joinAt, change: f.ruleChange === undefined ? null : scheduleRuleChange(vc, f.ruleChange, seeds, startMs + durationMs * f.ruleChange.atFraction, rng) }
+  s.change = f.ruleChange === undefined ? null : scheduleRuleChange(vc, f.ruleChange, seeds, startMs + durationMs * f.ruleChange.atFraction, rng)
+  return s
 }
 
 /** SIGTERM every node at `at`; once all have stopped, `then()` (which may change the file), and start them all. */

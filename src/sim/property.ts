@@ -31,7 +31,7 @@ export function propertySpec (c: PropertyCase): SimSpec {
     seed: c.seed,
     mode: c.mode,
     rule: propertyRule(c.seed, glob),
-    durationMs: 3000,
+    durationMs: sc.propertyMs ?? 3000,
     gossipIntervalMs: 100
   }
 }

@@ -27,6 +27,7 @@ import type { Scenario } from './scenario.js'
 import type { Admission, Arrival, HotMove, OracleRule } from './types.js'
 import { VirtualCluster } from './virtual-cluster.js'
 import { scheduleFaults } from './faults.js'
+import { SETTLE_LIMIT_MS, SettleProbe, type SettleFigures } from './settle.js'
 
 export interface SimSpec {
   scenario: Scenario
@@ -63,6 +64,8 @@ export interface SimResult extends Figures {
   /** Why the run failed (empty when ok). */
   failures: string[]
   replay: string
+  /** How grants settled after the last heal (scenarios with a calm point: settle.ts). */
+  settle?: SettleFigures
 }
 
 /** A run starts this far into a window, so windows and the run's start don't line up. */
@@ -138,7 +141,9 @@ export function runSim (spec: SimSpec): SimResult {
     tuning: { gossipIntervalMs: spec.gossipIntervalMs, aliveTimeoutMs: Math.max(1000, 4 * spec.gossipIntervalMs), tickMs: Math.min(50, spec.gossipIntervalMs), ...spec.tuning }
   })
   spec.sabotage?.(vc, startMs)
-  const { joinAt, change } = scheduleFaults(vc, sc.faults, seeds, joiners, startMs, spec.durationMs, stream(spec.seed, 4))
+  const sched = scheduleFaults(vc, sc.faults, seeds, joiners, startMs, spec.durationMs, stream(spec.seed, 4))
+  const { joinAt, change } = sched
+  const probe = new SettleProbe(vc, sched, startMs, endMs)
 
   // Conservation, every 100 ms and at the end.
   const failures: string[] = []
@@ -206,6 +211,10 @@ export function runSim (spec: SimSpec): SimResult {
   if (spec.mode === 'hard' && overshoot > 0) failures.unshift(`hard-mode overshoot: ${overshoot} token(s) over the exact limiter`)
 
   if (spec.mode === 'soft' && overshoot > overdraft + 1e-6) failures.push(`soft overshoot ${overshoot} exceeds the reported overdraft ${overdraft}`)
+  const settle = probe.figures(startMs)
+  if (settle !== null && settle.maxAgeMs > SETTLE_LIMIT_MS) {
+    failures.push(`settle: a grant to a node that is up stayed unacked ${Math.round(settle.maxAgeMs)} ms after the last heal (limit ${SETTLE_LIMIT_MS} ms)`)
+  }
   if (worstCreated > 1e-6) failures.push(`conservation: ${fmt(worstCreated)} token(s) created`)
   if (worstLost < -1e-6) failures.push(`conservation: ${fmt(-worstLost)} token(s) lost without being accounted for`)
   failures.push(...positionErrors)
@@ -224,7 +233,8 @@ export function runSim (spec: SimSpec): SimResult {
     algorithm: rule.algorithm,
     ok: failures.length === 0,
     failures,
-    replay: replayCommand(spec)
+    replay: replayCommand(spec),
+    ...(settle === null ? {} : { settle })
   }
 }
 

@@ -30,6 +30,14 @@ export interface FaultSpec {
   wallSteps?: number[]
   /** Every node stops (SIGTERM) at this fraction of the run and starts again with the same file once all have stopped. */
   restartAllAt?: number
+  /**
+   * From this fraction of the run on, nothing fails: the last partition
+   * heals then, the network turns LAN, and every crash and stop has
+   * restarted before it (the settle probe, settle.ts, measures from here).
+   */
+  calmAt?: number
+  /** Crashes of nodes that never come back (their tokens wait for reclaim). */
+  crashesForever?: number
 }
 
 export interface Scenario {
@@ -44,6 +52,8 @@ export interface Scenario {
   skewMs: number
   /** Active keys for a glob rule (an exact rule has one key). */
   keys: number
+  /** The property test's run length, when the scenario needs more than its 3 s (a calm tail to measure). */
+  propertyMs?: number
 }
 
 /** A datacenter network: 1 ms floor, 2 ms mean, rare 50 ms stragglers. */
@@ -123,6 +133,15 @@ export const SCENARIOS: readonly Scenario[] = [
     summary: 'moving hot spot; one node\'s wall clock steps 2.5 periods forward, then 3.5 back',
     load: 'moving-hot',
     faults: { wallSteps: [2.5, -3.5] }
+  },
+  {
+    ...base,
+    name: 'heal-settle',
+    summary: 'Zipf load; lossy links, partitions, crashes and stops (restarted), one crash for good; all healed at 60%',
+    load: 'zipf',
+    network: LOSSY,
+    faults: { partitions: { everyMs: 1500, durationMs: 1500, oneWay: 0.33 }, crashes: 2, stops: 1, crashesForever: 1, restartAfterMs: 1000, calmAt: 0.6 },
+    propertyMs: 10_000
   },
   { ...base, name: 'keys100', summary: '100 active keys of a glob rule, Zipf load at 1.2x each', load: 'zipf', keys: 100 },
   { ...base, name: 'keys100-slow', summary: 'the same 100 keys at a quarter of the request rate', load: 'zipf', keys: 100, demand: 0.3 }

@@ -143,8 +143,14 @@ export class TokenAudit {
     for (const [k, n] of items) add(this.stranded, k, n)
   }
 
-  /** Move grants whose fate is known out of `open`. */
-  private settle (): void {
+  /**
+   * Move grants whose fate is known out of `open`. The simulator calls it
+   * right after every delivery that may apply a grant: a receiver drops the
+   * applied marks of a giver's ended epoch (at its new epoch's gossip, or
+   * any message of it), and a grant found applied only later would look
+   * unapplied, so counted both in the receiver's books and as stranded.
+   */
+  settle (): void {
     for (const [id, r] of this.open) {
       const to = this.live.get(r.toEpoch)
       if (to !== undefined && to.ledger.appliedFrom(r.giver, r.giverEpoch) >= r.seq) {

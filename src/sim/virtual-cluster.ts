@@ -359,7 +359,11 @@ export class VirtualCluster {
       const m = parseMessage(packr.unpack(bytes))
       let reply: Grant | Ack | None | undefined
       if (m.t === 'want') reply = tc.onWant(m, idOf(sender.name), this.mono(to))
-      else if (m.t === 'grant') { reply = tc.onGrant(m, idOf(sender.name), this.mono(to)); if (target.core === tc) this.poll(target, tc) }
+      else if (m.t === 'grant') {
+        reply = tc.onGrant(m, idOf(sender.name), this.mono(to))
+        this.audit.settle()
+        if (target.core === tc) this.poll(target, tc)
+      }
       if (reply === undefined) return
       if (reply.t === 'grant') { this.audit.granted(reply); this.positions.granted(reply) }
       const back = packr.pack(reply)
@@ -367,7 +371,9 @@ export class VirtualCluster {
       this.transmit(to, sender.name, back, () => {
         const r = parseMessage(packr.unpack(back))
         if (r.t !== 'grant' && r.t !== 'ack' && r.t !== 'none') return
-        if (settle()) { core.onReply(msg, r, this.mono(sender.name)); if (r.t === 'grant') this.poll(sender, core) }
+        if (!settle()) return
+        core.onReply(msg, r, this.mono(sender.name))
+        if (r.t === 'grant') { this.audit.settle(); this.poll(sender, core) }
       }, reply.t === 'grant' ? reply : undefined)
     }, msg.t === 'grant' ? msg : undefined)
   }

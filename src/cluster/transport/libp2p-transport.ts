@@ -154,6 +154,7 @@ export class Libp2pTransport implements Transport {
       selfId: this.peerId,
       minBackoffMs: o.minBackoffMs,
       maxBackoffMs: o.maxBackoffMs,
+      seedMaxBackoffMs: o.seedMaxBackoffMs,
       onEvent: (name, fields) => { this.emit(name, fields) }
     })
   }
@@ -284,7 +285,8 @@ export class Libp2pTransport implements Transport {
   private peerEvent (peer: PeerId, connected: boolean): void {
     const id = peer.toString()
     this.emit('peer', { peerId: id, connected })
-    if (!connected) this.redialer.peerDisconnected(id)
+    if (connected) this.redialer.peerConnected(id)
+    else this.redialer.peerDisconnected(id)
     this.callHandler('onPeer', () => { this.onPeer(id, connected) })
   }
 

@@ -24,7 +24,7 @@ export function validateOptions (opts: TransportOptions): ResolvedOptions {
   const issues: ConfigIssue[] = []
   const bad = (path: string, message: string): void => { issues.push({ path, message }) }
   const o = { ...TRANSPORT_DEFAULTS, ...stripUndefined(opts) } as ResolvedOptions
-  for (const k of ['maxMessageBytes', 'maxRequestBytes', 'dialTimeoutMs', 'minBackoffMs', 'maxBackoffMs', 'inboundTimeoutMs'] as const) {
+  for (const k of ['maxMessageBytes', 'maxRequestBytes', 'dialTimeoutMs', 'minBackoffMs', 'maxBackoffMs', 'seedMaxBackoffMs', 'inboundTimeoutMs'] as const) {
     const v = o[k]
     if (!Number.isSafeInteger(v) || v <= 0) bad(k, `must be a positive integer, got ${String(v)}`)
   }

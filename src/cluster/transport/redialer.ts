@@ -7,11 +7,17 @@
  *
  * Each seed is in one of three states: idle (connected, or stopped), dialling
  * (one dial in flight, never two), or waiting (one timer armed). A failed dial
- * waits `min * 2^(failures-1)` capped at `max`, with equal jitter (half fixed,
- * half random) so restarted nodes do not redial in lock-step. A connection
- * that drops soon after it was made counts as a failure too, so a peer that
- * accepts and immediately drops us is redialled with growing backoff instead
- * of in a tight loop.
+ * waits `min * 2^(failures-1)` capped at `min(max, seedMax)`, with equal
+ * jitter (half fixed, half random) so restarted nodes do not redial in
+ * lock-step. A connection that drops soon after it was made counts as a
+ * failure too, so a peer that accepts and immediately drops us is redialled
+ * with growing backoff instead of in a tight loop.
+ *
+ * Seeds are the cluster's quorum: while one is cut off, nothing flows to it,
+ * not even the gossip that settles grants (reclaim-design.md §1 finding 4).
+ * So their cap is short (1.5 s by default, not 10 s: a heal is noticed
+ * within about that), and a connection that comes in is taken as a sign the
+ * network is back: seeds still waiting are redialled at once.
  *
  * No libp2p import: dialling is a callback; time and randomness are injected.
  */
@@ -25,6 +31,8 @@ export interface RedialerOptions {
   selfId: string
   minBackoffMs: number
   maxBackoffMs: number
+  /** A lower cap for seeds (all this redialer dials). @default no lower cap */
+  seedMaxBackoffMs?: number
   random?: () => number
   now?: () => number
   onEvent?: (name: string, fields: Record<string, unknown>) => void
@@ -74,7 +82,8 @@ export class Redialer {
 
   /** The delay before retry number `failures` (1-based), jitter included. */
   backoff (failures: number): number {
-    const { minBackoffMs: min, maxBackoffMs: max } = this.opts
+    const { minBackoffMs: min } = this.opts
+    const max = Math.min(this.opts.maxBackoffMs, this.opts.seedMaxBackoffMs ?? Infinity)
     const base = Math.min(max, min * 2 ** Math.min(Math.max(failures - 1, 0), 30))
     return Math.round(base / 2 + this.random() * base / 2)
   }
@@ -88,6 +97,27 @@ export class Redialer {
       const lived = this.now() - s.connectedAt
       s.failures = lived < STABLE_MS ? s.failures + 1 : 1
       this.schedule(s)
+    }
+  }
+
+  /**
+   * A peer connected (it dialled us, or we it). If it is a seed, its wait
+   * ends, and its backoff starts over once the connection has lasted
+   * `STABLE_MS` (one that drops at once still counts as a failure, so a peer
+   * that accepts and drops us is not redialled in a tight loop). Either way
+   * the network may have healed: every seed still waiting to be redialled is
+   * dialled now (its failures stay counted, so one still unreachable goes
+   * back to its backoff).
+   */
+  peerConnected (peerId: string): void {
+    if (!this.running) return
+    for (const s of this.seeds) {
+      if (s.peerId === peerId) s.connectedAt = this.now()
+      if (s.timer === undefined || s.dialling) continue
+      clearTimeout(s.timer)
+      s.timer = undefined
+      this.opts.onEvent?.('redial-now', { addr: s.addr, peerId: s.peerId, failures: s.failures, because: peerId })
+      this.attempt(s)
     }
   }
 

@@ -14,6 +14,7 @@ export const TRANSPORT_DEFAULTS = {
   dialTimeoutMs: 3000,
   minBackoffMs: 250,
   maxBackoffMs: 10_000,
+  seedMaxBackoffMs: 1500,
   inboundTimeoutMs: 10_000
 } as const
 
@@ -49,6 +50,14 @@ export interface TransportOptions {
   minBackoffMs?: number
   /** Redial backoff cap. @default 10000 */
   maxBackoffMs?: number
+  /**
+   * Redial backoff cap for seeds (the quorum), applied under `maxBackoffMs`:
+   * a seed cut off is redialled at least this often, so a healed network is
+   * noticed within about this long (reclaim-design.md §1 finding 4). A peer
+   * that connects to us also resets the backoff and redials waiting seeds.
+   * @default 1500
+   */
+  seedMaxBackoffMs?: number
   /**
    * Deadline for serving one inbound request: reading it, running
    * `onRequest` and writing the response. @default 10000

@@ -1,0 +1,205 @@
+/**
+ * New-epoch evidence from wants, grants, acks and nones (reclaim-design.md
+ * §1 findings 2 and 3), the resend backoff toward receivers not alive
+ * (finding 1), and the messages' `inc` field. Pure: cores and ledgers driven
+ * by hand with a manual clock (plain numbers), no network.
+ */
+import test from 'ava'
+import { Packr } from 'msgpackr'
+import { ClusterCore } from '../src/cluster/cluster-core.js'
+import { Ledger, MAX_QUIET_BACKOFF } from '../src/cluster/ledger.js'
+import { CLUSTER_VERSION, gossipTopic, parseMessage, type Ack, type Grant, type Want } from '../src/cluster/messages.js'
+import { Peers } from '../src/cluster/peers.js'
+import { limits, rule } from './helpers/rules.js'
+
+const WALL = 1_700_000_000_000
+const KEY = 'api'
+const keep = { cfg: 'h', known: () => true, maxKeys: 100 }
+
+function core (node: string, incarnation: number, epoch = `${node}.${incarnation}`, now = 0): ClusterCore {
+  const c = new ClusterCore({
+    node,
+    epoch,
+    incarnation,
+    clusterHash: 'h',
+    seeds: ['a', 'b'],
+    listed: new Map([['a', 'id:a'], ['b', 'id:b']]),
+    rules: [rule({ name: KEY, limit: 100, perMs: 1000 })],
+    limits: limits(),
+    allocate: incarnation === 1,
+    wallMs: WALL + now,
+    monoMs: now
+  })
+  c.init(now)
+  return c
+}
+
+/** `from` gossips to `to` (one full gossip). */
+function hear (to: ClusterCore, from: ClusterCore, now: number): void {
+  to.onGossip(from.gossip.now(now), `id:${from.node}`, now)
+}
+
+/** a grants `n` tokens of the key to b's epoch, debited as a push would be. */
+function give (a: ClusterCore, b: string, n: number, now: number): Grant {
+  const ks = a.limiter.existing(KEY)
+  const p = a.peers.get(b)
+  if (ks === undefined || p === undefined) throw new Error('setup')
+  const g = a.transfers.give(ks, ks.ext as never, p, n, now)
+  if (g === undefined) throw new Error('nothing given')
+  return g
+}
+
+test('an ack from a restarted receiver ends its old epoch at the giver: the outbox is stranded, resends stop', t => {
+  const a = core('a', 1)
+  const b1 = core('b', 1)
+  hear(a, b1, 10)
+  hear(b1, a, 10)
+  const g = give(a, 'b', 3, 20)
+  t.is(a.ledger.unackedTotal(), 3)
+  // b crashes and comes back as incarnation 2 before a hears any gossip of it.
+  const b2 = core('b', 2, 'b.2', 30)
+  const ack = b2.onGrant(g, 'id:a', 40)
+  t.is(ack.applied, 0, 'a grant to the dead epoch is never applied')
+  t.is(ack.inc, 2)
+  a.onReply(g, ack, 50)
+  t.is(a.peers.get('b')?.epoch, 'b.2', 'the ack taught a the new epoch')
+  t.is(a.ledger.unackedTotal(), 0, 'the outbox to the dead epoch is gone')
+  t.is(a.ledger.stranded, 3, 'and counted as stranded, as a gossip of the restart would')
+  t.is((a.limiter.existing(KEY)?.ext as { stranded: number }).stranded, 3)
+  t.deepEqual(a.ledger.due(5000, 1000), [], 'nothing left to resend')
+})
+
+test('a grant from a restarted giver is applied at once: the receiver no longer answers old-epoch until a gossip comes', t => {
+  const a1 = core('a', 1)
+  const b = core('b', 1)
+  hear(a1, b, 10)
+  hear(b, a1, 10)
+  // a restarts (clean: incarnation 2), hears b, and pushes to it; b has not heard a's new gossip.
+  const a2 = core('a', 2, 'a.2', 20)
+  hear(a2, b, 20)
+  const ks = a2.limiter.keyState(KEY, 1, 20)
+  ks.bucket.credit(5)
+  const g = give(a2, 'b', 2, 30)
+  const before = b.limiter.existing(KEY)?.bucket.held ?? 0
+  const ack = b.onGrant(g, 'id:a', 40)
+  t.is(b.peers.get('a')?.epoch, 'a.2')
+  t.is(ack.applied, 1, 'applied, not refused as old-epoch')
+  t.is((b.limiter.existing(KEY)?.bucket.held ?? 0) - before, 2)
+  a2.onReply(g, ack, 50)
+  t.is(a2.ledger.unackedTotal(), 0, 'settled by the ack')
+})
+
+test('a delayed grant of the old epoch is refused once the new epoch is known (its marks are gone)', t => {
+  const a1 = core('a', 1)
+  const b = core('b', 1)
+  hear(a1, b, 10)
+  hear(b, a1, 10)
+  const old = give(a1, 'b', 4, 15)
+  const a2 = core('a', 2, 'a.2', 20)
+  hear(a2, b, 20)
+  a2.limiter.keyState(KEY, 1, 20).bucket.credit(5)
+  b.onGrant(give(a2, 'b', 1, 30), 'id:a', 30)
+  const held = b.limiter.existing(KEY)?.bucket.held
+  const ack = b.onGrant(old, 'id:a', 40)
+  t.is(ack.applied, 0)
+  t.is(b.limiter.existing(KEY)?.bucket.held, held, 'no token of the dead epoch is credited')
+  t.is(b.peers.get('a')?.epoch, 'a.2', 'a lower inc never ends an epoch (no roll-back)')
+})
+
+test('a want from a new incarnation ends the old one; it is not served until its gossip says its rules', t => {
+  const a = core('a', 1)
+  const b1 = core('b', 1)
+  hear(a, b1, 10)
+  give(a, 'b', 3, 20)
+  const w: Want = { v: CLUSTER_VERSION, t: 'want', node: 'b', epoch: 'b.2', inc: 2, key: KEY, want: 5 }
+  const reply = a.onWant(w, 'id:b', 30)
+  t.is(reply.t, 'none', 'rules of the new epoch are not known yet')
+  t.is(a.ledger.unackedTotal(), 0, 'grants to the dead epoch are stranded')
+  t.deepEqual(a.peers.get('b')?.rules, {})
+  hear(a, core('b', 2, 'b.2', 40), 40)
+  t.is(a.onWant(w, 'id:b', 50).t, 'grant', 'served once its gossip came')
+})
+
+test('evidence is only taken from the peer id bound to the name', t => {
+  const a = core('a', 1)
+  hear(a, core('b', 1), 10)
+  give(a, 'b', 3, 20)
+  const w: Want = { v: CLUSTER_VERSION, t: 'want', node: 'b', epoch: 'b.9', inc: 9, key: KEY, want: 5 }
+  a.onWant(w, 'id:mallory', 30)
+  t.is(a.peers.get('b')?.epoch, 'b.1')
+  t.is(a.ledger.unackedTotal(), 3)
+})
+
+test('Peers.evidence: higher inc ends the epoch; lower never; equal only once the known epoch is silent; unknown names are not created', t => {
+  const peers = new Peers(1000, keep)
+  const g = { v: CLUSTER_VERSION, t: 'gossip' as const, node: 'b', epoch: 'e5', inc: 5, seq: 1, now: 0, pending: [], carries: [], cfg: 'h', rules: { api: 'x' }, keys: [], acks: [] }
+  peers.observe(g, 'a', 'ea', 100, 0)
+  t.is(peers.evidence('b', 'e4', 4, 200), null, 'lower inc: a delayed message of a dead process')
+  t.is(peers.evidence('b', 'e5', 5, 200), null, 'same epoch: nothing new')
+  t.is(peers.evidence('b', 'e5x', 5, 200), null, 'same inc, other epoch, while the known one is alive')
+  t.is(peers.get('b')?.epoch, 'e5')
+  t.is(peers.evidence('b', 'e5x', 5, 1200), 'e5', 'same inc once the known epoch fell silent (as gossip)')
+  t.is(peers.get('b')?.inc, 5)
+  t.is(peers.evidence('b', 'e6', 6, 1300), 'e5x')
+  t.is(peers.get('b')?.epoch, 'e6')
+  t.is(peers.evidence('b', 'e5', 5, 99_999), null, 'never back')
+  t.is(peers.evidence('c', 'e1', 1, 0), null)
+  t.is(peers.get('c'), undefined)
+  // A late gossip of the ended epoch changes nothing either.
+  t.is(peers.observe({ ...g, seq: 9 }, 'a', 'ea', 1400, 0), null)
+  t.is(peers.get('b')?.epoch, 'e6')
+})
+
+test('Ledger.due: resends to a receiver not alive are spaced further each time, up to a cap; alive or heard again, at once', t => {
+  const l = new Ledger('a', 'ea', 1)
+  l.grant('b', 'eb', [[KEY, 2, 0]], 0)
+  const alive = { b: false }
+  const up = (to: string): boolean => alive[to as 'b']
+  const sent: number[] = []
+  for (let now = 0; now <= 60_000; now += 50) if (l.due(now, 1000, up).length > 0) sent.push(now)
+  const gaps = sent.slice(1).map((s, i) => s - sent[i])
+  t.deepEqual(gaps.slice(0, 4), [2000, 4000, 8000, 8000], 'doubling from the second resend, capped')
+  t.is(Math.max(...gaps), 1000 * MAX_QUIET_BACKOFF)
+  // A message from b (a want, a reply): it is reachable; the normal pace resumes.
+  l.heard('b')
+  const last = sent[sent.length - 1]
+  t.deepEqual(l.due(last + 1000, 1000, up).length, 1)
+  alive.b = true
+  t.is(l.due(last + 1500, 1000, up).length, 0)
+  t.is(l.due(last + 2000, 1000, up).length, 1, 'alive: every retransmit time')
+  t.is(l.due(last + 3000, 1000, up).length, 1)
+})
+
+test('status counts grants to receivers not alive apart (waiting for reclaim, not for an ack)', async t => {
+  const { clusterStatus } = await import('../src/cluster/cluster-status.js')
+  const a = core('a', 1)
+  hear(a, core('b', 1), 10)
+  give(a, 'b', 3, 20)
+  const at = (now: number): { keys: Array<{ inTransitOut: number, inTransitToDead: number }>, dead: number } => {
+    const s = clusterStatus(a, now, WALL + now) as { cluster: { inTransitToDead: number }, clusterKeys: Array<{ inTransitOut: number, inTransitToDead: number }> }
+    return { keys: s.clusterKeys, dead: s.cluster.inTransitToDead }
+  }
+  t.like(at(100), { dead: 0, keys: [{ inTransitOut: 3, inTransitToDead: 0 }] })
+  t.like(at(100 + a.tuning.aliveTimeoutMs), { dead: 3, keys: [{ inTransitOut: 3, inTransitToDead: 3 }] })
+})
+
+test('parseMessage: want, grant, ack and none carry a whole, non-negative inc', t => {
+  const packr = new Packr({ useRecords: false })
+  const round = (m: unknown): unknown => parseMessage(packr.unpack(packr.pack(m)))
+  const base = { v: CLUSTER_VERSION, node: 'a', epoch: 'ea', inc: 7 }
+  const msgs = [
+    { ...base, t: 'want', key: KEY, want: 3 },
+    { ...base, t: 'grant', to: 'b', toEpoch: 'eb', seq: 1, items: [[KEY, 2, 0]] },
+    { ...base, t: 'ack', applied: 4 },
+    { ...base, t: 'none' }
+  ]
+  for (const m of msgs) {
+    t.is((round(m) as Ack).inc, 7, m.t)
+    for (const inc of [undefined, -1, 1.5, '7', Infinity, Number.MAX_SAFE_INTEGER + 2]) {
+      t.throws(() => round({ ...m, inc }), { code: 'E_BAD_FRAME' }, `${m.t} inc ${String(inc)}`)
+    }
+  }
+  t.throws(() => round({ ...msgs[0], v: 2 }), { code: 'E_BAD_FRAME' }, 'version 2 is refused')
+  t.is(CLUSTER_VERSION, 3)
+  t.is(gossipTopic('prod'), 'quotad/prod/gossip/3')
+})

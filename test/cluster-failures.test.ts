@@ -9,6 +9,7 @@ import { Packr } from 'msgpackr'
 import type { QuotadClient } from '@quotad/client'
 import { parseSwarmKey } from '../src/config/swarm-key.js'
 import { createTransport } from '../src/cluster/transport/libp2p-transport.js'
+import { CLUSTER_VERSION } from '../src/cluster/messages.js'
 import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
 import { connect, eventually, stop, waitForLog, tempDir } from './helpers/proc.js'
 import { keyBooks, nodeStatus, settledHeld, type NodeStatus } from './helpers/settle.js'
@@ -88,7 +89,7 @@ test.serial('a peer sending garbage gossip is dropped and counted; the node keep
     seeds: cfg.nodes.map(n => n.listen),
     psk: parseSwarmKey(readFileSync(join(c.dir, 'swarm.key'), 'utf8')),
     dataDir: join(tempDir(), 'rogue'),
-    topic: 'quotad/test/gossip/2'
+    topic: `quotad/test/gossip/${CLUSTER_VERSION}`
   })
   rogue.onGossip = () => {}
   rogue.onRequest = () => new Uint8Array(0)

@@ -12,6 +12,7 @@ import { Packr } from 'msgpackr'
 import { QuotadClient } from '@quotad/client'
 import { parseSwarmKey } from '../src/config/swarm-key.js'
 import { createTransport } from '../src/cluster/transport/libp2p-transport.js'
+import { CLUSTER_VERSION } from '../src/cluster/messages.js'
 import type { Transport } from '../src/cluster/transport/types.js'
 import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
 import { tempDir } from './helpers/proc.js'
@@ -51,7 +52,7 @@ async function rogue (c: TestCluster): Promise<Transport> {
     seeds: cfg.nodes.map(n => n.listen).filter(l => !l.endsWith('/tcp/0')),
     psk: parseSwarmKey(readFileSync(join(c.dir, 'swarm.key'), 'utf8')),
     dataDir: join(tempDir(), 'rogue'),
-    topic: 'quotad/test/gossip/2'
+    topic: `quotad/test/gossip/${CLUSTER_VERSION}`
   })
   t.onGossip = () => {}
   t.onRequest = () => new Uint8Array(0)
@@ -61,7 +62,7 @@ async function rogue (c: TestCluster): Promise<Transport> {
 }
 
 function gossip (node: string, epoch: string, seq: number, keys: unknown[] = []): Uint8Array {
-  return packr.pack({ v: 2, t: 'gossip', node, epoch, inc: 99, seq, now: Date.now(), pending: [], carries: [], cfg: 'x', rules: {}, keys, acks: [] })
+  return packr.pack({ v: CLUSTER_VERSION, t: 'gossip', node, epoch, inc: 99, seq, now: Date.now(), pending: [], carries: [], cfg: 'x', rules: {}, keys, acks: [] })
 }
 
 test.serial('forged grants mint nothing; stolen names are refused; fake names never enter the peer table', async t => {
@@ -78,7 +79,7 @@ test.serial('forged grants mint nothing; stolen names are refused; fake names ne
 
   // 1. A grant from a made-up node, and one that claims to be b: neither is credited.
   const grant = (node: string, items: unknown[]): Uint8Array =>
-    packr.pack({ v: 2, t: 'grant', node, epoch: 'e4242424242424242', to: 'a', toEpoch: sa.cluster.epoch, seq: 1, items })
+    packr.pack({ v: CLUSTER_VERSION, t: 'grant', node, epoch: 'e4242424242424242', to: 'a', toEpoch: sa.cluster.epoch, seq: 1, items })
   await eventually('the rogue to reach a', async () => {
     try { await r.request(sa.cluster.peerId, grant('mallory', [['day', 1_000_000, 0]]), 2000); return true } catch { return false }
   })
@@ -88,13 +89,13 @@ test.serial('forged grants mint nothing; stolen names are refused; fake names ne
   t.true(await remaining(c, 'a', 'g:inf') <= 100, 'a glob key holds at most its stock (its home starts with all of it)')
 
   // 2. A want in b's name from the rogue's peer id gets nothing.
-  const reply = packr.unpack(await r.request(sa.cluster.peerId, packr.pack({ v: 2, t: 'want', node: 'b', epoch: 'e1', key: 'day', want: 50 }), 5000)) as { t: string }
+  const reply = packr.unpack(await r.request(sa.cluster.peerId, packr.pack({ v: CLUSTER_VERSION, t: 'want', node: 'b', epoch: 'e1', key: 'day', want: 50 }), 5000)) as { t: string }
   t.is(reply.t, 'none')
   t.is(await remaining(c, 'a'), before)
 
   // 3. Gossip in b's name, and 1,000 made-up names: dropped, counted, never in the peer table.
   await eventually('the rogue to be in the gossip mesh', async () => (await r.publish(gossip('b', 'e1', 1))) > 0)
-  for (let i = 0; i < 1000; i++) await r.publish(gossip(`fake${i}`, 'e1', 1, [['day', 100, 0, 0, 0, 0]]))
+  for (let i = 0; i < 1000; i++) await r.publish(gossip(`fake${i}`, 'e1', 1, [['day', 100, 0, 0, 0, 0, 0, 0]]))
   for (let i = 2; i < 20; i++) await r.publish(gossip('b', 'e1', i))
   await eventually('a to count the refusals', async () => {
     const s = await status(c, 'a')

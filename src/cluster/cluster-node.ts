@@ -26,7 +26,7 @@ import { readState, STATE_FILE, writeState, type StartKind } from './durable-sta
 import { startCore, type Restored } from './persist.js'
 import { checkOwner } from './state-schema.js'
 import { clusterHash } from './cluster-hash.js'
-import { DEFAULT_BOUNDS, parseMessage, type Grant, type MessageBounds, type Want } from './messages.js'
+import { CLUSTER_VERSION, DEFAULT_BOUNDS, parseMessage, type Grant, type MessageBounds, type Want } from './messages.js'
 import type { Transport, TransportOptions } from './transport/types.js'
 
 const packr = new Packr({ useRecords: false })
@@ -101,7 +101,8 @@ export class ClusterNode {
       seeds: config.nodes.filter(n => n.name !== node.name && !/\/tcp\/0$/.test(n.listen)).map(n => n.listen),
       psk,
       dataDir: node.dataDir,
-      topic: `quotad/${config.cluster.name}/gossip/2`,
+      // The version is in the topic: nodes of another protocol version never hear (and never count as bad) each other's gossip.
+      topic: `quotad/${config.cluster.name}/gossip/${CLUSTER_VERSION}`,
       onEvent: (name, fields) => log.debug(name, fields)
     })
     t.onGossip = (from, data) => this.onGossip(from, data)

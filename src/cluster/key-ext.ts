@@ -56,6 +56,8 @@ export interface KeyExt {
   sentRate: number
   sentOwed: number
   sentDebts: number
+  /** held + outstanding + deferred + in transit out, as last gossiped (shortfall.ts). */
+  sentCustody: number
 }
 
 export function ext (ks: KeyState): KeyExt {
@@ -64,7 +66,8 @@ export function ext (ks: KeyState): KeyExt {
     x = {
       demand: 0, rate: 0, fastRate: 0, lastDemandAt: -Infinity, wantSentAt: -Infinity, lastWantAt: -Infinity, peersHeld: 0, peersHeldAt: -Infinity, deferred: null, debt: 0, overdraft: 0, burn: 0,
       reserveAt: -Infinity, debts: 0,
-      tight: false, pace: 0, transfersIn: 0, transfersOut: 0, stranded: 0, sentHeld: NaN, sentOutstanding: NaN, sentRate: NaN, sentOwed: NaN, sentDebts: NaN
+      tight: false, pace: 0, transfersIn: 0, transfersOut: 0, stranded: 0, sentHeld: NaN, sentOutstanding: NaN, sentRate: NaN, sentOwed: NaN, sentDebts: NaN,
+      sentCustody: NaN
     }
     ks.ext = x
   }

@@ -78,6 +78,11 @@ function clamp (n: number, lo: number, hi: number): number {
   return n < lo ? lo : n > hi ? hi : n
 }
 
+/** What a peer counts for: its line's custody, bounded by ±stock (its own word), or its share if it never said. */
+export function peerCustody (line: CustodyLine | undefined, share: number, stock: number): number {
+  return line === undefined ? share : clamp(custody(line), -stock, stock)
+}
+
 /**
  * The shortfall from the figures (see the header). A peer's custody is its
  * own word: bounded by ±stock, so one bad line cannot swing the sum by more
@@ -85,10 +90,7 @@ function clamp (n: number, lo: number, hi: number): number {
  */
 export function shortfall (stock: number, own: number, peers: Iterable<PeerCustody>): number {
   let n = own
-  for (const p of peers) {
-    if (!p.alive || !p.agrees) continue
-    n += p.line === undefined ? p.share : clamp(custody(p.line), -stock, stock)
-  }
+  for (const p of peers) if (p.alive && p.agrees) n += peerCustody(p.line, p.share, stock)
   return clamp(stock - n, 0, stock)
 }
 
@@ -105,11 +107,18 @@ export function ownCustody (core: Pick<ClusterCore, 'ledger'>, ks: KeyState, now
   })
 }
 
-/** The shortfall of a key this node has state for, as it sees the cluster now. O(peers). */
+/**
+ * The shortfall of a key this node has state for, as it sees the cluster
+ * now: `shortfall` over its peer table, without building one (metrics sum
+ * this over every key at each scrape). O(peers).
+ */
 export function keyShortfall (core: Pick<ClusterCore, 'ledger' | 'peers' | 'view'>, ks: KeyState, nowMs: number): number {
-  const peers: PeerCustody[] = []
+  const stock = ks.rule.stock
+  let n = ownCustody(core, ks, nowMs)
   for (const p of core.peers.all()) {
-    peers.push({ alive: core.peers.isAlive(p, nowMs), agrees: agrees(p, ks), line: p.keys.get(ks.key), share: core.view.peerShare(p, ks) })
+    if (!core.peers.isAlive(p, nowMs) || !agrees(p, ks)) continue
+    const line = p.keys.get(ks.key)
+    n += peerCustody(line, line === undefined ? core.view.peerShare(p, ks) : 0, stock)
   }
-  return shortfall(ks.rule.stock, ownCustody(core, ks, nowMs), peers)
+  return clamp(stock - n, 0, stock)
 }

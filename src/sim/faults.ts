@@ -50,7 +50,7 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, seeds: readonl
     const node = rng.pick(seeds)
     const t = within(0.1, 0.7)
     vc.at(t, () => vc.crash(node))
-    vc.at(t + restart, () => vc.start(node))
+    if (Number.isFinite(restart)) vc.at(t + restart, () => vc.start(node))
   }
   for (let i = 0; i < (f.stops ?? 0); i++) {
     const node = rng.pick(seeds)

@@ -12,9 +12,8 @@
  *
  * `held + outstanding` is the node's bucket (spendable, and spent but not yet
  * returned); `deferred` the tokens it received that are not spendable yet;
- * `inTransitOut` the tokens in its own unacked grants (debited, not yet
- * credited at the receiver, or credited there and not yet acked: counted
- * twice for a moment, which only hides shortfall, never invents it).
+ * `inTransitOut` the tokens in its own unacked grants (debited here; once
+ * the receiver has credited them and until the ack, they count at both).
  * `owed` is a burn it still owes after a rule lowered its share: those
  * tokens are over the new stock, so they are not custody of it (the same
  * books the simulator's audit keeps, token-audit.ts).
@@ -29,9 +28,10 @@
  * another version shows as shortfall until it agrees.
  *
  * It is an estimate, not an account:
- * - gossip rounds (whole tokens from 8 up, a tenth below) and is at most a
- *   gossip interval or two old, so a transfer between two peers can show as
- *   a token or two of shortfall (or none) for a moment;
+ * - gossip rounds (whole tokens from 8 up, a tenth below) and is up to a
+ *   gossip interval or two old; the giver's and the receiver's lines of a
+ *   transfer need not arrive together, so for a moment it can count twice
+ *   (hiding shortfall) or not at all (showing a token or two);
  * - a key line is sent when its custody moved by half a token
  *   (gossip-builder.ts), so a fraction may be unreported;
  * - a peer that restarted uncleanly and has not announced a glob key is

@@ -70,7 +70,8 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     const rate = keepRate(x)
     const deferred = deferredTotal(x)
     const transit = core.ledger.inTransitOf(ks.key)
-    const custody = held + outstanding + deferred + transit
+    // As peers will read it (held goes out as at least 0), so a soft-mode overdraft does not show as a loss.
+    const custody = Math.max(0, held) + outstanding + deferred + transit
     // A key gone quiet gets one exact last word, so idle views are exact (and the key can leave the active set).
     // An owed burn is exact: peers keep that much of their own holdings unspent while it is unpaid.
     // Custody: any whole token that moved (NaN, never sent, compares false and is sent).

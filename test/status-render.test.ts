@@ -11,7 +11,7 @@ test('the summary names what an operator looks for first', t => {
     rules: [{ name: 'day', limit: 90, per: '1d', algorithm: 'fixed-window', mode: 'hard', keys: 1, allowed: 50, denied: 7 }],
     ruleAgreement: [{ name: 'day', shared: false, differ: ['c'] }],
     clusterKeys: [
-      { key: 'day', held: 21.5, outstanding: 40, rate: 1.02, clusterRemaining: 50, stranded: 9, owed: 0, reserve: 3, tight: false, debt: 0 },
+      { key: 'day', held: 21.5, outstanding: 40, rate: 1.02, clusterRemaining: 50, stranded: 9, shortfall: 29.4, owed: 0, reserve: 3, tight: false, debt: 0 },
       { key: 'quiet', held: 1, outstanding: 0, rate: 0, clusterRemaining: 1 }
     ]
   })
@@ -20,7 +20,10 @@ test('the summary names what an operator looks for first', t => {
   t.regex(text, /ANOTHER CLUSTER CONFIGURATION at: c/)
   t.regex(text, /^ {2}c\s+DEAD\s+9000 ms ago/m)
   t.regex(text, /^ {2}day\s+90\/1d fixed-window\s+hard\s+1\s+50\s+7\s+NO \(c\)$/m)
-  t.regex(text, /^ {2}day\s+21\s+40\s+1\.0\s+50\s+stranded 9, reserve 3$/m)
+  t.regex(text, /^ {2}key\s+held\s+out\s+rate\/s\s+remaining\s+short\s+notes$/m)
+  t.regex(text, /^ {2}day\s+21\s+40\s+1\.0\s+50\s+29\s+stranded 9, reserve 3$/m)
+  // A key line without the figure (an older daemon) shows '-', not 0.
+  t.regex(text, /^ {2}quiet\s+1\s+0\s+0\.0\s+1\s+-$/m)
   t.true(text.indexOf('  day  ') < text.indexOf('  quiet'), 'busiest key first')
   t.false(text.includes('{'), 'no raw JSON')
 })

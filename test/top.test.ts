@@ -164,7 +164,7 @@ const node = (name: string, over: Partial<NodeView> = {}): NodeView => ({
 test('renderTop: DOWN nodes, rule problems, the 20 busiest keys, at most 80 columns', t => {
   const keys = Array.from({ length: 30 }, (_, i) => ({
     key: `key-${String(i).padStart(2, '0')}-with-a-rather-long-name`, rule: 'r', held: i, rate: i * 1.5, clusterRemaining: 100,
-    transfersIn: 1, transfersOut: 2, stranded: 0, tight: i === 29
+    transfersIn: 1, transfersOut: 2, stranded: 0, shortfall: i === 28 ? 12.4 : 0, tight: i === 29
   }))
   const snap: TopSnapshot = {
     at: '2026-01-02T03:04:05.678Z',
@@ -184,7 +184,12 @@ test('renderTop: DOWN nodes, rule problems, the 20 busiest keys, at most 80 colu
   t.true(lines.some(l => l.startsWith('! a: rule "emails" differs at b')))
   const keyRows = lines.filter(l => l.startsWith('key-'))
   t.is(keyRows.length, 20)
-  t.true(keyRows[0].startsWith('key-29-with-a-r~'), 'busiest first, long names cut')
+  t.true(keyRows[0].startsWith('key-29-with-a-~'), 'busiest first, long names cut')
   t.regex(keyRows[0], /TIGHT$/)
+  // The header names every column, SHORT included; the row of key 28 shows its shortfall (rounded) in it.
+  const head = lines.find(l => l.startsWith('KEY')) ?? ''
+  t.regex(head, /^KEY\s+NODE\s+HELD\s+RATE\/s\s+CLUSTER\s+IN\s+OUT\s+STRAND\s+SHORT\s+TIGHT$/)
+  t.regex(keyRows[1], /^key-28-with-a-~ a\s+28\s+42\s+100\s+1\s+2\s+0\s+12$/)
+  t.regex(keyRows[2], /\s0\s+0$/, 'no shortfall: 0, not blank')
   t.true(lines.some(l => l === '... 10 more key(s), less busy'))
 })

@@ -55,7 +55,8 @@ export function renderStatus (s: Obj): string {
   if (keys.length > 0) {
     const busy = [...keys].sort((a, b) => num(b.rate) - num(a.rate)).slice(0, 10)
     out.push('', `keys (${busy.length} of ${keys.length}${keys.length >= 100 ? '+' : ''}, busiest first):`)
-    out.push(...table(['key', 'held', 'out', 'rate/s', 'remaining', 'notes'], busy.map(k => {
+    // short: the stock no live node accounts for (shortfall.ts); '-' outside cluster mode.
+    out.push(...table(['key', 'held', 'out', 'rate/s', 'remaining', 'short', 'notes'], busy.map(k => {
       const notes = [
         num(k.stranded) > 0 ? `stranded ${num(k.stranded)}` : '',
         num(k.owed) > 0 ? `owes ${num(k.owed)}` : '',
@@ -64,7 +65,8 @@ export function renderStatus (s: Obj): string {
         num(k.debt) > 0 ? `debt ${num(k.debt)}` : ''
       ].filter(x => x !== '').join(', ')
       return [str(k.key).slice(0, 40), String(Math.floor(num(k.held))), String(Math.floor(num(k.outstanding))), num(k.rate).toFixed(1),
-        k.clusterRemaining === undefined ? '-' : String(Math.floor(num(k.clusterRemaining))), notes]
+        k.clusterRemaining === undefined ? '-' : String(Math.floor(num(k.clusterRemaining))),
+        k.shortfall === undefined ? '-' : String(Math.round(num(k.shortfall))), notes]
     })).map(l => '  ' + l))
   }
   return out.join('\n') + '\n'

@@ -10,7 +10,7 @@
 /** A node to watch: a display name and its socket. */
 export interface Target { name: string, socket: string }
 
-/** One key at one node. `rate` and `clusterRemaining` are null for a node not in cluster mode. */
+/** One key at one node. `rate`, `clusterRemaining` and `shortfall` are null for a node not in cluster mode. */
 export interface KeyView {
   key: string
   rule: string
@@ -20,6 +20,8 @@ export interface KeyView {
   transfersIn: number
   transfersOut: number
   stranded: number
+  /** The stock no live node accounts for, as this node sees the cluster (shortfall.ts). */
+  shortfall: number | null
   tight: boolean
 }
 
@@ -106,10 +108,12 @@ export function summarize (target: Target, status: Obj, atMs: number, prev: Samp
       transfersIn: num(k.transfersIn),
       transfersOut: num(k.transfersOut),
       stranded: num(k.stranded),
+      // An older daemon does not say: unknown, not 0.
+      shortfall: typeof k.shortfall === 'number' ? k.shortfall : null,
       tight: k.tight === true
     }))
     : arr(status.activeKeys).map(k => ({
-      key: str(k.key), rule: str(k.rule), held: num(k.held), rate: null, clusterRemaining: null, transfersIn: 0, transfersOut: 0, stranded: 0, tight: false
+      key: str(k.key), rule: str(k.rule), held: num(k.held), rate: null, clusterRemaining: null, transfersIn: 0, transfersOut: 0, stranded: 0, shortfall: null, tight: false
     }))
   const view: NodeView = {
     name: str(status.node, target.name),
@@ -178,7 +182,7 @@ function row (cells: Array<[string, number]>): string {
 }
 
 const NODE_COLS = [8, 12, -7, -5, -8, -8, -6, -5] as const
-const KEY_COLS = [16, 8, -7, -7, -8, -6, -6, -6, 5] as const
+const KEY_COLS = [15, 8, -6, -6, -7, -6, -6, -6, -6, 5] as const
 
 function cols (widths: readonly number[], values: string[]): string {
   return row(values.map((v, i) => [v, widths[i]]))
@@ -232,18 +236,19 @@ export function renderTop (snap: TopSnapshot, opts: RenderOptions = {}): string[
   if (groups.length === 0) {
     out.push('no active keys')
   } else {
-    out.push(cols(KEY_COLS, ['KEY', 'NODE', 'HELD', 'RATE/s', 'CLUSTER', 'IN', 'OUT', 'STRAND', 'TIGHT']))
+    // STRAND: what this node knows is out of reach; SHORT: the stock no live node accounts for (they differ after a restart).
+    out.push(cols(KEY_COLS, ['KEY', 'NODE', 'HELD', 'RATE/s', 'CLUSTER', 'IN', 'OUT', 'STRAND', 'SHORT', 'TIGHT']))
     const limits = new Map(snap.rules.map(r => [r.name, `of ${fmt(r.limit)}/${r.per}`]))
     for (const g of groups.slice(0, maxKeys)) {
       g.at.forEach(({ node, k }, i) => {
         // A node outside cluster mode (rate null) has no transfers or stranded tokens to show.
         const c = k.rate !== null
         out.push(cols(KEY_COLS, [i === 0 ? g.key : '', node, fmt(k.held), fmt(k.rate), fmt(k.clusterRemaining), c ? fmt(k.transfersIn) : '-',
-          c ? fmt(k.transfersOut) : '-', c ? fmt(k.stranded) : '-', k.tight ? 'TIGHT' : '']))
+          c ? fmt(k.transfersOut) : '-', c ? fmt(k.stranded) : '-', c ? fmt(k.shortfall === null ? null : Math.round(k.shortfall)) : '-', k.tight ? 'TIGHT' : '']))
       })
       if (g.at.length > 1) {
         const rate = g.at.every(a => a.k.rate === null) ? null : g.rate
-        out.push(row([['', 16], ['(sum)', 8], [fmt(g.held), -7], [fmt(rate), -7], [limits.get(g.rule) ?? '', 30]]))
+        out.push(row([['', 15], ['(sum)', 8], [fmt(g.held), -6], [fmt(rate), -6], [limits.get(g.rule) ?? '', 30]]))
       }
     }
     if (groups.length > maxKeys) out.push(`... ${groups.length - maxKeys} more key(s), less busy`)

@@ -1,10 +1,18 @@
 /**
  * The cluster part of `status`: peers, rule agreement, and per key the
- * holdings, rate, cluster-wide remaining, transfers and stranded tokens.
- * Plain JSON, computed from the state machine without changing it.
+ * holdings, rate, cluster-wide remaining, transfers, stranded tokens and the
+ * shortfall. Plain JSON, computed from the state machine without changing it.
+ *
+ * `stranded` and `shortfall` answer different questions. `stranded`: tokens
+ * this node knows are out of reach (its grants to ended epochs, credits it
+ * could not place, and what peers not alive last said they held). It goes
+ * back to 0 for a dead peer once that peer restarts, even though its tokens
+ * are gone. `shortfall` (shortfall.ts): the stock minus what every live node
+ * reports it has; it stays up until the tokens are back somewhere live.
  */
 import type { ClusterCore } from './cluster-core.js'
 import { deferredTotal, type KeyExt } from './key-ext.js'
+import { keyShortfall } from './shortfall.js'
 
 const r3 = (n: number): number => Math.round(n * 1000) / 1000
 
@@ -31,8 +39,7 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
     }
     return { name: r.name, hash: r.hash, agree, differ, shared: differ.length === 0 }
   })
-  const inTransit = core.ledger.inTransit()
-  // Of those, grants to receivers not alive: waiting for reclaim (or a heal), not for an ack.
+  // Grants to receivers not alive: waiting for reclaim (or a heal), not for an ack.
   const toDead = core.ledger.inTransit(to => !core.receiverAlive(to, nowMs))
   const keys = []
   for (const ks of core.limiter.states()) {
@@ -50,9 +57,10 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
       clusterRemaining: r3(core.view.clusterRemaining(ks, nowMs)),
       transfersIn: x.transfersIn,
       transfersOut: x.transfersOut,
-      inTransitOut: inTransit.get(ks.key) ?? 0,
+      inTransitOut: core.ledger.inTransitOf(ks.key),
       inTransitToDead: toDead.get(ks.key) ?? 0,
       stranded: r3(x.stranded + strandedAtDeadPeers(core, ks.key, nowMs)),
+      shortfall: r3(keyShortfall(core, ks, nowMs)),
       owed: r3(x.burn),
       reserve: ks.reserve === Infinity ? 'all' : r3(ks.reserve),
       tight: x.tight,

@@ -57,7 +57,7 @@ export class ClusterView {
     const held = Math.max(0, this.peerHeld(p, ks) + delta)
     const k = p.keys.get(ks.key)
     if (k !== undefined) k.held = held
-    else p.keys.set(ks.key, { held, outstanding: 0, rate: 0, owed: 0, debts: 0, said: NaN, gen: NO_GEN, seq: 0 }) // a belief: says nothing of burns
+    else p.keys.set(ks.key, { held, outstanding: 0, rate: 0, owed: 0, debts: 0, deferred: 0, inTransitOut: 0, said: NaN, gen: NO_GEN, seq: 0 }) // a belief: says nothing of burns
   }
 
   /**

@@ -4,8 +4,13 @@
  * A key is included when what peers know of it is stale enough to matter
  * for their decisions (which donor to ask, how much the cluster has left):
  * its held moved by half a token and by a quarter of what was last said, or
- * its rate by a quarter. `outstanding` is carried along but never triggers a
- * send (only status reads it). A full sync marks keys stale as its cursor
+ * its rate by a quarter. Its custody (held + outstanding + deferred + tokens
+ * in transit out: what peers' shortfall sums, shortfall.ts) is sent when it
+ * moved by half a token at all: it changes only when tokens move between
+ * nodes, are burned or a rule changes, never by spending, so this adds at
+ * most one line per key per interval in which a transfer touched it (the
+ * ledger names keys whose grants settled, gossip-schedule.ts, so a quiet
+ * key is announced again too). A full sync marks keys stale as its cursor
  * reaches them, so every view is refreshed every `fullSyncEvery` gossips.
  * Values are rounded so msgpack sends small integers rather than float64s.
  * A key whose owed burn changed is always sent (caution.ts relies on it).
@@ -18,7 +23,7 @@
  */
 import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore } from './cluster-core.js'
-import { ext, keepRate } from './key-ext.js'
+import { deferredTotal, ext, keepRate } from './key-ext.js'
 import { CLUSTER_VERSION, type Gossip, type GossipKey } from './messages.js'
 
 /** Integers from 8 up, one decimal below: what a peer's decisions can use, in few bytes. */
@@ -55,17 +60,23 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
   if (core.gossip.membersDue()) bytes += core.membership.members().reduce((n, [m, id]) => n + m.length + id.length + 6, 0)
   let leftover: KeyState | null = null
   for (const ks of candidates) {
-    const cost = Buffer.byteLength(ks.key) + 40
+    // The key's string header, seven numbers (9 bytes each as float64, at worst) and the array's header.
+    const cost = Buffer.byteLength(ks.key) + 68
     if (bytes + cost > GOSSIP_BYTE_BUDGET) { leftover = ks; break }
     const x = ext(ks)
     ks.bucket.advance(nowMs)
     const held = ks.bucket.held
     const outstanding = ks.bucket.outstanding(nowMs)
     const rate = keepRate(x)
+    const deferred = deferredTotal(x)
+    const transit = core.ledger.inTransitOf(ks.key)
+    // As peers will read it (held goes out as at least 0), so a soft-mode overdraft does not show as a loss.
+    const custody = Math.max(0, held) + outstanding + deferred + transit
     // A key gone quiet gets one exact last word, so idle views are exact (and the key can leave the active set).
     // An owed burn is exact: peers keep that much of their own holdings unspent while it is unpaid.
+    // Custody: any whole token that moved (NaN, never sent, compares false and is sent).
     const changed = stale(x.sentHeld, held, 0.5) || stale(x.sentRate, rate, 0.05) || (rate === 0 && held !== x.sentHeld) ||
-      x.burn !== x.sentOwed || x.debts !== x.sentDebts
+      x.burn !== x.sentOwed || x.debts !== x.sentDebts || !(Math.abs(custody - x.sentCustody) < 0.5) || (rate === 0 && custody !== x.sentCustody)
     if (!changed) continue
     x.sentHeld = held
     x.sentOutstanding = outstanding
@@ -73,9 +84,10 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     x.sentRate = rate
     x.sentOwed = x.burn
     x.sentDebts = x.debts
+    x.sentCustody = custody
     // Rounding owed or debts down would understate them: up to a tenth (they are whole in practice); Infinity as -1.
     const up = (n: number): number => n === Infinity ? -1 : Math.ceil(n * 10) / 10
-    keys.push([ks.key, compact(Math.max(0, held)), compact(outstanding), compact(rate), up(x.burn), up(x.debts)])
+    keys.push([ks.key, compact(Math.max(0, held)), compact(outstanding), compact(rate), up(x.burn), up(x.debts), compact(deferred), compact(transit)])
     bytes += cost
     // Stop right after the last one taken, so a resumable candidate source loses nothing.
     if (keys.length >= max) break

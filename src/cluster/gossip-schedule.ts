@@ -3,9 +3,11 @@
  * the full-sync passes (anti-entropy) and the `pending` rules.
  *
  * Candidates for a message, in order: a key carried over from the last
- * message (taken but over the byte budget), the active keys, then the
- * resumable full-sync pass over every key with cluster state (each marked
- * stale as the pass reaches it, so it is sent). A pass starts on the
+ * message (taken but over the byte budget), the active keys, the keys whose
+ * grants settled (acked or stranded) since they were last offered (their
+ * custody moved though they may be quiet: peers' shortfall reads it), then
+ * the resumable full-sync pass over every key with cluster state (each
+ * marked stale as the pass reaches it, so it is sent). A pass starts on the
  * `fullSyncEvery`-th gossip, or at once when something asks for it (a peer
  * that is new or restarted, a rule change), and only after the last one
  * ended: a large table takes many messages.
@@ -30,6 +32,8 @@ export class GossipSchedule {
   private fullSync = true
   private cursor: Iterator<KeyState> | null = null
   private carry: KeyState | null = null
+  /** Keys whose grants settled, not offered yet (a key leaves the set as it is offered; bounded by the key table). */
+  private readonly settled = new Set<string>()
   private readonly announcing = new Set<string>()
   private changes = 0
   private passFrom = -1
@@ -106,6 +110,13 @@ export class GossipSchedule {
     this.carry = null
     if (carried !== null) yield carried
     yield * this.core.active
+    for (const k of this.core.ledger.settledKeys()) this.settled.add(k)
+    for (const k of this.settled) {
+      // Deleted as offered: the builder stops right after a key it took, so the rest wait for the next message.
+      this.settled.delete(k)
+      const ks = this.core.limiter.existing(k)
+      if (ks !== undefined && ks.ext !== null) yield ks
+    }
     const c = this.cursor
     if (c === null) return
     while (true) {

@@ -21,7 +21,7 @@ import type { CalendarView } from '../core/calendar.js'
  * array of doubles); the value read back is the very double written.
  */
 export class KeyExt {
-  private readonly n: number[] = [0, 0, 0, -Infinity, -Infinity, -Infinity, 0, -Infinity, 0, 0, 0, -Infinity, 0, 0, 0, 0, 0, NaN, NaN, NaN, NaN, NaN, 0]
+  private readonly n: number[] = [0, 0, 0, -Infinity, -Infinity, -Infinity, 0, -Infinity, 0, 0, 0, -Infinity, 0, 0, 0, 0, 0, NaN, NaN, NaN, NaN, NaN, 0, NaN]
   deferred: Array<[amount: number, at: number]> | null = null
   /** Tightening: cluster-wide remaining below the low-water mark. */
   tight = false
@@ -93,6 +93,9 @@ export class KeyExt {
   /** Until when (monotonic) requests for this key wait for a first transfer (first-use.ts); 0: not in a first use. */
   get firstUseUntil (): number { return this.n[22] }
   set firstUseUntil (v: number) { this.n[22] = v }
+  /** held + outstanding + deferred + in transit out, as last gossiped (shortfall.ts). */
+  get sentCustody (): number { return this.n[23] }
+  set sentCustody (v: number) { this.n[23] = v }
 }
 
 export function ext (ks: KeyState): KeyExt {

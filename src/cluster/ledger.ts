@@ -27,6 +27,11 @@
  * an old grant finds no mark and no current epoch, and is refused (its
  * tokens are stranded, never credited twice). Memory is one mark per live
  * peer, however many restarts, joins and leaves there were.
+ *
+ * Tokens in transit are also counted per key (`transit`), kept in step with
+ * the outboxes as grants are queued, acked and stranded: status and gossip
+ * read one key's figure in O(1), never by a scan of the outboxes.
+ * Invariant: transit.get(k) == Σ over outboxes' unacked grants of k's items.
  */
 import type { Grant, GrantItem } from './messages.js'
 import { CLUSTER_VERSION } from './messages.js'
@@ -71,6 +76,10 @@ export class Ledger {
   private readonly early = new Map<string, Map<number, Grant>>()
   /** Tokens in grants that can never be applied (the receiver's epoch moved on). */
   stranded = 0
+  /** Key -> tokens in unacked grants (see the header); absent means 0. */
+  private readonly transit = new Map<string, number>()
+  /** Keys whose transit fell since `settledKeys` was last read: their custody must be announced again. */
+  private readonly settledSince = new Set<string>()
 
   constructor (node: string, epoch: string, inc = 1) {
     this.node = node
@@ -88,6 +97,7 @@ export class Ledger {
     }
     const g: Grant = { v: CLUSTER_VERSION, t: 'grant', node: this.node, epoch: this.epoch, inc: this.inc, to, toEpoch, seq: box.nextSeq++, items }
     box.grants.push({ grant: g, sentAt: nowMs, madeAt: nowMs })
+    for (const [k, n] of items) this.transit.set(k, (this.transit.get(k) ?? 0) + n)
     return g
   }
 
@@ -101,7 +111,10 @@ export class Ledger {
     box.acked = Math.min(applied, box.nextSeq - 1)
     let i = 0
     while (i < box.grants.length && box.grants[i].grant.seq <= box.acked) i++
-    return i > 0 ? box.grants.splice(0, i).map(s => s.grant) : []
+    if (i === 0) return []
+    const dropped = box.grants.splice(0, i).map(s => s.grant)
+    for (const g of dropped) this.settle(g)
+    return dropped
   }
 
   /** The highest seq acked to (to, toEpoch), or undefined once that outbox is gone (stranded or forgotten). */
@@ -206,6 +219,7 @@ export class Ledger {
           lost.set(k, (lost.get(k) ?? 0) + n)
           this.stranded += n
         }
+        this.settle(grant)
       }
       this.out.delete(id)
     }
@@ -273,5 +287,33 @@ export class Ledger {
       for (const { grant } of box.grants) for (const [k, n] of grant.items) m.set(k, (m.get(k) ?? 0) + n)
     }
     return m
+  }
+
+  /** Tokens of `key` sitting in unacked grants (in transit): O(1). */
+  inTransitOf (key: string): number {
+    return this.transit.get(key) ?? 0
+  }
+
+  /**
+   * The keys whose transit fell (acked or stranded) since the last call, and
+   * forgets them: the gossip offers them so that peers learn the new custody
+   * (shortfall.ts) even of a key that has gone quiet here.
+   */
+  settledKeys (): string[] {
+    if (this.settledSince.size === 0) return []
+    const out = [...this.settledSince]
+    this.settledSince.clear()
+    return out
+  }
+
+  /** A grant left its outbox (acked or stranded): its tokens are no longer in transit. */
+  private settle (g: Grant): void {
+    for (const [k, n] of g.items) {
+      const left = (this.transit.get(k) ?? 0) - n
+      // Whole tokens in practice; the epsilon only keeps float dust from leaving an entry behind.
+      if (left > 1e-9) this.transit.set(k, left)
+      else this.transit.delete(k)
+      this.settledSince.add(k)
+    }
   }
 }

@@ -5,8 +5,10 @@
  * E_BAD_FRAME and the driver drops and counts it.
  *
  * - gossip (broadcast every interval): who I am, my rule hashes, a batched
- *   delta of the keys that changed (held, outstanding, rate), and my ledger
- *   high-water marks (grants applied from each peer epoch).
+ *   delta of the keys that changed (held, outstanding, rate, burns, and the
+ *   tokens deferred or in transit out: with held and outstanding, the key's
+ *   custody here, shortfall.ts), and my ledger high-water marks (grants
+ *   applied from each peer epoch).
  * - want (request): "send me up to `want` tokens of `key`".
  * - grant (a reply to want, or a push: handoff, retransmit, return-home):
  *   tokens moved from giver to receiver, with a per-pair sequence number.
@@ -18,8 +20,10 @@ import { ErrorCodes, QuotadError } from '../errors.js'
 
 /**
  * The cluster protocol version. 3: want, grant, ack and none carry their
- * sender's `inc` (new-epoch evidence, intake.ts). Nodes of another version
- * share no gossip topic (`gossipTopic`) and refuse each other's requests.
+ * sender's `inc` (new-epoch evidence, intake.ts), and a gossip key line has
+ * 8 fields (deferred and inTransitOut, for the shortfall). Nodes of another
+ * version share no gossip topic (`gossipTopic`) and refuse each other's
+ * requests.
  */
 export const CLUSTER_VERSION = 3
 
@@ -31,9 +35,15 @@ export function gossipTopic (cluster: string): string {
 /**
  * One key's line in a gossip delta: [key, held, outstanding, rate tokens/s,
  * owed (this node's unpaid burn), debts (the unpaid burns elsewhere this
- * node knows of: what it keeps unspent, caution.ts)].
+ * node knows of: what it keeps unspent, caution.ts), deferred (tokens
+ * received, not spendable until their `at`), inTransitOut (tokens in this
+ * node's unacked grants of the key)]. held + outstanding + deferred +
+ * inTransitOut is the key's custody here (shortfall.ts).
  */
-export type GossipKey = [key: string, held: number, outstanding: number, rate: number, owed: number, debts: number]
+export type GossipKey = [key: string, held: number, outstanding: number, rate: number, owed: number, debts: number, deferred: number, inTransitOut: number]
+
+/** Fields in a gossip key line. */
+export const KEY_LINE_FIELDS = 8
 /** [giver name, giver epoch, highest grant seq applied from it]. */
 export type GossipAck = [node: string, epoch: string, applied: number]
 
@@ -217,10 +227,11 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
         rules[name(r, 'rule name')] = h as string
       }
       const keys = list(m.keys, b.maxEntries, 'keys').map(e => {
-        const t = tuple(e, 6, 'key entry')
+        const t = tuple(e, KEY_LINE_FIELDS, 'key entry')
         // debts -1: "unknown, spend nothing" (Infinity does not survive msgpack's integer paths).
         const debts = num(t[5], 'debts', -1)
-        return [key(t[0], b), num(t[1], 'held'), num(t[2], 'outstanding'), num(t[3], 'rate'), num(t[4], 'owed'), debts < 0 ? Infinity : debts] as GossipKey
+        return [key(t[0], b), num(t[1], 'held'), num(t[2], 'outstanding'), num(t[3], 'rate'), num(t[4], 'owed'), debts < 0 ? Infinity : debts,
+          num(t[6], 'deferred'), num(t[7], 'inTransitOut')] as GossipKey
       })
       const pending = list(m.pending, b.maxRules, 'pending').map(r => name(r, 'pending rule'))
       const carries = list(m.carries, MAX_CARRIES, 'carries').map(r => name(r, 'carried epoch'))

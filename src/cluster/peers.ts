@@ -35,6 +35,9 @@ export interface PeerKey {
   owed: number
   /** The unpaid burns elsewhere the peer knows of (what it keeps unspent itself). */
   debts: number
+  /** Tokens it received that are not spendable yet, and tokens in its unacked grants: with held and outstanding, its custody (shortfall.ts). */
+  deferred: number
+  inTransitOut: number
   /**
    * held + outstanding exactly as the peer last said (beliefs corrected
    * between gossips change `held`, never this): what a pushed grant from it
@@ -135,7 +138,7 @@ export class Peers {
     }
     // Zero entries are kept: "holds nothing" is information. A key a peer never
     // gossiped is assumed to be at its pre-allocated share instead.
-    for (const [k, held, outstanding, rate, owed, debts] of g.keys) {
+    for (const [k, held, outstanding, rate, owed, debts, deferred, inTransitOut] of g.keys) {
       const old = p.keys.get(k)
       if (old !== undefined && old.seq >= g.seq) continue
       // Bounded: a line is kept only for a key this node has, or one that carries a debt (rare, and needed by caution).
@@ -143,7 +146,7 @@ export class Peers {
       if (old === undefined && p.keys.size >= this.keep.maxKeys) continue
       if (old !== undefined && (old.owed > 0 || old.debts > 0)) this.owingEntries--
       if (owed > 0 || debts > 0) this.owingEntries++
-      p.keys.set(k, { held, outstanding, rate, owed, debts, said: held + outstanding, gen: p.rules, seq: g.seq })
+      p.keys.set(k, { held, outstanding, rate, owed, debts, deferred, inTransitOut, said: held + outstanding, gen: p.rules, seq: g.seq })
       // A debt of this epoch restored from our own state file is superseded by what the epoch says now.
       const restored = p.legacy?.get(p.epoch)
       if (restored?.delete(k) === true) {

@@ -3,8 +3,8 @@
  *
  * Collecting them must not slow the decision path, so almost everything is
  * read at scrape time from counters the node keeps anyway: per-rule decision
- * counts (the limiter's rule stats), held and stranded tokens (a walk over the
- * key table, only when scraped), transfers and gossip bytes (the cluster's
+ * counts (the limiter's rule stats), held and stranded tokens and the
+ * shortfall (a walk over the key table, only when scraped), transfers and gossip bytes (the cluster's
  * and the transport's counters), peers, rule agreement, waiters and keys.
  * The one hot-path cost is the decision-time histogram: one decision in
  * SAMPLE_EVERY is timed (a counter increment and a mask per decision), and
@@ -19,6 +19,7 @@
 import client from 'prom-client'
 import type { ClusterNode } from '../cluster/cluster-node.js'
 import { deferredTotal, type KeyExt } from '../cluster/key-ext.js'
+import { keyShortfall } from '../cluster/shortfall.js'
 import type { Limiter } from '../core/limiter.js'
 import type { UnixServer } from '../server/unix-server.js'
 
@@ -79,6 +80,13 @@ export class Metrics {
       labelNames: ['rule'],
       registers: [r],
       collect () { this.reset(); for (const [rule, v] of tokensByRule(src, 'stranded')) this.set({ rule }, v) }
+    })
+    new client.Gauge({
+      name: 'quotad_tokens_shortfall',
+      help: 'Tokens of the stock that no live node accounts for, summed by rule over the keys this node has cluster state for: held by a node that crashed, or saved by one that is down, until they come back. An estimate from gossip (rounded, up to a gossip interval or two old).',
+      labelNames: ['rule'],
+      registers: [r],
+      collect () { this.reset(); for (const [rule, v] of tokensByRule(src, 'shortfall')) this.set({ rule }, v) }
     })
     new client.Counter({
       name: 'quotad_transfers_total',
@@ -167,8 +175,8 @@ export class Metrics {
   }
 }
 
-/** Per rule name: the tokens held here, or known stranded. */
-function tokensByRule (src: MetricSources, what: 'held' | 'stranded'): Map<string, number> {
+/** Per rule name: the tokens held here, known stranded, or short (shortfall.ts; only in cluster mode). */
+function tokensByRule (src: MetricSources, what: 'held' | 'stranded' | 'shortfall'): Map<string, number> {
   const out = new Map<string, number>()
   for (const r of src.limiter.rules) out.set(r.name, 0)
   const now = src.now()
@@ -178,6 +186,9 @@ function tokensByRule (src: MetricSources, what: 'held' | 'stranded'): Map<strin
     if (what === 'held') {
       ks.bucket.advance(now)
       v = Math.max(0, ks.bucket.held) + (ks.ext === null ? 0 : deferredTotal(ks.ext as KeyExt))
+    } else if (what === 'shortfall') {
+      // Keys with cluster state, as status lists them (a key without has no peers' view to compare).
+      if (core !== undefined && ks.ext !== null) v = keyShortfall(core, ks, now)
     } else if (ks.ext !== null) {
       v = (ks.ext as KeyExt).stranded
       if (core !== undefined) {

@@ -71,7 +71,7 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, seeds: readonl
     const node = rng.pick(pool)
     const t = within(0.1, latest(restart + 200))
     vc.at(t, () => vc.crash(node))
-    vc.at(t + restart, () => { vc.start(node); ended() })
+    if (Number.isFinite(restart)) vc.at(t + restart, () => { vc.start(node); ended() })
   }
   for (let i = 0; i < (f.stops ?? 0); i++) {
     const node = rng.pick(pool)

@@ -10,6 +10,8 @@
  *   end: held + transit + saved + stranded = stock. Any token created, or
  *   lost without being accounted for, fails the run.
  * - The same arrivals go to the two baselines (central, static split).
+ * - Scenarios that ask for it: each live node's shortfall against the
+ *   audit, after an idle tail (shortfall-check.ts).
  *
  * Randomness: the load, the faults and the network each draw from their own
  * stream derived from the seed, so a run replays exactly from its seed.
@@ -28,6 +30,7 @@ import type { Admission, Arrival, HotMove, OracleRule } from './types.js'
 import { VirtualCluster } from './virtual-cluster.js'
 import { scheduleFaults } from './faults.js'
 import { SETTLE_LIMIT_MS, SettleProbe, type SettleFigures } from './settle.js'
+import { checkShortfall } from './shortfall-check.js'
 
 export interface SimSpec {
   scenario: Scenario
@@ -223,6 +226,8 @@ export function runSim (spec: SimSpec): SimResult {
     arrivals, admitted, central: central(rule, limits, arrivals, changed), static: staticSplit(rule, limits, seeds, arrivals, changed),
     moves, startMs, endMs, vc, keys, overshoot, overdraft, gossipIntervalMs: spec.gossipIntervalMs
   })
+  // Last: it runs the cluster on past the end (idle), after every figure above was taken.
+  if (sc.shortfallCheckMs !== undefined) failures.push(...checkShortfall(vc, keys, sc.shortfallCheckMs).slice(0, 4))
   return {
     ...f,
     scenario: sc.name,

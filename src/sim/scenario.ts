@@ -9,7 +9,7 @@ import type { NetworkModel } from './network.js'
 export interface FaultSpec {
   /** Random partitions: one starts on average every `everyMs`, lasts about `durationMs`; `oneWay` of them are one-way. */
   partitions?: { everyMs: number, durationMs: number, oneWay: number }
-  /** Crashes (kill -9) per run, each restarted with nothing after `restartAfterMs`. */
+  /** Crashes (kill -9) per run, each restarted with nothing after `restartAfterMs` (Infinity: never). */
   crashes?: number
   /** Graceful stops per run, each restarted from its saved state after `restartAfterMs`. */
   stops?: number
@@ -54,6 +54,11 @@ export interface Scenario {
   keys: number
   /** The property test's run length, when the scenario needs more than its 3 s (a calm tail to measure). */
   propertyMs?: number
+  /**
+   * After the run, let the cluster idle for this long (no load) and check
+   * each live node's shortfall (shortfall.ts) against the audit (run.ts).
+   */
+  shortfallCheckMs?: number
 }
 
 /** A datacenter network: 1 ms floor, 2 ms mean, rare 50 ms stragglers. */
@@ -83,6 +88,14 @@ export const SCENARIOS: readonly Scenario[] = [
     summary: 'Zipf load; a crash, a graceful stop (both restart 1.5 s later) and a join',
     load: 'zipf',
     faults: { crashes: 1, stops: 1, joins: 1, restartAfterMs: 1500 }
+  },
+  {
+    ...base,
+    name: 'crash-forever',
+    summary: 'Zipf load; a seed crashes (kill -9) and never comes back: the survivors\' shortfall shows what it had',
+    load: 'zipf',
+    faults: { crashes: 1, restartAfterMs: Infinity },
+    shortfallCheckMs: 2000
   },
   { ...base, name: 'skew', summary: 'moving hot spot with clocks skewed up to +-50 ms', load: 'moving-hot', skewMs: 50 },
   {

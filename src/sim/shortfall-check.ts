@@ -1,0 +1,44 @@
+/**
+ * The shortfall check of a run (scenarios with `shortfallCheckMs`): once the
+ * load has ended and the cluster has idled a while, each live node's
+ * shortfall for each key it has state for (src/cluster/shortfall.ts) must
+ * agree with the audit's books (token-audit.ts), which see everything:
+ *
+ *     missing = stock - held by live nodes - in grants that can still apply
+ *
+ * - never more than missing: a node must not report tokens lost that some
+ *   live node has (gossip has settled by then, so no staleness excuse);
+ * - never less than missing, less the tokens survivors still have in
+ *   grants (in transit out: custody to them, while the audit counts a grant
+ *   to a dead incarnation as stranded; reclaim-design.md §3.10, finding 1).
+ *
+ * Both within rounding: gossip sends whole tokens from 8 up, so each peer's
+ * four figures may be off by half a token each.
+ */
+import { keyShortfall } from '../cluster/shortfall.js'
+import type { VirtualCluster } from './virtual-cluster.js'
+
+export function checkShortfall (vc: VirtualCluster, keys: readonly string[], idleMs: number): string[] {
+  vc.runUntil(vc.now + idleMs)
+  const failures: string[] = []
+  const slack = 1 + 2 * Math.max(0, vc.cores.size - 1)
+  for (const k of keys) {
+    const a = vc.audit.account(k)
+    const missing = a.stock - a.held - a.transit
+    let out = 0
+    for (const core of vc.cores.values()) out += core.ledger.inTransitOf(k)
+    for (const [name, core] of vc.cores) {
+      const ks = core.limiter.existing(k)
+      if (ks === undefined || ks.ext === null) continue
+      const s = keyShortfall(core, ks, vc.mono(name))
+      const what = `shortfall of ${k} at ${name}: ${r(s)}, the audit has ${r(missing)} missing`
+      if (s > missing + slack) failures.push(`${what} (more than is missing)`)
+      if (s < missing - out - slack) failures.push(`${what} and ${r(out)} in transit (less than is missing)`)
+    }
+  }
+  return failures
+}
+
+function r (n: number): number {
+  return Math.round(n * 1000) / 1000
+}

@@ -30,6 +30,14 @@ export interface FaultSpec {
   wallSteps?: number[]
   /** Every node stops (SIGTERM) at this fraction of the run and starts again with the same file once all have stopped. */
   restartAllAt?: number
+  /**
+   * One long cut, from `atFraction` of the run for `reclaims` x reclaimMs:
+   * `minority`, the last seed in name order (never the tie-breaker) and
+   * every joiner against the other seeds; `no-quorum`, the seeds in three
+   * groups none of which is a quorum (or each alone, where three groups
+   * can't be), joiners spread over them.
+   */
+  cut?: { sides: 'minority' | 'no-quorum', atFraction: number, reclaims: number }
 }
 
 export interface Scenario {
@@ -44,6 +52,8 @@ export interface Scenario {
   skewMs: number
   /** Active keys for a glob rule (an exact rule has one key). */
   keys: number
+  /** A run lasts at least this many gossip intervals (a cut of several reclaim periods needs room). */
+  minGossips?: number
 }
 
 /** A datacenter network: 1 ms floor, 2 ms mean, rare 50 ms stragglers. */
@@ -123,6 +133,22 @@ export const SCENARIOS: readonly Scenario[] = [
     summary: 'moving hot spot; one node\'s wall clock steps 2.5 periods forward, then 3.5 back',
     load: 'moving-hot',
     faults: { wallSteps: [2.5, -3.5] }
+  },
+  {
+    ...base,
+    name: 'partition-minority',
+    summary: 'Zipf load; one seed and two joining members cut from the other seeds for 3 x reclaimMs: fenced after leaseMs',
+    load: 'zipf',
+    faults: { joins: 2, cut: { sides: 'minority', atFraction: 0.15, reclaims: 3 } },
+    minGossips: 90
+  },
+  {
+    ...base,
+    name: 'partition-majority',
+    summary: 'Zipf load; the seeds cut into groups none of which is a quorum for 3 x reclaimMs: everyone fenced',
+    load: 'zipf',
+    faults: { cut: { sides: 'no-quorum', atFraction: 0.15, reclaims: 3 } },
+    minGossips: 90
   },
   { ...base, name: 'keys100', summary: '100 active keys of a glob rule, Zipf load at 1.2x each', load: 'zipf', keys: 100 },
   { ...base, name: 'keys100-slow', summary: 'the same 100 keys at a quarter of the request rate', load: 'zipf', keys: 100, demand: 0.3 }

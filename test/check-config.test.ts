@@ -64,6 +64,31 @@ test('two nodes on one listen address are an error; a shadowed glob rule is a wa
   t.regex(shadowed.stdout, /warning: rules\[1\]\.match: every key of "sig:eu:\*" also matches the earlier glob rules\[0\] \(all/)
 })
 
+test('two seeds, or four, are warnings naming the seed that breaks ties; leases off, none', async t => {
+  const dir = tempDir()
+  await writeSwarmKey(join(dir, 'swarm.key'))
+  const two = await run(QUOTAD, ['check-config', file(dir)])
+  t.is(two.code, 0, two.stderr)
+  t.regex(two.stdout, /warning: nodes: two seeds: with leases, a \(first in name order\) alone is a quorum/)
+  const node = (n: string, port: number): Record<string, unknown> => ({ name: n, listen: `/ip4/127.0.0.1/tcp/${port}`, socket: `${n}.sock`, dataDir: n })
+  const four = await run(QUOTAD, ['check-config', file(dir, { nodes: [node('d', 1), node('c', 2), node('b', 3), node('a', 4)] })])
+  t.is(four.code, 0, four.stderr)
+  t.regex(four.stdout, /warning: nodes: 4 seeds: an even number of voters; a \(first in name order\) weighs 1\.5/)
+  const three = await run(QUOTAD, ['check-config', file(dir, { nodes: [node('a', 1), node('b', 2), node('c', 3)] })])
+  t.notRegex(three.stdout, /warning: nodes:/)
+  const off = await run(QUOTAD, ['check-config', file(dir, { cluster: { name: 'c', secretFile: 'swarm.key', leases: false } })])
+  t.notRegex(off.stdout, /warning: nodes:/)
+})
+
+test('check-config refuses unsafe lease settings with E_CONFIG_INVALID naming the field', async t => {
+  const dir = tempDir()
+  await writeSwarmKey(join(dir, 'swarm.key'))
+  const r = await run(QUOTAD, ['check-config', file(dir, { cluster: { name: 'c', secretFile: 'swarm.key', leaseMs: 3000, reclaimMs: 3200 } })])
+  t.is(r.code, 2)
+  t.regex(r.stderr, /E_CONFIG_INVALID/)
+  t.regex(r.stderr, /cluster\.reclaimMs: must be more than leaseMs \+ maxClockSkewMs/)
+})
+
 test('shadows: one-star patterns judged exactly', t => {
   t.true(shadows('sig:*', 'sig:eu:*'))
   t.true(shadows('*', 'anything:*'))

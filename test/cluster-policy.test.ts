@@ -20,10 +20,21 @@ function softCluster (onPartition: FailurePolicy) {
   })
 }
 
+/**
+ * Let the cluster form (every node holds its lease), then cut a off. It
+ * hears no one for longer than the alive timeout (1 s) but not yet for the
+ * lease (3 s at the default gossip interval): isolated, not fenced.
+ */
 function isolateA (vc: VirtualCluster): void {
+  vc.runUntil(Math.max(vc.now, T0 + 500), 10)
   vc.partition('a', 'b')
   vc.partition('a', 'c')
-  vc.runUntil(vc.now + 3000, 10) // a hears no one for longer than the alive timeout
+  vc.runUntil(vc.now + 1500, 10)
+}
+
+/** Run until a's lease has lapsed (no seed echoes it across the cut). */
+function fenceA (vc: VirtualCluster): void {
+  vc.runUntil(vc.now + (vc.cores.get('a')?.tuning.leaseMs ?? 3000), 10)
 }
 
 function spend (vc: VirtualCluster, node: string, n: number): number {
@@ -37,6 +48,7 @@ test('soft local-share: a cut-off node spends its share, then overdraws up to ma
   vc.runUntil(T0 + 500, 10)
   isolateA(vc)
   t.true(vc.cores.get('a')?.isolated(vc.now))
+  t.false(vc.cores.get('a')?.fenced(vc.now))
   t.is(spend(vc, 'a', 20), 10 + 5) // share 10, debt 5
   const ks = vc.cores.get('a')?.limiter.existing('mail')
   t.is(ks === undefined ? -1 : ext(ks).overdraft, 5)
@@ -57,9 +69,42 @@ test('soft fail-closed denies everything while cut off; fail-open admits everyth
   t.is(ks === undefined ? -1 : ext(ks).overdraft, 40)
 })
 
-test('hard mode ignores isolation: a cut-off node spends only what it holds', t => {
+test('soft while fenced: onPartition still applies, and everything admitted counts as overdraft, held tokens included', t => {
+  const open = softCluster('fail-open')
+  isolateA(open)
+  fenceA(open)
+  t.true(open.cores.get('a')?.fenced(open.now))
+  t.is(spend(open, 'a', 12), 12)
+  const ks = open.cores.get('a')?.limiter.existing('mail')
+  // 10 from its share, 2 beyond: all 12 may be spent twice once its tokens can be reclaimed.
+  t.is(ks === undefined ? -1 : ext(ks).overdraft, 12)
+  const closed = softCluster('fail-closed')
+  isolateA(closed)
+  fenceA(closed)
+  t.is(spend(closed, 'a', 3), 0)
+})
+
+test('hard mode: a cut-off node spends only what it holds while its lease lasts, and nothing once fenced', t => {
   const vc = new VirtualCluster({ nodes: ['a', 'b', 'c'], rules: [rule({ name: 'mail', match: 'mail', limit: 30, perMs: 60_000 })], limits: limits(), seed: 1, startMs: T0 })
   isolateA(vc)
+  t.is(spend(vc, 'a', 6), 6)
+  fenceA(vc)
+  const a = vc.cores.get('a')
+  t.true(a?.fenced(vc.now))
+  t.is(spend(vc, 'a', 4), 0, 'it holds 4, and spends none of them')
+  t.is(a?.limiter.existing('mail')?.bucket.held, 4)
+  t.is(spend(vc, 'b', 3), 3, 'the side with a quorum is unaffected')
+  vc.heal()
+  vc.runUntil(vc.now + 1000, 10)
+  t.false(a?.fenced(vc.now))
+  t.is(spend(vc, 'a', 4), 4, 'an echo after the heal lifts the fence')
+})
+
+test('leases off: hard mode ignores isolation, a cut-off node spends what it holds however long (the behaviour before leases)', t => {
+  const vc = new VirtualCluster({ nodes: ['a', 'b', 'c'], rules: [rule({ name: 'mail', match: 'mail', limit: 30, perMs: 60_000 })], limits: limits(), seed: 1, startMs: T0, tuning: { leases: false } })
+  isolateA(vc)
+  fenceA(vc)
+  t.false(vc.cores.get('a')?.fenced(vc.now))
   t.is(spend(vc, 'a', 20), 10)
 })
 
@@ -99,6 +144,21 @@ test('handoff: a stopping node grants its held tokens to live peers, none create
   t.is(a.limiter.existing('day')?.bucket.held, 0)
   t.is(vc.held('day'), 90)
   t.deepEqual(a.snapshot?.keys.map(k => [k.key, k.held, k.tokens]), [['day', 0, 0]])
+})
+
+test('a stopping node that is fenced hands off nothing: its tokens stay in its snapshot, none created or lost', t => {
+  const vc = new VirtualCluster({ nodes: ['a', 'b', 'c'], rules: [rule({ name: 'day', match: 'day', limit: 90, perMs: 86_400_000 })], limits: limits(), seed: 5, startMs: T0 })
+  isolateA(vc)
+  fenceA(vc)
+  const a = vc.cores.get('a')
+  if (a === undefined) return t.fail()
+  vc.stop('a')
+  vc.runUntil(vc.now + 3000, 10)
+  t.is(vc.nodes.get('a')?.state, 'stopped')
+  t.is(a.counters.handoffsFenced, 1)
+  t.is(a.counters.handedOff, 0)
+  t.deepEqual(a.snapshot?.keys.map(k => [k.key, k.held]), [['day', 30]])
+  t.is(vc.audit.account('day').error, 0)
 })
 
 test('a reload that changes a rule moves the cluster\'s tokens by exactly the change in stock', t => {

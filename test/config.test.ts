@@ -74,7 +74,9 @@ test('formatDuration picks the largest exact unit and round-trips', t => {
 test('a minimal file gets every default, and relative paths resolve against baseDir', t => {
   const config = validateClusterFile(minimal(), '/etc/quotad')
   t.is(config.source, undefined)
-  t.deepEqual(config.cluster, { name: 'test', secretFile: '/etc/quotad/swarm.key', gossipIntervalMs: 250, firstUseWaitMs: 100 })
+  t.deepEqual(config.cluster, {
+    name: 'test', secretFile: '/etc/quotad/swarm.key', gossipIntervalMs: 250, firstUseWaitMs: 100, leases: true, leaseMs: 3000, reclaimMs: 5000, maxClockSkewMs: 500
+  })
   t.deepEqual(config.nodes[0], {
     name: 'a', listen: '/ip4/127.0.0.1/tcp/0', socket: '/etc/quotad/a.sock', dataDir: '/etc/quotad/data/a', socketMode: DEFAULT_SOCKET_MODE, seed: true
   })
@@ -358,4 +360,42 @@ test('a cluster needs at least one seed; seed must be a boolean', t => {
   t.true(err?.issues.some(i => i.path === 'nodes'))
   raw.nodes[0].seed = 'yes'
   t.true(t.throws<ConfigError>(() => validateClusterFile(raw, '/etc/quotad'))?.issues.some(i => i.path === 'nodes[0].seed'))
+})
+
+/** The paths of a file whose cluster section is `cluster` (undefined: it validates). */
+function leasePaths (t: ExecutionContext, cluster: Json): string[] | undefined {
+  const raw = { ...minimal(), cluster: { name: 'test', secretFile: 'swarm.key', ...cluster } }
+  try {
+    validateClusterFile(raw, '/etc/quotad')
+    return undefined
+  } catch (err) {
+    t.is((err as ConfigError).code, ErrorCodes.CONFIG_INVALID)
+    return (err as ConfigError).issues.map(i => i.path).sort()
+  }
+}
+
+test('lease settings: unsafe combinations are refused on the field at fault', t => {
+  // The design's table (reclaim-design.md §7).
+  t.deepEqual(leasePaths(t, { gossipIntervalMs: 250, leaseMs: 999 }), ['cluster.leaseMs'])
+  t.is(leasePaths(t, { gossipIntervalMs: 250, leaseMs: 1000, reclaimMs: 2000, maxClockSkewMs: 50 }), undefined)
+  t.deepEqual(leasePaths(t, { leaseMs: 3000, reclaimMs: 3500, maxClockSkewMs: 500 }), ['cluster.reclaimMs'])
+  t.deepEqual(leasePaths(t, { leaseMs: 3000, reclaimMs: 3600, maxClockSkewMs: 500 }), undefined)
+  // Shorter than any peer alive timeout (at least 1000): refused by the schema's bound.
+  t.deepEqual(leasePaths(t, { gossipIntervalMs: 10, leaseMs: 100, reclaimMs: 900, maxClockSkewMs: 50 }), ['cluster.reclaimMs'])
+  t.deepEqual(leasePaths(t, { maxClockSkewMs: 49 }), ['cluster.maxClockSkewMs'])
+  // Drift alone over 100 s + 200 s is 300 ms.
+  t.deepEqual(leasePaths(t, { leaseMs: 100_000, reclaimMs: 200_000, maxClockSkewMs: 299 }), ['cluster.maxClockSkewMs'])
+  t.is(leasePaths(t, { leaseMs: 100_000, reclaimMs: 200_000, maxClockSkewMs: 300 }), undefined)
+  // A default is judged too: an explicit short reclaim against the default lease.
+  t.deepEqual(leasePaths(t, { reclaimMs: 3000 }), ['cluster.reclaimMs'])
+  t.deepEqual(leasePaths(t, { leases: 'yes', leaseMs: 1.5 }), ['cluster.leaseMs', 'cluster.leases'])
+})
+
+test('lease defaults follow a long gossip interval, and are always accepted', t => {
+  for (const g of [10, 100, 250, 750, 1000, 5000, 60_000]) {
+    const c = validateClusterFile({ ...minimal(), cluster: { name: 'test', secretFile: 'swarm.key', gossipIntervalMs: g } }, '/etc/quotad').cluster
+    t.true(c.leaseMs >= 4 * g && c.reclaimMs > c.leaseMs + c.maxClockSkewMs && c.leases, `gossip ${g}: ${JSON.stringify(c)}`)
+  }
+  const off = validateClusterFile({ ...minimal(), cluster: { name: 'test', secretFile: 'swarm.key', leases: false, leaseMs: 10_000 } }, '/etc/quotad').cluster
+  t.like(off, { leases: false, leaseMs: 10_000, reclaimMs: 12_000 })
 })

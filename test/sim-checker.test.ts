@@ -62,6 +62,24 @@ test('a lost token is reported too', t => {
   t.true(r.failures.some(f => f.includes('lost without being accounted for')), r.failures.join('\n'))
 })
 
+test('a node that ignores its fence is caught: hard admissions without a lease, and on a side with no quorum', t => {
+  const honest = runSim(spec({ scenario: scenario('partition-minority'), nodes: 3, seed: 5 }))
+  t.deepEqual(honest.failures, [])
+  const r = runSim(spec({
+    scenario: scenario('partition-minority'),
+    nodes: 3,
+    seed: 5,
+    sabotage: vc => {
+      // The minority's seed (the last in name order) believes its lease never lapses.
+      const n3 = vc.cores.get('n3')
+      if (n3 !== undefined) n3.fence.lease.valid = () => true
+    }
+  }))
+  t.false(r.ok)
+  t.true(r.failures.some(f => f.startsWith('hard admission without a lease') && f.includes('n3')), r.failures.join('\n'))
+  t.true(r.failures.some(f => f.startsWith('cut side n3,j1,j2 has no quorum but admitted')), r.failures.join('\n'))
+})
+
 test('soft mode: overshoot beyond the reported overdraft fails', t => {
   const soft = rule({ name: 'api', limit: 50, perMs: 1000, mode: 'soft' })
   const r = runSim(spec({

@@ -26,7 +26,9 @@ export function renderStatus (s: Obj): string {
   if (cluster !== undefined) {
     const counters = (cluster.counters ?? {}) as Obj
     const refused = (cluster.refused ?? {}) as Obj
-    out.push(`cluster: ${str(cluster.start)}, incarnation ${num(cluster.incarnation)}, ${cluster.isolated === true ? 'ISOLATED' : 'connected'}` +
+    const lease = (cluster.lease ?? {}) as Obj
+    const fenced = cluster.fenced === true ? `, FENCED for ${Math.round(num(lease.fencedForMs) / 1000)} s (no quorum of seeds echoes it: no hard-mode spending)` : ''
+    out.push(`cluster: ${str(cluster.start)}, incarnation ${num(cluster.incarnation)}, ${cluster.isolated === true ? 'ISOLATED' : 'connected'}${fenced}` +
       `${cluster.allocate === false ? ', allocate=false (restarted uncleanly: its share is stranded)' : ''}${cluster.phase !== 'running' ? `, ${str(cluster.phase)}` : ''}`)
     out.push(`  transfers: ${num(counters.tokensIn)} in, ${num(counters.tokensOut)} out; wants ${num(counters.wantsSent)} sent, ${num(counters.wantsServed)} served` +
       `; bad messages ${num(counters.badMessages)}; refused ${num(refused.impostor)} impostor, ${num(refused.unknown)} unknown; grants refused ${num(counters.grantsRefused)}`)

@@ -38,6 +38,9 @@ export interface NodeView {
   uptimeMs?: number
   /** Cut off from every peer (cluster mode). */
   isolated?: boolean
+  /** No lease (cluster mode): spends no hard-mode tokens. */
+  fenced?: boolean
+  fencedForMs?: number
   peersAlive?: number
   peersKnown?: number
   /** Decisions since the node started, over all rules. */
@@ -131,6 +134,9 @@ export function summarize (target: Target, status: Obj, atMs: number, prev: Samp
   }
   if (cluster !== undefined) {
     view.isolated = cluster.isolated === true
+    view.fenced = cluster.fenced === true
+    const lease = cluster.lease as Record<string, unknown> | undefined
+    if (typeof lease?.fencedForMs === 'number') view.fencedForMs = lease.fencedForMs
     view.peersAlive = peers.filter(p => p.alive === true).length
     view.peersKnown = peers.length
   }
@@ -221,13 +227,14 @@ export function renderTop (snap: TopSnapshot, opts: RenderOptions = {}): string[
       out.push(row([[n.name, 8], [`DOWN ${fmtDuration(n.downForMs)}`, 12], [`${n.error ?? 'no answer'} (retrying)`, width - 22]]))
       continue
     }
-    const state = n.isolated === true ? 'isolated' : 'up'
+    const state = n.fenced === true ? 'FENCED' : n.isolated === true ? 'isolated' : 'up'
     const peers = n.peersKnown === undefined ? '-' : `${n.peersAlive ?? 0}/${n.peersKnown}`
     out.push(cols(NODE_COLS, [n.name, state, fmtDuration(n.uptimeMs), peers, fmt(n.allowedPerS), fmt(n.deniedPerS), fmt(n.keyCount), fmt(n.waiters)]))
     for (const p of n.ruleProblems) {
       notes.push(`! ${n.name}: rule "${p.rule}" differs at ${p.differ.length > 0 ? p.differ.join(', ') : 'a peer'}: its tokens are not shared`)
     }
-    if (n.isolated === true) notes.push(`! ${n.name}: isolated (no peer alive): it decides on what it holds alone`)
+    if (n.fenced === true) notes.push(`! ${n.name}: FENCED for ${fmtDuration(n.fencedForMs)} (no quorum of seeds echoes it): no hard-mode spending; soft rules follow onPartition`)
+    else if (n.isolated === true) notes.push(`! ${n.name}: isolated (no peer alive): it decides on what it holds alone`)
   }
   if (notes.length > 0) out.push('', ...notes)
 

@@ -26,6 +26,9 @@
  *   owes: spend nothing of the key until it catches up);
  * - what ended epochs of the seed owed (Peers.legacy).
  * The sum is recomputed at most every half gossip interval per key.
+ *
+ * A fenced node (no lease, fence.ts) reserves everything of a hard key:
+ * Infinity, "spend nothing", the value a rule version we never had gets.
  */
 import type { KeyState } from '../core/limiter.js'
 import { ext } from './key-ext.js'
@@ -41,10 +44,19 @@ export interface CautionInput {
   refreshMs: number
   /** The time of the current computation (set by updateReserve). */
   now: number
+  /** This node has no lease (fence.ts): it spends nothing of a hard rule. Kept current by the core. */
+  fenced: boolean
 }
 
 /** Bring `ks.reserve` up to date (cheap when nothing is owed anywhere). */
 export function updateReserve (c: CautionInput, ks: KeyState, nowMs: number): void {
+  if (c.fenced && ks.rule.config.mode === 'hard') {
+    setReserve(ks, Infinity, nowMs)
+    // Recomputed in full once the fence lifts.
+    const x = ks.ext as { reserveAt: number } | null
+    if (x !== null) x.reserveAt = -Infinity
+    return
+  }
   if (c.peers.owingEntries === 0 && !c.transitions.active) {
     setReserve(ks, 0, nowMs)
     const x = ks.ext as { debts: number } | null

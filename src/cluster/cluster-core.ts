@@ -23,9 +23,10 @@ import { updateReserve, type CautionInput } from './caution.js'
 import { agrees, ClusterView } from './cluster-view.js'
 import { GossipSchedule } from './gossip-schedule.js'
 import { applyDeferred, burnDue, ext, horizon, needRate, updateRate, type KeyExt } from './key-ext.js'
+import { Fence } from './fence.js'
 import { Ledger } from './ledger.js'
 import { StopMachine, type Phase } from './lifecycle.js'
-import { repayDebt, softVerdict, updatePacing } from './local-policy.js'
+import { admissionPolicy, repayDebt, updatePacing } from './local-policy.js'
 import { CLUSTER_VERSION, type Ack, type Gossip, type Grant, type None, type Want } from './messages.js'
 import { Peers, type Peer } from './peers.js'
 import { Positions } from './positions.js'
@@ -94,6 +95,8 @@ export class ClusterCore {
   readonly transfers: Transfers
   private readonly stopper: StopMachine
   private readonly caution: CautionInput
+  /** The lease and whether this node is fenced (fence.ts, lease.ts). */
+  readonly fence: Fence
   readonly gossip: GossipSchedule
   private lastTick = -Infinity
   private lastHousekeeping = -Infinity
@@ -102,7 +105,7 @@ export class ClusterCore {
   /** What the stop saved; set in the step that ends the stop. */
   snapshot: SavedState | null = null
   /** Counters for status and metrics. */
-  readonly counters = { badMessages: 0, wantsSent: 0, wantsServed: 0, grantsApplied: 0, grantsRejected: 0, tokensIn: 0, tokensOut: 0, tokensBurned: 0, handedOff: 0, grantsRefused: 0, tokensRefused: 0 }
+  readonly counters = { badMessages: 0, wantsSent: 0, wantsServed: 0, grantsApplied: 0, grantsRejected: 0, tokensIn: 0, tokensOut: 0, tokensBurned: 0, handedOff: 0, grantsRefused: 0, tokensRefused: 0, handoffsFenced: 0 }
   /** Why the last grant was refused (status). */
   lastRefusal: string | null = null
   /** Per key: tokens in grants this node refused, and tokens of its own refused pushes it took back (the audit reads them). */
@@ -133,7 +136,8 @@ export class ClusterCore {
     })
     this.view = new ClusterView(this.node, this.seeds, this.peers, this.tuning, this.calendar)
     this.stopper = new StopMachine(this.tuning)
-    this.caution = { node: this.node, seeds: this.seeds, peers: this.peers, transitions: this.transitions, refreshMs: this.tuning.gossipIntervalMs / 2, now: 0 }
+    this.fence = new Fence(this.node, this.seeds, this.tuning, opts.monoMs)
+    this.caution = { node: this.node, seeds: this.seeds, peers: this.peers, transitions: this.transitions, refreshMs: this.tuning.gossipIntervalMs / 2, now: 0, fenced: true }
     this.limiter = new Limiter({
       node: opts.node,
       seeds: this.seeds,
@@ -142,6 +146,8 @@ export class ClusterCore {
       allocate: opts.allocate,
       calendar: this.calendar,
       canEvict: (ks) => this.canEvict(ks),
+      // Waiters are served on the limiter's own timer: the lease may have lapsed since the key was last used.
+      beforeServe: (ks, nowMs) => { this.fenced(nowMs); updateReserve(this.caution, ks, nowMs) },
       onRuleChange: (ks, next, nowMs) => {
         const before = ks.rule
         carryOver(ks, next, this.node, this.seeds, this.limiter.allocate, nowMs, this.calendar)
@@ -174,7 +180,7 @@ export class ClusterCore {
   acquire (key: string, count: number, nowMs: number): Decision {
     const ks = this.limiter.keyState(key, count, nowMs)
     const x = this.prepare(ks, count, nowMs)
-    const special = this.policy(ks, x, count, nowMs)
+    const special = admissionPolicy(this, ks, x, count, nowMs)
     if (special !== undefined) return special
     const d = this.limiter.acquireOn(ks, count, nowMs)
     if (d.allowed && x.tight) x.pace -= count
@@ -184,7 +190,7 @@ export class ClusterCore {
   acquireOrWait (key: string, count: number, waitMs: number, nowMs: number, ref: unknown): Decision | Waiter {
     const ks = this.limiter.keyState(key, count, nowMs)
     const x = this.prepare(ks, count, nowMs)
-    const special = this.policy(ks, x, count, nowMs)
+    const special = admissionPolicy(this, ks, x, count, nowMs)
     if (special !== undefined) return special
     // Tokens held elsewhere can come by transfer: wait for them, even when this node's own schedule can't deliver in time.
     const elsewhere = this.seeds.length > 1 && this.view.clusterRemaining(ks, nowMs) - ks.bucket.held >= count
@@ -197,6 +203,7 @@ export class ClusterCore {
   peek (key: string, count: number, nowMs: number): Decision {
     const ks = this.limiter.keyState(key, count, nowMs)
     applyDeferred(ks, ext(ks), this.calendar.at(nowMs))
+    this.fenced(nowMs)
     updateReserve(this.caution, ks, nowMs)
     return this.limiter.peek(key, count, nowMs)
   }
@@ -214,6 +221,7 @@ export class ClusterCore {
     const x = ext(ks)
     if (x.deferred !== null) applyDeferred(ks, x, this.calendar.at(nowMs))
     if (x.burn > 0) this.burn(ks, x, nowMs)
+    this.fenced(nowMs)
     updateReserve(this.caution, ks, nowMs)
     x.demand += count
     x.lastDemandAt = nowMs
@@ -230,21 +238,9 @@ export class ClusterCore {
     return ks.rule.glob && ks.bucket.held >= 1 && homeNode(ks.key, this.seeds) !== this.node
   }
 
-  /** Stopped, soft-mode failure policies and tightening pacing; undefined: decide normally. */
-  private policy (ks: KeyState, x: KeyExt, count: number, nowMs: number): Decision | undefined {
-    if (this.phase === 'stopped') return this.limiter.decide(ks, false, count, nowMs)
-    if (ks.rule.config.mode === 'soft' && this.isolated(nowMs)) {
-      return this.notBefore(this.limiter.decide(ks, softVerdict(ks, x, count, nowMs) === 'allow', count, nowMs), this.tuning.aliveTimeoutMs)
-    }
-    // Pacing is the rule's choice (`pace`); by default a request is allowed while tokens remain, like an exact limiter.
-    if (x.tight && ks.rule.config.pace === true && count > x.pace) return this.notBefore(this.limiter.decide(ks, false, count, nowMs), this.tuning.tickMs)
-    return undefined
-  }
-
-  /** A denial by policy while tokens are held: say when to try again rather than "now". */
-  private notBefore (d: Decision, ms: number): Decision {
-    if (!d.allowed && d.retryAfterMs === 0) d.retryAfterMs = ms
-    return d
+  /** Whether this node is fenced at `nowMs` (no lease, leases on); a change recomputes the active keys' reserves (fence.ts). */
+  fenced (nowMs: number): boolean {
+    return this.fence.at(nowMs, this.caution, this.active)
   }
 
   /** No peer alive in a cluster that has others: the condition soft-mode policies apply to. */
@@ -263,6 +259,9 @@ export class ClusterCore {
     const cal = this.calendar.at(nowMs)
     const isolated = this.isolated(nowMs)
     const running = this.phase === 'running'
+    // A fenced node gives nothing (no return home) and asks for nothing: donors skip it.
+    const fenced = this.fenced(nowMs)
+    const moving = running && !isolated && !fenced
     for (const ks of this.active) {
       const x = ext(ks)
       if (applyDeferred(ks, x, cal)) this.limiter.touched(ks, nowMs)
@@ -273,7 +272,7 @@ export class ClusterCore {
       updateReserve(this.caution, ks, nowMs)
       const tight = this.seeds.length > 1 && this.view.clusterRemaining(ks, nowMs) < this.tuning.lowWater * ks.rule.stock
       updatePacing(ks, x, tight, dt, cal)
-      if (running && !isolated) this.rebalance(ks, x, nowMs, out)
+      if (moving) this.rebalance(ks, x, nowMs, out)
       if (this.quiet(ks, x, nowMs)) {
         this.active.delete(ks)
         x.tight = false // recomputed when the key is next used
@@ -377,7 +376,9 @@ export class ClusterCore {
       return
     }
     if (this.phase === 'announced') {
-      this.transfers.handoff(nowMs, out)
+      // Fenced, it may not give: its tokens stay in the snapshot, as they would with no peer to take them.
+      if (!this.fenced(nowMs)) this.transfers.handoff(nowMs, out)
+      else this.counters.handoffsFenced++
       this.stopper.startSettling(nowMs)
     }
     if (this.phase === 'settling' && this.stopper.settled(nowMs, this.ledger.unackedTotal())) {

@@ -8,13 +8,17 @@
  * only between nodes whose hashes are equal (and whose rule hashes are).
  *
  * Covered: the cluster's name; the seeds, sorted, each with its pinned peer
- * id (or none); the gossip interval (every cluster timing derives from it).
+ * id (or none) (they are also the voters, quorum.ts); the gossip interval
+ * (the other timings derive from it); the lease settings (leases on or off,
+ * leaseMs, reclaimMs, maxClockSkewMs): a node that would wait a shorter
+ * reclaim than another's lease assumes could take tokens still being spent.
  */
 import { createHash } from 'node:crypto'
 import type { ClusterConfig } from '../config/types.js'
 
 export function clusterHash (config: Pick<ClusterConfig, 'cluster' | 'nodes'>): string {
   const seeds = config.nodes.filter(n => n.seed).map(n => [n.name, n.peerId ?? null]).sort((a, b) => String(a[0]) < String(b[0]) ? -1 : 1)
-  const canon = JSON.stringify([config.cluster.name, seeds, config.cluster.gossipIntervalMs])
+  const c = config.cluster
+  const canon = JSON.stringify([c.name, seeds, c.gossipIntervalMs, [c.leases, c.leaseMs, c.reclaimMs, c.maxClockSkewMs]])
   return createHash('sha256').update(canon).digest('hex').slice(0, 16)
 }

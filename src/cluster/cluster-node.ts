@@ -74,7 +74,14 @@ export class ClusterNode {
       listed: new Map(config.nodes.map(n => [n.name, n.peerId])),
       maxMembers: config.limits.maxMembers,
       limits: config.limits,
-      tuning: { gossipIntervalMs: config.cluster.gossipIntervalMs, firstUseWaitMs: config.cluster.firstUseWaitMs },
+      tuning: {
+        gossipIntervalMs: config.cluster.gossipIntervalMs,
+        leases: config.cluster.leases,
+        leaseMs: config.cluster.leaseMs,
+        reclaimMs: config.cluster.reclaimMs,
+        maxClockSkewMs: config.cluster.maxClockSkewMs,
+        firstUseWaitMs: config.cluster.firstUseWaitMs
+      },
       wallMs: clock.now(),
       monoMs: clock.mono()
     }, config.rules, saved, clock.mono())
@@ -133,6 +140,18 @@ export class ClusterNode {
     const mono = clock.mono()
     this.core.observeWall(clock.now(), mono)
     this.dispatch(this.core.tick(mono))
+    this.logFence(mono)
+  }
+
+  /** The fence as last logged: a node starts fenced until its first quorum echo (lease.ts). */
+  private loggedFenced = true
+  private logFence (mono: number): void {
+    const f = this.core.fence
+    if (f.fenced === this.loggedFenced) return
+    this.loggedFenced = f.fenced
+    const lease = f.status(mono)
+    if (f.fenced) this.opts.log.warn('fenced: no quorum of seeds echoed this node within leaseMs; hard-mode spending and giving stop', { leaseMs: lease.leaseMs, echoAgeMs: lease.echoAgeMs })
+    else this.opts.log.info('unfenced: a quorum of seeds echoes this node; hard-mode spending resumes', { echoAgeMs: lease.echoAgeMs })
   }
 
   /** Apply new rules (SIGHUP): the core carries keys over (rule-change.ts). */

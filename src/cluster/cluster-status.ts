@@ -26,6 +26,7 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
     alive: core.peers.isAlive(p, nowMs),
     incarnation: p.inc,
     leaving: p.leaving,
+    fenced: p.fenced,
     lastHeardMs: Math.round(nowMs - p.lastHeard),
     clockOffsetMs: Math.round(p.clockOffsetMs)
   }))
@@ -80,6 +81,9 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
       clusterDiffers: [...core.peers.all()].filter(p => core.peers.isAlive(p, nowMs) && !p.sameCluster).map(p => p.name),
       refused: { ...core.membership.refused },
       isolated: core.isolated(nowMs),
+      fenced: core.fenced(nowMs),
+      // The lease (lease.ts): whether it holds, how long it has been fenced, and each voter's last echo.
+      lease: core.fence.status(nowMs),
       allocate: core.limiter.allocate,
       strandedInLedger: core.ledger.stranded,
       inTransitToDead: [...toDead.values()].reduce((a, b) => a + b, 0),

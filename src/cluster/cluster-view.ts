@@ -88,7 +88,8 @@ export class ClusterView {
     let best: Peer | undefined
     let bestSurplus = 0.999
     for (const p of this.peers.alive(nowMs)) {
-      if (p.leaving || !agrees(p, ks)) continue
+      // A fenced peer gives nothing (fence.ts): asking it would only wait out a `none`.
+      if (p.leaving || p.fenced || !agrees(p, ks)) continue
       const e = p.keys.get(ks.key)
       const rate = e?.rate ?? 0
       let surplus = this.peerHeld(p, ks) - rate * horizon(ks, this.tuning.horizonMs, nowMs, this.calendar) / 1000
@@ -110,6 +111,6 @@ export class ClusterView {
     const home = homeNode(ks.key, this.seeds)
     if (home === undefined || home === this.node) return false
     const p = this.peers.get(home)
-    return p !== undefined && !p.leaving && this.peers.isAlive(p, nowMs) && agrees(p, ks)
+    return p !== undefined && !p.leaving && !p.fenced && this.peers.isAlive(p, nowMs) && agrees(p, ks)
   }
 }

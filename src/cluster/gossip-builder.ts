@@ -24,6 +24,7 @@
 import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore } from './cluster-core.js'
 import { deferredTotal, ext, keepRate } from './key-ext.js'
+import type { Echoable } from './lease.js'
 import { CLUSTER_VERSION, type Gossip, type GossipKey } from './messages.js'
 
 /** Integers from 8 up, one decimal below: what a peer's decisions can use, in few bytes. */
@@ -56,6 +57,9 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
   const pending = core.gossip.pendingRules()
   for (const r of pending) bytes += r.length + 2
   for (const e of core.carries) bytes += e.length + 2
+  // A voter's echoes of part of its peers (lease.ts): alive ones of our cluster, by their newest gossip applied.
+  const heard = core.fence.echoes === null ? undefined : core.fence.echoes.take(echoable(core, nowMs), nowMs)
+  for (const [n] of heard ?? []) bytes += n.length + 22
   // A seed's member list, when it goes (at most 300 entries of about 70 bytes; see membership.ts).
   if (core.gossip.membersDue()) bytes += core.membership.members().reduce((n, [m, id]) => n + m.length + id.length + 6, 0)
   let leftover: KeyState | null = null
@@ -92,13 +96,16 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     // Stop right after the last one taken, so a resumable candidate source loses nothing.
     if (keys.length >= max) break
   }
+  const seq = core.gossip.nextSeq()
+  // Its send time, for the echoes that will name it (lease.ts): recorded no later than it leaves.
+  core.fence.lease.sent(seq, nowMs)
   const msg: Gossip = {
     v: CLUSTER_VERSION,
     t: 'gossip',
     node: core.node,
     epoch: core.epoch,
     inc: core.incarnation,
-    seq: core.gossip.nextSeq(),
+    seq,
     now: core.limiter.calendar.at(nowMs),
     pending,
     carries: [...core.carries],
@@ -107,7 +114,9 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     rules,
     keys,
     acks,
-    ...(core.leaving ? { leaving: true } : {})
+    ...(core.leaving ? { leaving: true } : {}),
+    ...(core.fence.fenced ? { fenced: true } : {}),
+    ...(heard === undefined || heard.length === 0 ? {} : { heard })
   }
   return { msg, leftover }
 }
@@ -116,4 +125,11 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
 function membership (core: ClusterCore): Pick<Gossip, 'members' | 'refused'> {
   const refused = core.membership.refusals()
   return { members: core.membership.members(), ...(refused.length > 0 ? { refused } : {}) }
+}
+
+/** The peers a voter may echo: alive and in our cluster (their echo would mean nothing to another). */
+function echoable (core: ClusterCore, nowMs: number): Echoable[] {
+  const out: Echoable[] = []
+  for (const p of core.peers.all()) if (p.sameCluster && core.peers.isAlive(p, nowMs)) out.push(p)
+  return out
 }

@@ -20,6 +20,7 @@
  */
 import type { ClusterCore } from './cluster-core.js'
 import { ext } from './key-ext.js'
+import type { HeardEntry } from './lease.js'
 import type { Ack, Gossip, Grant, None, Want } from './messages.js'
 import type { Peer } from './peers.js'
 import type { Verdict } from './membership.js'
@@ -44,6 +45,7 @@ export function onGossip (c: ClusterCore, g: Gossip, from: string, nowMs: number
   // A peer we have not heard in this epoch needs every key, not just a delta.
   else if (o.isNew) c.gossip.requestFullSync()
   c.positions.acked(c.ledger.ack(g.node, g.epoch, p.appliedFromMe))
+  if (g.heard !== undefined && p.sameCluster) echoed(c, g.node, g.heard, nowMs)
   return verdict
 }
 
@@ -62,6 +64,16 @@ function endedEpoch (c: ClusterCore, node: string, epoch: string): void {
   strand(c, c.ledger.peerEpoch(node, epoch))
   c.ledger.giverEpoch(node, epoch)
   c.gossip.requestFullSync()
+}
+
+/** A voter's echoes: the one naming this incarnation extends our lease (lease.ts). */
+function echoed (c: ClusterCore, voter: string, heard: readonly HeardEntry[], nowMs: number): void {
+  if (!c.fence.quorum.isVoter(voter)) return
+  for (const [node, inc, seq] of heard) {
+    if (node !== c.node || inc !== c.incarnation) continue
+    if (c.fence.lease.echoed(voter, seq)) c.fenced(nowMs)
+    return
+  }
 }
 
 /** Tokens of grants that can no longer be applied (their receiver's epoch ended): counted per key as stranded. */

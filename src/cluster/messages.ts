@@ -17,6 +17,7 @@
  * Every message names its sender's node, epoch and incarnation (`inc`).
  */
 import { ErrorCodes, QuotadError } from '../errors.js'
+import type { HeardEntry } from './lease.js'
 
 /**
  * The cluster protocol version. 3: want, grant, ack and none carry their
@@ -95,6 +96,13 @@ export interface Gossip {
   acks: GossipAck[]
   /** Set in a node's last gossips while it stops: send it no more tokens. */
   leaving?: boolean
+  /** The sender holds no lease (lease.ts): it neither spends hard tokens nor gives; donors skip it. */
+  fenced?: boolean
+  /**
+   * A voter's echoes (lease.ts): [node, inc, newest seq applied from that
+   * incarnation], for part of its peers in each message. At most `maxPeers`.
+   */
+  heard?: HeardEntry[]
 }
 
 export interface Want {
@@ -255,9 +263,17 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
         return [name(t[0], 'ack node'), name(t[1], 'ack epoch'), seq(t[2], 'applied')] as GossipAck
       })
       if (m.leaving !== undefined && m.leaving !== null && typeof m.leaving !== 'boolean') bad('leaving must be a boolean')
+      if (m.fenced !== undefined && m.fenced !== null && typeof m.fenced !== 'boolean') bad('fenced must be a boolean')
+      const heard = m.heard === undefined || m.heard === null
+        ? undefined
+        : list(m.heard, b.maxPeers, 'heard').map(e => {
+          const t = tuple(e, 3, 'heard entry')
+          return [name(t[0], 'heard node'), seq(t[1], 'heard inc'), seq(t[2], 'heard seq')] as HeardEntry
+        })
       return {
         v: CLUSTER_VERSION, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),
-        pending, carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, acks, ...(m.leaving === true ? { leaving: true } : {})
+        pending, carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, acks, ...(m.leaving === true ? { leaving: true } : {}),
+        ...(m.fenced === true ? { fenced: true } : {}), ...(heard === undefined ? {} : { heard })
       }
     }
     case 'want':

@@ -40,9 +40,10 @@ export class Transfers {
     const c = this.core
     const none = this.none()
     // Leaving (or stopped): it is about to hand off or has saved; a grant now could exist twice.
-    if (c.phase !== 'running') return none
+    // Fenced: no lease, no giving (fence.ts). A fenced asker could not spend hard tokens anyway.
+    if (c.phase !== 'running' || c.fenced(nowMs)) return none
     const p = c.peers.get(w.node)
-    if (p === undefined || p.epoch !== w.epoch || w.node === c.node || p.leaving) return none
+    if (p === undefined || p.epoch !== w.epoch || w.node === c.node || p.leaving || p.fenced) return none
     let ks: KeyState
     try {
       ks = c.limiter.existing(w.key) ?? c.limiter.keyState(w.key, 1, nowMs)
@@ -282,7 +283,7 @@ export class Transfers {
       let to: Peer | undefined
       let rate = -1
       for (const p of alive) {
-        if (p.leaving || !agrees(p, ks)) continue
+        if (p.leaving || p.fenced || !agrees(p, ks)) continue
         const r = p.keys.get(ks.key)?.rate ?? 0
         if (r > rate) { to = p; rate = r }
       }

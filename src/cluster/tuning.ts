@@ -1,5 +1,7 @@
 /** The cluster's tunables, with defaults. All durations in ms, measured on the monotonic clock. */
-export interface ClusterTuning {
+import { leaseSettings, type LeaseSettings } from '../config/lease-options.js'
+
+export interface ClusterTuning extends LeaseSettings {
   /** Gossip publish interval. @default 250 (the cluster file's gossipIntervalMs) */
   gossipIntervalMs: number
   /** How often the state machine ticks (rates, rebalancing, retransmits). @default 50 */
@@ -56,6 +58,8 @@ export function defaultTuning (gossipIntervalMs = 250): ClusterTuning {
     fullSyncEvery: 20,
     forgetAfterMs: 60_000,
     handoffTimeoutMs: 3000,
-    firstUseWaitMs: 100
+    firstUseWaitMs: 100,
+    // leases, leaseMs, reclaimMs, maxClockSkewMs: the cluster file's (config/lease-options.ts)
+    ...leaseSettings(gossipIntervalMs)
   }
 }

@@ -9,6 +9,7 @@
  * a pinned peer id.
  */
 import { ConfigError, isQuotadError, type ConfigIssue } from '../errors.js'
+import { seedOrder } from '../core/share.js'
 import { loadSwarmKey } from './swarm-key.js'
 import type { ClusterConfig } from './types.js'
 
@@ -38,6 +39,7 @@ export async function checkDeploy (cfg: ClusterConfig): Promise<DeployCheck> {
     for (const [n, i] of unpinned) {
       out.warnings.push({ path: `nodes[${i}].peerId`, message: `seed ${n.name} has no pinned peer id: its name is bound to the first key that speaks for it (run "quotad peer-id --config FILE --node ${n.name}")` })
     }
+    if (cfg.cluster.leases) out.warnings.push(...voterWarnings(cfg))
   }
   cfg.rules.forEach((r, j) => {
     if (!r.match.includes('*')) return
@@ -50,6 +52,26 @@ export async function checkDeploy (cfg: ClusterConfig): Promise<DeployCheck> {
     }
   })
   return out
+}
+
+/** Seeds are the voters of the lease quorum (cluster/quorum.ts): an even count breaks ties by the first in name order. */
+function voterWarnings (cfg: ClusterConfig): ConfigIssue[] {
+  const seeds = seedOrder(cfg.nodes.filter(n => n.seed).map(n => n.name))
+  if (seeds.length === 2) {
+    return [{
+      path: 'nodes',
+      message: `two seeds: with leases, ${seeds[0]} (first in name order) alone is a quorum and ${seeds[1]} is not, so losing ` +
+        `${seeds[0]} (or a cut between it and the rest) fences every node and stops hard-mode spending until it is back; add a third seed to tolerate either`
+    }]
+  }
+  if (seeds.length > 2 && seeds.length % 2 === 0) {
+    return [{
+      path: 'nodes',
+      message: `${seeds.length} seeds: an even number of voters; ${seeds[0]} (first in name order) weighs 1.5 to break ties, so ` +
+        `${seeds.length / 2} seeds including it are a quorum and ${seeds.length / 2} without it are not; an odd number tolerates as many losses either way`
+    }]
+  }
+  return []
 }
 
 /**

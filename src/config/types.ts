@@ -109,6 +109,14 @@ export interface ClusterSection {
   gossipIntervalMs: number
   /** Longest wait of a request without waitMs for a key new at this node (node-local; not hashed). @default 100 */
   firstUseWaitMs: number
+  /** T_lease (lease-options.ts). @default 3000, or 12 x gossipIntervalMs if more */
+  leaseMs: number
+  /** T_reclaim. @default 5000, or leaseMs + maxClockSkewMs + 1500 if more */
+  reclaimMs: number
+  /** δ: drift, pause and calendar offset bound. @default 500 */
+  maxClockSkewMs: number
+  /** Leases and fencing on. @default true */
+  leases: boolean
 }
 
 export interface ClusterConfig {

@@ -24,6 +24,7 @@ import {
 } from './types.js'
 import { tryParseDuration } from './duration.js'
 import { describe, schemaIssues } from './schema.js'
+import { leaseIssues, leaseSettings } from './lease-options.js'
 
 export { FIELDS } from './schema.js'
 
@@ -39,7 +40,7 @@ const MAX_PER_MS = 366 * 86_400_000
 const LISTEN_RE = /^\/(ip4|ip6|dns4|dns6|dns)\/([^/]+)\/tcp\/([0-9]{1,5})$/
 const HOST_RE = /^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$/
 /** A one-node file needs no cluster section, swarm key or listen address: it runs without the cluster layer. */
-const LONE_CLUSTER: ClusterSection = { name: 'local', secretFile: '', gossipIntervalMs: DEFAULT_GOSSIP_INTERVAL_MS, firstUseWaitMs: DEFAULT_FIRST_USE_WAIT_MS }
+const LONE_CLUSTER: ClusterSection = { name: 'local', secretFile: '', gossipIntervalMs: DEFAULT_GOSSIP_INTERVAL_MS, firstUseWaitMs: DEFAULT_FIRST_USE_WAIT_MS, ...leaseSettings(DEFAULT_GOSSIP_INTERVAL_MS) }
 const LONE_LISTEN = '/ip4/127.0.0.1/tcp/0'
 
 type Obj = Record<string, unknown>
@@ -195,13 +196,25 @@ export function validateClusterFile (raw: unknown, baseDir: string, source?: str
   const rules = objects(r.rules).map((o, i) => rule(o, i, issues))
   noDuplicates(issues, 'rules', rules, 'name', 'rule name')
   noDuplicates(issues, 'rules', rules, 'match', 'match pattern')
-  if (issues.list.length > 0) throw new ConfigError(sorted(issues.list), source)
   const c = (r.cluster ?? {}) as Obj
+  const gossipIntervalMs = typeof c.gossipIntervalMs === 'number' ? c.gossipIntervalMs : DEFAULT_GOSSIP_INTERVAL_MS
+  const lease = leaseSettings(gossipIntervalMs, {
+    ...(typeof c.leaseMs === 'number' ? { leaseMs: c.leaseMs } : {}),
+    ...(typeof c.reclaimMs === 'number' ? { reclaimMs: c.reclaimMs } : {}),
+    ...(typeof c.maxClockSkewMs === 'number' ? { maxClockSkewMs: c.maxClockSkewMs } : {}),
+    ...(typeof c.leases === 'boolean' ? { leases: c.leases } : {})
+  })
+  // Judged on the values in force (defaults included), so a file can't be unsafe by what it leaves out.
+  if (!['gossipIntervalMs', 'leaseMs', 'reclaimMs', 'maxClockSkewMs'].some(f => issues.has(`cluster.${f}`))) {
+    for (const i of leaseIssues(lease, gossipIntervalMs)) issues.add(i.path, i.message)
+  }
+  if (issues.list.length > 0) throw new ConfigError(sorted(issues.list), source)
   const cluster: ClusterSection = {
     name: typeof c.name === 'string' ? c.name : LONE_CLUSTER.name,
     secretFile: typeof c.secretFile === 'string' ? resolve(baseDir, c.secretFile) : '',
-    gossipIntervalMs: typeof c.gossipIntervalMs === 'number' ? c.gossipIntervalMs : DEFAULT_GOSSIP_INTERVAL_MS,
-    firstUseWaitMs: typeof c.firstUseWaitMs === 'number' ? c.firstUseWaitMs : DEFAULT_FIRST_USE_WAIT_MS
+    gossipIntervalMs,
+    firstUseWaitMs: typeof c.firstUseWaitMs === 'number' ? c.firstUseWaitMs : DEFAULT_FIRST_USE_WAIT_MS,
+    ...lease
   }
   const limits: LimitsConfig = { ...DEFAULT_LIMITS, ...((r.limits ?? {}) as Partial<LimitsConfig>) }
   return { ...(source === undefined ? {} : { source }), cluster, nodes, rules, limits }

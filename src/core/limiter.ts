@@ -50,6 +50,12 @@ export interface LimiterOptions {
   /** Extra eviction veto for layers that keep per-key data (the cluster). */
   canEvict?: (ks: KeyState, nowMs: number) => boolean
   /**
+   * Called before a key's waiters are served (`poll`), so a layer above can
+   * bring `ks.reserve` up to date for this moment (the cluster: burns owed
+   * elsewhere, and a lease that may have lapsed since the key was last used).
+   */
+  beforeServe?: (ks: KeyState, nowMs: number) => void
+  /**
    * How a key's bucket is rebuilt when a reload changes its rule. The default
    * starts from the node's new share and carries its outstanding spends; the
    * cluster replaces it (tokens may have moved between nodes).
@@ -80,6 +86,7 @@ export class Limiter {
   private totalWaiters = 0
   allocate: boolean
   private readonly canEvict?: (ks: KeyState, nowMs: number) => boolean
+  private readonly beforeServe?: (ks: KeyState, nowMs: number) => void
   private readonly onRuleChange?: (ks: KeyState, next: CompiledRule, nowMs: number) => void
   readonly calendar: CalendarView
 
@@ -91,6 +98,7 @@ export class Limiter {
     this.seeds = seedOrder(opts.seeds ?? [opts.node])
     this.allocate = opts.allocate ?? true
     this.canEvict = opts.canEvict
+    this.beforeServe = opts.beforeServe
     this.onRuleChange = opts.onRuleChange
   }
 
@@ -242,6 +250,7 @@ export class Limiter {
   private serve (ks: KeyState, now: number, out: Resolution[]): void {
     const ws = ks.waiters
     if (ws === null) return
+    this.beforeServe?.(ks, now)
     let granted = 0
     while (granted < ws.length && spend(ks, ws[granted].count, now)) {
       const w = ws[granted++]

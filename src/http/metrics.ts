@@ -128,6 +128,15 @@ export class Metrics {
       }
     })
     new client.Gauge({
+      name: 'quotad_cluster_fenced',
+      help: '1 while this node holds no lease (no quorum of seeds echoed it within leaseMs): it spends no hard-mode tokens and gives none; else 0.',
+      registers: [r],
+      collect () {
+        const core = src.cluster?.core
+        this.set(core !== undefined && core.fenced(src.now()) ? 1 : 0)
+      }
+    })
+    new client.Gauge({
       name: 'quotad_rule_agreement',
       help: '1 when every alive peer enforces the same version of the rule in the same cluster (its tokens are shared), else 0.',
       labelNames: ['rule'],

@@ -21,6 +21,14 @@ export interface Scheduled {
   calmAt: number | null
   /** The last fault's end (a heal or a restart), true time, as it happened. */
   lastFaultAt: number
+  /** The long cut (FaultSpec.cut): when, and its sides. */
+  cut: Cut | null
+}
+
+export interface Cut {
+  from: number
+  to: number
+  sides: string[][]
 }
 
 /** The rule with its limit (and burst) scaled, as an operator would edit it. */
@@ -32,11 +40,11 @@ export function scaledRule (rule: RuleConfig, factor: number): RuleConfig {
 
 /** Schedules the faults. */
 export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, seeds: readonly string[], joiners: readonly string[],
-  startMs: number, durationMs: number, rng: Rng): Scheduled {
+  startMs: number, durationMs: number, rng: Rng, reclaimMs = 5000): Scheduled {
   const within = (lo: number, hi: number): number => startMs + durationMs * (lo + rng.next() * Math.max(0, hi - lo))
   const restart = f.restartAfterMs ?? 1500
   const calmAt = f.calmAt === undefined ? null : startMs + durationMs * f.calmAt
-  const s: Scheduled = { joinAt: new Map(), change: null, calmAt, lastFaultAt: startMs }
+  const s: Scheduled = { joinAt: new Map(), change: null, calmAt, lastFaultAt: startMs, cut: null }
   const ended = (): void => { s.lastFaultAt = Math.max(s.lastFaultAt, vc.now) }
   // Restarts land before the calm point: a crash restarts `restart` later; a stop takes up to its handoff timeout first.
   const latest = (ms: number): number => calmAt === null ? 0.7 : f.calmAt as number - ms / durationMs
@@ -106,8 +114,27 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, seeds: readonl
     steps.forEach((k, i) => vc.at(startMs + durationMs * (0.2 + 0.5 * i / steps.length), () => vc.stepWall(node, k * perMs)))
   }
   if (f.restartAllAt !== undefined) restartAll(vc, seeds, startMs + durationMs * f.restartAllAt, () => {})
+  let cut: Cut | null = null
+  if (f.cut !== undefined && seeds.length > 1) {
+    const from = startMs + durationMs * f.cut.atFraction
+    cut = { from, to: from + f.cut.reclaims * reclaimMs, sides: cutSides(vc, f.cut.sides, seeds, joiners) }
+    const sides = cut.sides
+    vc.at(from, () => { for (let i = 0; i < sides.length; i++) for (let j = i + 1; j < sides.length; j++) vc.cuts.split(sides[i], sides[j]) })
+    vc.at(cut.to, () => vc.heal())
+  }
   s.change = f.ruleChange === undefined ? null : scheduleRuleChange(vc, f.ruleChange, seeds, startMs + durationMs * f.ruleChange.atFraction, rng)
+  s.cut = cut
   return s
+}
+
+function cutSides (vc: VirtualCluster, kind: 'minority' | 'no-quorum', seeds: readonly string[], joiners: readonly string[]): string[][] {
+  const order = [...seeds].sort()
+  if (kind === 'minority') return [[order[order.length - 1], ...joiners], order.slice(0, -1)]
+  const isQuorum = (names: string[]): boolean => vc.leases?.isQuorum(names) ?? false
+  let groups = [0, 1, 2].map(g => order.filter((_, i) => i % 3 === g)).filter(g => g.length > 0)
+  if (groups.some(isQuorum)) groups = order.map(s => [s])
+  joiners.forEach((j, i) => groups[i % groups.length].push(j))
+  return groups
 }
 
 /** SIGTERM every node at `at`; once all have stopped, `then()` (which may change the file), and start them all. */

@@ -11,6 +11,10 @@ import { SCENARIOS, scenario } from './scenario.js'
 
 export interface PropertyCase { scenario: string, mode: Mode, seed: number }
 
+/** A property run's length and gossip interval (a scenario may ask for longer: Scenario.minGossips). */
+export const RUN_MS = 3000
+export const GOSSIP_MS = 100
+
 export function propertyRule (seed: number, glob: boolean): RuleConfig {
   const algorithm: Algorithm = ALGORITHMS[seed % ALGORITHMS.length]
   const limit = 20 + (seed % 7) * 15
@@ -31,8 +35,8 @@ export function propertySpec (c: PropertyCase): SimSpec {
     seed: c.seed,
     mode: c.mode,
     rule: propertyRule(c.seed, glob),
-    durationMs: sc.propertyMs ?? 3000,
-    gossipIntervalMs: 100
+    durationMs: sc.propertyMs ?? RUN_MS,
+    gossipIntervalMs: GOSSIP_MS
   }
 }
 

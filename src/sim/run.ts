@@ -28,7 +28,7 @@ import { Rng } from './rng.js'
 import type { Scenario } from './scenario.js'
 import type { Admission, Arrival, HotMove, OracleRule } from './types.js'
 import { VirtualCluster } from './virtual-cluster.js'
-import { scheduleFaults } from './faults.js'
+import { scheduleFaults, type Cut } from './faults.js'
 import { SETTLE_LIMIT_MS, SettleProbe, type SettleFigures } from './settle.js'
 import { checkShortfall } from './shortfall-check.js'
 
@@ -119,7 +119,9 @@ export function runSim (spec: SimSpec): SimResult {
   // The audited keys: the trace's own, or the scenario's.
   const keys = spec.trace !== undefined ? [...new Set(spec.trace.map(a => a.key))] : keysFor(rule, sc.keys)
   const startMs = T0 + Math.floor(stream(spec.seed, 0).next() * rule.perMs)
-  const endMs = startMs + spec.durationMs
+  const durationMs = Math.max(spec.durationMs, (sc.minGossips ?? 0) * spec.gossipIntervalMs)
+  const endMs = startMs + durationMs
+  const lease = simLease(spec.gossipIntervalMs)
 
   // Load: generated, or the user's trace shifted to the run's start.
   let arrivals: Arrival[]
@@ -127,8 +129,8 @@ export function runSim (spec: SimSpec): SimResult {
   if (spec.trace !== undefined) {
     arrivals = spec.trace.map(a => ({ ...a, at: a.at + startMs })).filter(a => a.at < endMs)
   } else {
-    const ratePerKey = sc.demand * rule.limit * 1000 / Math.min(rule.perMs, spec.durationMs)
-    const load = generateLoad({ kind: sc.load, nodes: [...seeds, ...joiners], keys, ratePerKey, startMs, durationMs: spec.durationMs }, stream(spec.seed, 1))
+    const ratePerKey = sc.demand * rule.limit * 1000 / Math.min(rule.perMs, durationMs)
+    const load = generateLoad({ kind: sc.load, nodes: [...seeds, ...joiners], keys, ratePerKey, startMs, durationMs }, stream(spec.seed, 1))
     arrivals = load.arrivals
     moves = load.moves
   }
@@ -141,11 +143,11 @@ export function runSim (spec: SimSpec): SimResult {
   const monoOffsetMs = (n: string): number => -startMs + 100_003 * (1 + allNodes.indexOf(n))
   const vc = new VirtualCluster({
     nodes: seeds, seeds, rules: [rule], limits, seed: stream(spec.seed, 3).int(0, 0xffffffff), startMs, network: sc.network, skewMs, monoOffsetMs,
-    tuning: { gossipIntervalMs: spec.gossipIntervalMs, aliveTimeoutMs: Math.max(1000, 4 * spec.gossipIntervalMs), tickMs: Math.min(50, spec.gossipIntervalMs), ...spec.tuning }
+    tuning: { gossipIntervalMs: spec.gossipIntervalMs, aliveTimeoutMs: Math.max(1000, 4 * spec.gossipIntervalMs), tickMs: Math.min(50, spec.gossipIntervalMs), ...lease, ...spec.tuning }
   })
   spec.sabotage?.(vc, startMs)
-  const sched = scheduleFaults(vc, sc.faults, seeds, joiners, startMs, spec.durationMs, stream(spec.seed, 4))
-  const { joinAt, change } = sched
+  const sched = scheduleFaults(vc, sc.faults, seeds, joiners, startMs, durationMs, stream(spec.seed, 4), lease.reclaimMs)
+  const { joinAt, change, cut } = sched
   const probe = new SettleProbe(vc, sched, startMs, endMs)
 
   // Conservation, every 100 ms and at the end.
@@ -174,6 +176,7 @@ export function runSim (spec: SimSpec): SimResult {
   // Drive the load: advance the network to each arrival, then decide it locally.
   const admitted = new Uint8Array(arrivals.length)
   const admissions: Admission[] = []
+  const unleased: string[] = []
   for (let i = 0; i < arrivals.length; i++) {
     const a = arrivals[i]
     if ((joinAt.get(a.node) ?? -Infinity) > a.at) continue
@@ -183,11 +186,17 @@ export function runSim (spec: SimSpec): SimResult {
       if (d === undefined || d === 'waiting' || !d.allowed) return
       admitted[i] = 1
       admissions.push({ at: vc.now, local: vc.calendar(a.node), node: a.node, key: a.key, count: a.count })
+      // Judged from what the network carried, not from the node's own word (lease-check.ts).
+      const core = vc.cores.get(a.node)
+      if (rule.mode === 'hard' && core !== undefined && vc.leases !== null && !vc.leases.holds(core, vc.now)) unleased.push(`${a.node} at +${Math.round(vc.now - startMs)} ms`)
     }
     admit(vc.acquire(a.node, a.key, a.count, admit))
   }
   vc.runUntil(endMs)
   audit()
+  // (After the run: a first-use wait may be answered after the last arrival.)
+  if (unleased.length > 0) failures.push(`hard admission without a lease: ${unleased.length} (first ${unleased.slice(0, 3).join(', ')})`)
+  if (cut !== null) failures.push(...cutPromises(cut, admissions, vc, lease, rule.mode, startMs, endMs))
 
   // The oracle, per key. A rule change applies in true time, from its first node to its last.
   const oracleRule: OracleRule = { algorithm: rule.algorithm, limit: rule.limit, perMs: rule.perMs, burst: rule.burst }
@@ -241,6 +250,37 @@ export function runSim (spec: SimSpec): SimResult {
     replay: replayCommand(spec),
     ...(settle === null ? {} : { settle })
   }
+}
+
+/**
+ * The sim's lease settings: the shipped defaults' proportions to the gossip
+ * interval (3000, 5000 and 500 ms at 250 ms), so short runs see leases
+ * lapse and come back.
+ */
+export function simLease (gossipIntervalMs: number): { leaseMs: number, reclaimMs: number, maxClockSkewMs: number } {
+  return { leaseMs: 12 * gossipIntervalMs, reclaimMs: 20 * gossipIntervalMs, maxClockSkewMs: Math.max(50, 2 * gossipIntervalMs) }
+}
+
+/**
+ * What a long cut promises (FaultSpec.cut), judged from the cut alone: in
+ * hard mode, a side that is no quorum admits nothing from leaseMs +
+ * maxClockSkewMs after the cut until it heals; after the heal, the
+ * cluster admits again.
+ */
+function cutPromises (cut: Cut, admissions: readonly Admission[], vc: VirtualCluster, lease: ReturnType<typeof simLease>, mode: Mode, startMs: number, endMs: number): string[] {
+  const out: string[] = []
+  if (vc.leases === null) return out
+  const fencedFrom = cut.from + lease.leaseMs + lease.maxClockSkewMs
+  if (mode === 'hard') {
+    for (const side of cut.sides) {
+      if (vc.leases.isQuorum(side)) continue
+      const n = admissions.filter(a => side.includes(a.node) && a.at >= fencedFrom && a.at < cut.to).reduce((s, a) => s + a.count, 0)
+      if (n > 0) out.push(`cut side ${side.join(',')} has no quorum but admitted ${n} between +${Math.round(fencedFrom - startMs)} and +${Math.round(cut.to - startMs)} ms`)
+    }
+  }
+  const after = cut.to + 2 * lease.leaseMs
+  if (after < endMs && !admissions.some(a => a.at >= after)) out.push(`nothing admitted after the heal (from +${Math.round(after - startMs)} ms)`)
+  return out
 }
 
 function fmt (n: number): string {

@@ -38,6 +38,14 @@ export interface FaultSpec {
   calmAt?: number
   /** Crashes of nodes that never come back (their tokens wait for reclaim). */
   crashesForever?: number
+  /**
+   * One long cut, from `atFraction` of the run for `reclaims` x reclaimMs:
+   * `minority`, the last seed in name order (never the tie-breaker) and
+   * every joiner against the other seeds; `no-quorum`, the seeds in three
+   * groups none of which is a quorum (or each alone, where three groups
+   * can't be), joiners spread over them.
+   */
+  cut?: { sides: 'minority' | 'no-quorum', atFraction: number, reclaims: number }
 }
 
 export interface Scenario {
@@ -59,6 +67,8 @@ export interface Scenario {
    * each live node's shortfall (shortfall.ts) against the audit (run.ts).
    */
   shortfallCheckMs?: number
+  /** A run lasts at least this many gossip intervals (a cut of several reclaim periods needs room). */
+  minGossips?: number
 }
 
 /** A datacenter network: 1 ms floor, 2 ms mean, rare 50 ms stragglers. */
@@ -155,6 +165,22 @@ export const SCENARIOS: readonly Scenario[] = [
     network: LOSSY,
     faults: { partitions: { everyMs: 1500, durationMs: 1500, oneWay: 0.33 }, crashes: 2, stops: 1, crashesForever: 1, restartAfterMs: 1000, calmAt: 0.6 },
     propertyMs: 10_000
+  },
+  {
+    ...base,
+    name: 'partition-minority',
+    summary: 'Zipf load; one seed and two joining members cut from the other seeds for 3 x reclaimMs: fenced after leaseMs',
+    load: 'zipf',
+    faults: { joins: 2, cut: { sides: 'minority', atFraction: 0.15, reclaims: 3 } },
+    minGossips: 90
+  },
+  {
+    ...base,
+    name: 'partition-majority',
+    summary: 'Zipf load; the seeds cut into groups none of which is a quorum for 3 x reclaimMs: everyone fenced',
+    load: 'zipf',
+    faults: { cut: { sides: 'no-quorum', atFraction: 0.15, reclaims: 3 } },
+    minGossips: 90
   },
   { ...base, name: 'keys100', summary: '100 active keys of a glob rule, Zipf load at 1.2x each', load: 'zipf', keys: 100 },
   { ...base, name: 'keys100-slow', summary: 'the same 100 keys at a quarter of the request rate', load: 'zipf', keys: 100, demand: 0.3 }

@@ -29,10 +29,11 @@ import type { ClusterCore, Outbound } from '../cluster/cluster-core.js'
 import type { SavedState } from '../cluster/durable-state.js'
 import { parseMessage, type Ack, type Grant, type None, type Want } from '../cluster/messages.js'
 import { startCore } from '../cluster/persist.js'
-import type { ClusterTuning } from '../cluster/tuning.js'
+import { defaultTuning, type ClusterTuning } from '../cluster/tuning.js'
 import type { Decision } from '../core/types.js'
 import type { Waiter } from '../core/limiter.js'
 import { EventQueue } from './event-queue.js'
+import { LeaseWitness } from './lease-check.js'
 import { Cuts, PERFECT, sampleLatency, type NetworkModel } from './network.js'
 import { Rng } from './rng.js'
 import { PositionAudit } from './position-audit.js'
@@ -102,6 +103,8 @@ export class VirtualCluster {
   readonly audit: TokenAudit
   /** Checks that every node's positions (positions.ts) agree with the accounts' books. */
   readonly positions: PositionAudit
+  /** The leases as the network saw them (lease-check.ts); null with leases off. */
+  readonly leases: LeaseWitness | null
   readonly seeds: string[]
   now: number
   network: NetworkModel
@@ -122,6 +125,8 @@ export class VirtualCluster {
     this.file = opts.rules
     this.audit = new TokenAudit(this.seeds, opts.rules)
     this.positions = new PositionAudit(this.seeds)
+    const tuning = { ...defaultTuning(opts.tuning?.gossipIntervalMs), ...opts.tuning }
+    this.leases = tuning.leases ? new LeaseWitness(this.seeds, tuning.leaseMs) : null
     for (const name of opts.nodes) this.start(name)
   }
 
@@ -327,11 +332,14 @@ export class VirtualCluster {
         this.count(from, bytes.length)
         const m = parseMessage(packr.unpack(bytes))
         if (m.t !== 'gossip') continue
+        this.leases?.published(core, m, this.now)
         for (const [to, target] of this.nodes) {
           if (to === from || target.core === null) continue
           this.transmit(from, to, bytes, () => {
             const c = this.nodes.get(to)?.core
-            if (c != null) c.onGossip(m, idOf(from), this.mono(to))
+            if (c == null) return
+            this.leases?.received(c, m)
+            c.onGossip(m, idOf(from), this.mono(to))
           }, undefined, true)
         }
       } else {

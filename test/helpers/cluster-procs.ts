@@ -91,16 +91,19 @@ async function listenAddr (socketPath: string): Promise<string> {
   }
 }
 
-/** Wait until every listed node sees `peers` alive peers. */
+/**
+ * Wait until every listed node sees `peers` alive peers and holds its lease
+ * (a node starts fenced until a quorum of seeds has echoed it: lease.ts).
+ */
 export async function waitForPeers (c: TestCluster, names: string[], peers: number, ms = 30_000): Promise<void> {
   const deadline = Date.now() + ms
   for (const name of names) {
     const client = await QuotadClient.connect({ socketPath: c.sockets[name] })
     try {
       while (true) {
-        const s = await client.status() as { peers?: Array<{ alive: boolean }> }
-        if ((s.peers ?? []).filter(p => p.alive).length >= peers) break
-        if (Date.now() > deadline) throw new Error(`${name} sees ${JSON.stringify(s.peers)}`)
+        const s = await client.status() as { peers?: Array<{ alive: boolean }>, cluster?: { lease?: { valid?: boolean } } }
+        if ((s.peers ?? []).filter(p => p.alive).length >= peers && s.cluster?.lease?.valid !== false) break
+        if (Date.now() > deadline) throw new Error(`${name} sees ${JSON.stringify(s.peers)}, lease ${JSON.stringify(s.cluster?.lease)}`)
         await new Promise(resolve => setTimeout(resolve, 100))
       }
     } finally {

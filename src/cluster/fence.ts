@@ -1,0 +1,94 @@
+/**
+ * The fence: whether this node holds a lease (lease.ts) at each moment it
+ * decides, and what changes when that flips. Pure; owned by the core.
+ *
+ * Fenced (leases on, no lease), a node
+ * - spends nothing of a `hard` rule: caution.ts makes every hard key's
+ *   reserve Infinity, and the reserves of the active keys are recomputed at
+ *   the transition (the others are before their next spend: acquire, peek
+ *   and the limiter's waiter service all refresh first);
+ * - gives nothing: wants are answered `none`, and no push (return home,
+ *   handoff) is made; grants already debited are still resent;
+ * - still applies grants, pays burns and gossips, with `fenced: true`;
+ * - for `soft` rules, follows `onPartition` as an isolated node does, and
+ *   counts everything it admits as overdraft.
+ *
+ * The check is made where a decision is taken, on the `nowMs` of that
+ * decision; what happens between the check and the effect (a pause) is
+ * what `maxClockSkewMs` bounds (reclaim-design.md §2).
+ */
+import type { KeyState } from '../core/limiter.js'
+import { updateReserve, type CautionInput } from './caution.js'
+import { ext } from './key-ext.js'
+import { EchoSchedule, Lease } from './lease.js'
+import { Quorum } from './quorum.js'
+import type { ClusterTuning } from './tuning.js'
+
+export type FenceChange = 'fenced' | 'unfenced'
+
+export class Fence {
+  readonly quorum: Quorum
+  readonly lease: Lease
+  /** A voter's echoes of its peers (null: not a voter). */
+  readonly echoes: EchoSchedule | null
+  /** As of the last check. */
+  fenced: boolean
+  /** Since when (monotonic) this node has been fenced; null while it holds its lease. */
+  since: number | null
+  /** Times it was fenced since start (the first, at start, included). */
+  count = 0
+
+  constructor (node: string, seeds: readonly string[], tuning: ClusterTuning, startMs: number) {
+    this.quorum = new Quorum(seeds)
+    this.lease = new Lease({ me: node, quorum: this.quorum, leaseMs: tuning.leaseMs, enabled: tuning.leases })
+    this.echoes = this.quorum.isVoter(node) ? new EchoSchedule(tuning.leaseMs, tuning.gossipIntervalMs) : null
+    this.fenced = !this.lease.valid(startMs)
+    this.since = this.fenced ? startMs : null
+    if (this.fenced) this.count++
+  }
+
+  /**
+   * Fenced at `nowMs`? Keeps `caution.fenced` current; at a change, the
+   * reserves of `active` keys are recomputed at once (the others are before
+   * their next spend).
+   */
+  at (nowMs: number, caution: CautionInput, active: Iterable<KeyState>): boolean {
+    if (this.check(nowMs) === null && caution.fenced === this.fenced) return this.fenced
+    caution.fenced = this.fenced
+    for (const ks of active) {
+      ext(ks).reserveAt = -Infinity
+      updateReserve(caution, ks, nowMs)
+    }
+    return this.fenced
+  }
+
+  /** Bring the state to `nowMs`; returns the change, if any. */
+  check (nowMs: number): FenceChange | null {
+    const fenced = !this.lease.valid(nowMs)
+    if (fenced === this.fenced) return null
+    this.fenced = fenced
+    if (fenced) {
+      // It lapsed when the last quorum's echo got too old, which may be before this check.
+      const lapsed = this.lease.validUntil
+      this.since = Number.isFinite(lapsed) && lapsed < nowMs ? lapsed : nowMs
+      this.count++
+      return 'fenced'
+    }
+    this.since = null
+    return 'unfenced'
+  }
+
+  /** For status: the lease as of `nowMs`. */
+  status (nowMs: number): Record<string, unknown> {
+    return {
+      enabled: this.lease.enabled,
+      valid: this.lease.valid(nowMs),
+      fencedForMs: this.since === null ? 0 : Math.round(nowMs - this.since),
+      leaseMs: this.lease.leaseMs,
+      validForMs: this.lease.enabled ? Math.max(0, Math.round(Math.min(this.lease.validUntil, 1e15) - nowMs)) : null,
+      voters: [...this.quorum.voters],
+      echoAgeMs: this.lease.echoAges(nowMs),
+      fences: this.count
+    }
+  }
+}

@@ -1,0 +1,184 @@
+/**
+ * Leases (reclaim-design.md §3.2, §4.3). Pure: times are monotonic `nowMs`
+ * passed in.
+ *
+ * A node may spend `hard` tokens, and give tokens, only while it holds a
+ * lease: at monotonic time t, the voters (quorum.ts) whose latest echo of it
+ * names one of its own gossips sent at or after t − leaseMs form a quorum.
+ * A voter counts itself as echoing at every moment. Hearing the voters is
+ * not enough: under a one-way cut a node hears them while they do not hear
+ * it, and they could give up on it while it spends. An echo proves the
+ * voter received the gossip, so it heard the node after that gossip's
+ * send time, which the node measured on its own clock.
+ *
+ * - `Lease`: this node's side. It remembers the send time of its last
+ *   SENT_KEPT gossips by seq, and per voter the newest send time any of its
+ *   echoes named; from those, until when the lease holds. Echoes only ever
+ *   move that time forward, so a late or duplicated echo is harmless, and an
+ *   echo of a gossip older than the kept window is ignored (it could only
+ *   have been old).
+ * - `EchoSchedule`: a voter's side. Each gossip carries `heard` entries
+ *   [node, inc, seq] (the newest seq applied from that incarnation), each
+ *   peer at most once per leaseMs / 4, staggered so one gossip names about
+ *   the fraction of peers one interval's share of that period.
+ *
+ * A node starts without a lease, fenced until its first quorum echo (about
+ * one gossip round trip); a node that is the whole quorum (a single seed)
+ * always holds one.
+ */
+import type { Quorum } from './quorum.js'
+
+/** Own gossips whose send times are kept: 64 intervals, far more than any lease spans. */
+export const SENT_KEPT = 64
+/** Most `heard` entries one gossip carries (the parser's bound is the peer cap). */
+export const MAX_HEARD_PER_GOSSIP = 256
+
+/** [node, incarnation, newest gossip seq applied from it]. */
+export type HeardEntry = [node: string, inc: number, seq: number]
+
+export interface LeaseOptions {
+  /** This node's name. */
+  me: string
+  quorum: Quorum
+  leaseMs: number
+  /** Leases off: never fenced (the behaviour before leases). */
+  enabled: boolean
+}
+
+export class Lease {
+  readonly enabled: boolean
+  readonly leaseMs: number
+  private readonly me: string
+  private readonly quorum: Quorum
+  private readonly seqs = new Float64Array(SENT_KEPT).fill(-1)
+  private readonly times = new Float64Array(SENT_KEPT)
+  /** Voter -> the newest send time (our clock) of a gossip of ours it echoed. */
+  private readonly echoes = new Map<string, number>()
+  /** The lease holds while nowMs <= until. */
+  private until: number
+
+  constructor (o: LeaseOptions) {
+    this.me = o.me
+    this.quorum = o.quorum
+    this.leaseMs = o.leaseMs
+    this.enabled = o.enabled
+    this.until = this.compute()
+  }
+
+  /** This node sent its gossip `seq` at `nowMs`. */
+  sent (seq: number, nowMs: number): void {
+    const i = seq % SENT_KEPT
+    this.seqs[i] = seq
+    this.times[i] = nowMs
+  }
+
+  /** When this node sent gossip `seq`, if it is among the kept ones. */
+  sentAt (seq: number): number | undefined {
+    const i = seq % SENT_KEPT
+    return this.seqs[i] === seq ? this.times[i] : undefined
+  }
+
+  /**
+   * Voter `voter` says it has applied our gossip `seq` (an entry of its
+   * `heard` for our name and incarnation). Returns whether the lease moved.
+   */
+  echoed (voter: string, seq: number): boolean {
+    if (!this.quorum.isVoter(voter) || voter === this.me) return false
+    const at = this.sentAt(seq)
+    if (at === undefined || at <= (this.echoes.get(voter) ?? -Infinity)) return false
+    this.echoes.set(voter, at)
+    const before = this.until
+    this.until = this.compute()
+    return this.until !== before
+  }
+
+  /** Whether the lease holds at `nowMs` (leases off: always). */
+  valid (nowMs: number): boolean {
+    return !this.enabled || nowMs <= this.until
+  }
+
+  /** Until when the lease holds on the echoes so far (-Infinity: never held; Infinity: this node is a quorum alone). */
+  get validUntil (): number {
+    return this.until
+  }
+
+  /** Per voter (other than this node), how long ago the gossip it last echoed was sent; null: never. */
+  echoAges (nowMs: number): Record<string, number | null> {
+    const out: Record<string, number | null> = {}
+    for (const v of this.quorum.voters) {
+      if (v === this.me) continue
+      const at = this.echoes.get(v)
+      out[v] = at === undefined ? null : Math.round(nowMs - at)
+    }
+    return out
+  }
+
+  /**
+   * The latest time the lease holds: walk the voters from the newest echo
+   * down; the echo at which their weight first makes a quorum, plus leaseMs.
+   */
+  private compute (): number {
+    const list: Array<[string, number]> = []
+    for (const v of this.quorum.voters) {
+      const at = v === this.me ? Infinity : this.echoes.get(v)
+      if (at !== undefined) list.push([v, at])
+    }
+    list.sort((a, b) => b[1] - a[1])
+    const names: string[] = []
+    for (const [v, at] of list) {
+      names.push(v)
+      if (this.quorum.isQuorum(names)) return at + this.leaseMs
+    }
+    return -Infinity
+  }
+}
+
+/** What a voter knows of a peer it may echo. */
+export interface Echoable {
+  name: string
+  inc: number
+  /** Newest gossip applied from its current incarnation (0: none yet). */
+  seq: number
+}
+
+export class EchoSchedule {
+  private readonly everyMs: number
+  private readonly gossipIntervalMs: number
+  /** Peer incarnation (`name/inc`) -> when it was last echoed. */
+  private readonly last = new Map<string, number>()
+
+  constructor (leaseMs: number, gossipIntervalMs: number) {
+    this.everyMs = leaseMs / 4
+    this.gossipIntervalMs = gossipIntervalMs
+  }
+
+  /**
+   * The `heard` entries for a gossip at `nowMs`: peers never echoed first (a
+   * new node waits for its first lease), then those due, oldest first, at
+   * most one interval's share of the peers (plus the new ones).
+   */
+  take (peers: readonly Echoable[], nowMs: number): HeardEntry[] {
+    const fresh: Echoable[] = []
+    const due: Array<[Echoable, number]> = []
+    let count = 0
+    for (const p of peers) {
+      if (p.seq <= 0) continue
+      count++
+      const at = this.last.get(`${p.name}/${p.inc}`)
+      if (at === undefined) fresh.push(p)
+      else if (nowMs - at >= this.everyMs - this.gossipIntervalMs / 2) due.push([p, at])
+    }
+    if (this.last.size > 2 * count + 16) this.prune(peers)
+    due.sort((a, b) => a[1] - b[1])
+    const share = Math.max(1, Math.ceil(count * this.gossipIntervalMs / this.everyMs))
+    const picked = [...fresh, ...due.slice(0, share).map(d => d[0])].slice(0, MAX_HEARD_PER_GOSSIP)
+    for (const p of picked) this.last.set(`${p.name}/${p.inc}`, nowMs)
+    return picked.map(p => [p.name, p.inc, p.seq])
+  }
+
+  private prune (peers: readonly Echoable[]): void {
+    const names = new Set<string>()
+    for (const p of peers) names.add(`${p.name}/${p.inc}`)
+    for (const n of [...this.last.keys()]) if (!names.has(n)) this.last.delete(n)
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * Leases (cluster/lease.ts, fence.ts) on a manual clock: a lease comes from
+ * a quorum of voters' echoes of the node's own recent gossips, lapses
+ * leaseMs after the send time of the gossip that made the quorum, and
+ * nothing but an echo of a kept gossip extends it.
+ */
+import test from 'ava'
+import { EchoSchedule, Lease, SENT_KEPT, type Echoable } from '../src/cluster/lease.js'
+import { Quorum } from '../src/cluster/quorum.js'
+
+const LEASE = 3000
+
+function lease (me: string, seeds: string[], enabled = true): Lease {
+  return new Lease({ me, quorum: new Quorum(seeds), leaseMs: LEASE, enabled })
+}
+
+test('a node starts without a lease and gets one from a quorum of echoes', t => {
+  const l = lease('m', ['a', 'b', 'c'])
+  let now = 1000
+  t.false(l.valid(now))
+  l.sent(1, now)
+  now += 100
+  t.false(l.echoed('a', 1), 'one of three voters is no quorum')
+  t.false(l.valid(now))
+  t.true(l.echoed('b', 1))
+  t.true(l.valid(now))
+  // Valid until leaseMs after the gossip was sent (not after the echo came).
+  t.is(l.validUntil, 1000 + LEASE)
+  t.true(l.valid(1000 + LEASE))
+  t.false(l.valid(1000 + LEASE + 1))
+})
+
+test('the quorum is made by the newest echoes; an old echo does not shorten it', t => {
+  const l = lease('m', ['a', 'b', 'c'])
+  for (let s = 1; s <= 5; s++) l.sent(s, s * 100)
+  l.echoed('a', 5)
+  l.echoed('b', 2)
+  t.is(l.validUntil, 200 + LEASE, 'the second newest echo decides')
+  l.echoed('c', 4)
+  t.is(l.validUntil, 400 + LEASE)
+  t.false(l.echoed('a', 1), 'a late echo of an older gossip changes nothing')
+  t.is(l.validUntil, 400 + LEASE)
+})
+
+test('a voter counts itself; a single seed is never fenced, its members are until it echoes them', t => {
+  const seed = lease('a', ['a'])
+  t.true(seed.valid(0))
+  t.true(seed.valid(1e12))
+  const member = lease('m', ['a'])
+  t.false(member.valid(0))
+  member.sent(1, 0)
+  member.echoed('a', 1)
+  t.true(member.valid(LEASE))
+  t.false(member.valid(LEASE + 1))
+  // Of three seeds, a seed needs one other.
+  const b = lease('b', ['a', 'b', 'c'])
+  t.false(b.valid(0))
+  b.sent(1, 0)
+  b.echoed('c', 1)
+  t.true(b.valid(10))
+})
+
+test('two seeds: the first holds a lease alone, the second needs the first', t => {
+  t.true(lease('a', ['a', 'b']).valid(0))
+  const b = lease('b', ['a', 'b'])
+  b.sent(1, 0)
+  t.false(b.valid(0))
+  t.false(b.echoed('m', 1), 'a non-voter does not count')
+  b.echoed('a', 1)
+  t.true(b.valid(0))
+})
+
+test('only echoes of kept gossips count: unknown or overwritten seqs are ignored', t => {
+  const l = lease('m', ['a'])
+  l.sent(1, 0)
+  t.false(l.echoed('a', 2), 'never sent')
+  for (let s = 2; s <= SENT_KEPT + 1; s++) l.sent(s, s)
+  t.is(l.sentAt(1), undefined, 'overwritten by seq 1 + SENT_KEPT')
+  t.false(l.echoed('a', 1))
+  t.true(l.echoed('a', SENT_KEPT + 1))
+})
+
+test('leases off: always valid', t => {
+  t.true(lease('m', ['a', 'b', 'c'], false).valid(0))
+})
+
+test('echo ages per voter for status', t => {
+  const l = lease('b', ['a', 'b', 'c'])
+  l.sent(1, 100)
+  l.echoed('a', 1)
+  t.deepEqual(l.echoAges(600), { a: 500, c: null })
+})
+
+test('a voter echoes new peers at once and each peer about every leaseMs / 4, a share per gossip', t => {
+  const gossip = 250
+  const e = new EchoSchedule(LEASE, gossip)
+  const peers: Echoable[] = Array.from({ length: 30 }, (_, i) => ({ name: `p${i}`, inc: 1, seq: 1 }))
+  const first = e.take(peers, 0)
+  t.is(first.length, 30, 'never echoed: all at once')
+  const last = new Map<string, number>()
+  let most = 0
+  for (let now = gossip; now <= 20 * gossip; now += gossip) {
+    for (const p of peers) p.seq++
+    const got = e.take(peers, now)
+    most = Math.max(most, got.length)
+    for (const [n, inc, seq] of got) {
+      t.is(inc, 1)
+      t.is(seq, peers.find(p => p.name === n)?.seq ?? -1)
+      const before = last.get(n)
+      if (before !== undefined) t.true(now - before <= LEASE / 4 + gossip, `${n} waited ${now - before} ms`)
+      last.set(n, now)
+    }
+  }
+  t.is(last.size, 30, 'every peer echoed')
+  t.true(most <= Math.ceil(30 * gossip / (LEASE / 4)), `at most a third per gossip, got ${most}`)
+  // A restarted peer (new incarnation) is new again; one that sent nothing yet is not echoed.
+  const again = e.take([{ name: 'p0', inc: 2, seq: 1 }, { name: 'q', inc: 1, seq: 0 }], 21 * gossip)
+  t.deepEqual(again, [['p0', 2, 1]])
+})

@@ -27,6 +27,8 @@ function core (node: string, incarnation: number, epoch = `${node}.${incarnation
     rules: [rule({ name: KEY, limit: 100, perMs: 1000 })],
     limits: limits(),
     allocate: incarnation === 1,
+    // Leases off: these cores never hear a seed's echo, and what is tested here (written before leases) is not about them.
+    tuning: { leases: false },
     wallMs: WALL + now,
     monoMs: now
   })

@@ -3,7 +3,7 @@
 //
 //   node scripts/load-cluster.mjs DIST WORKDIR
 //
-// DIST is a compiled tree (its src/cli/quotad.js and src/client/index.js are
+// DIST is a compiled tree (its src/cli/quotad.js is
 // used; it must not be the dist that `npm test` deletes and rebuilds).
 // WORKDIR gets the cluster file, the swarm key, the sockets, the data
 // directories and the nodes' logs. Every node listens on tcp/0; as a node
@@ -16,7 +16,6 @@
 import { spawn, execFileSync } from 'node:child_process'
 import { openSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
 
 const [distArg, workArg] = process.argv.slice(2)
 if (distArg === undefined || workArg === undefined) {
@@ -26,7 +25,8 @@ if (distArg === undefined || workArg === undefined) {
 const dist = resolve(distArg)
 const work = resolve(workArg)
 const QUOTAD = join(dist, 'src/cli/quotad.js')
-const { QuotadClient } = await import(pathToFileURL(join(dist, 'src/client/index.js')).href)
+// The client is its own package (packages/client), linked into node_modules by the workspace.
+const { QuotadClient } = await import('@quotad/client')
 
 const NAMES = ['a', 'b', 'c']
 const ANY_PORT = '/ip4/127.0.0.1/tcp/0'

@@ -3,7 +3,8 @@
  * without measuring the heap: a key is one object whose own fields are
  * counted here, keys of a rule share one head while their rarely used
  * fields are at their defaults (a head of its own exists only while one is set), and the
- * sliding log's array is only as long as its entries. Adding a field to a
+ * sliding log keeps one spend as a bare number and a token spent at its own
+ * time as one double. Adding a field to a
  * bucket or to KeyState fails this test on purpose: each costs 8 MB per
  * million keys; rerun bench/memory and update bench/README.md with it.
  */
@@ -18,7 +19,7 @@ const T0 = 1_700_000_000_000 - (1_700_000_000_000 % 60_000)
 /** Own fields per key: the key, its head (rule, spec, initial and the rare part), and the algorithm's. */
 const FIELDS: Record<Algorithm, number> = {
   'fixed-window': 2 + 3,
-  'sliding-log': 2 + 4,
+  'sliding-log': 2 + 3,
   'sliding-window': 2 + 5,
   'token-bucket': 2 + 3
 }
@@ -64,17 +65,66 @@ for (const algorithm of ALGORITHMS) {
   })
 }
 
-test('sliding-log: the log array holds two numbers per distinct spend time, and is dropped when empty', t => {
+/** The sliding log's private `log` (sliding-log.ts), decoded: null, a bare time, or the ring's stride and [time, count] entries. */
+function slidingLog (ks: object): null | number | { stride: number, slots: number, entries: number[][] } {
+  const log = (ks as { log: null | number | number[] }).log
+  if (log === null || typeof log === 'number') return log
+  const [head, size, stride] = log
+  const entries: number[][] = []
+  let at = head
+  for (let k = 0; k < size; k++) {
+    entries.push([log[at], stride === 1 ? 1 : log[at + 1]])
+    at += stride
+    if (at === log.length) at = 3
+  }
+  return { stride, slots: log.length, entries }
+}
+
+test('sliding-log: one spend is a bare number, tokens spent one at a time are one double each, and the log empties', t => {
   const l = limiter('sliding-log')
   l.acquire('k:1', 1, T0)
-  l.acquire('k:1', 2, T0)
   const ks = l.existing('k:1')
-  const log = (): unknown => (ks as unknown as { log: unknown }).log
-  t.deepEqual(log(), [T0, 3])
+  if (ks === undefined) return t.fail('the key has no state')
+  t.is(slidingLog(ks), T0, 'one entry: its time alone (its count is the outstanding tokens)')
+  l.acquire('k:1', 2, T0)
+  t.is(slidingLog(ks), T0, 'a spend at the same time merges into it')
+  t.is(ks.bucket.outstanding(T0), 3)
+
   l.acquire('k:1', 1, T0 + 5)
-  t.deepEqual(log(), [T0, 3, T0 + 5, 1])
+  t.deepEqual(slidingLog(ks), { stride: 2, slots: 3 + 2 * 4, entries: [[T0, 3], [T0 + 5, 1]] }, 'a count other than 1: pairs')
+  l.peek('k:1', 1, T0 + 60_000)
+  t.is(slidingLog(ks), T0 + 5, 'one entry left, of the count outstanding: a bare number again')
   l.peek('k:1', 1, T0 + 60_005)
-  t.is(log(), null)
+  t.is(slidingLog(ks), null)
+
+  const times = Array.from({ length: 10 }, (_, i) => T0 + 60_010 + i * 0.25)
+  for (const at of times) t.true(l.acquire('k:1', 1, at).allowed)
+  t.deepEqual(slidingLog(ks), { stride: 1, slots: 3 + 10, entries: times.map(at => [at, 1]) }, 'the whole limit, one token at a time: one double per token')
+})
+
+test('sliding-log: the ring wraps around, and pairs whose counts are all 1 again turn back to units when the ring grows', t => {
+  const l = limiter('sliding-log')
+  for (let i = 0; i < 10; i++) l.acquire('k:1', 1, T0 + i)
+  // Each later spend is let in by the return of the oldest one: the full ring wraps around.
+  const at = (j: number): number => T0 + 60_000 * (1 + Math.floor(j / 10)) + (j % 10) + 0.5
+  for (let j = 0; j < 15; j++) t.true(l.acquire('k:1', 1, at(j)).allowed, `spend ${j}`)
+  const ks = l.existing('k:1')
+  if (ks === undefined) return t.fail('the key has no state')
+  t.deepEqual(slidingLog(ks), { stride: 1, slots: 13, entries: Array.from({ length: 10 }, (_, i) => [at(i + 5), 1]) })
+  t.is(ks.bucket.waitFor(1, at(14)), at(5) + 60_000 - at(14))
+  t.is(ks.bucket.waitFor(10, at(14)), at(14) + 60_000 - at(14))
+
+  const m = limiter('sliding-log')
+  m.acquire('k:1', 2, T0)
+  for (let i = 1; i <= 3; i++) m.acquire('k:1', 1, T0 + 10 * i)
+  const ms = m.existing('k:1')
+  if (ms === undefined) return t.fail('the key has no state')
+  t.like(slidingLog(ms), { stride: 2, entries: [[T0, 2], [T0 + 10, 1], [T0 + 20, 1], [T0 + 30, 1]] })
+  m.peek('k:1', 1, T0 + 60_000) // the spend of 2 returns; every count left is 1
+  m.acquire('k:1', 1, T0 + 60_001)
+  t.like(slidingLog(ms), { stride: 2 }, 'pairs while there is room')
+  m.acquire('k:1', 1, T0 + 60_002)
+  t.like(slidingLog(ms), { stride: 1, entries: [[T0 + 10, 1], [T0 + 20, 1], [T0 + 30, 1], [T0 + 60_001, 1], [T0 + 60_002, 1]] }, 'units once it grows')
 })
 
 test('a reload that changes the rule gives the key a bucket of its own, and the state stays one key', t => {

@@ -1,6 +1,7 @@
 /**
- * The single-node decision core: the key table, rule lookup, decisions and
- * waiting acquires, over conserved-token buckets.
+ * The single-node decision core: the key table, rule lookup and decisions,
+ * over conserved-token buckets. Waiting acquires are the WaitQueue's
+ * (wait-queue.ts); the Limiter clamps time and finds the key's state for it.
  *
  * Pure: no I/O, no timers, no clock reads. Time comes in as `nowMs`; the
  * caller (the node service, a test, the simulator) owns the clock and asks
@@ -27,9 +28,9 @@ import type { Decision } from './types.js'
 import { bucketSpec, EPSILON, makeBucket, type BucketSpec } from './algorithms/index.js'
 import { RuleSet, type CompiledRule } from './rules.js'
 import { initialShare, seedOrder } from './share.js'
-import { WakeHeap } from './wake-heap.js'
+import { WaitQueue } from './wait-queue.js'
 import { IDENTITY_CALENDAR, type CalendarView } from './calendar.js'
-import { checkKey, decision, spend, waitFor } from './decide.js'
+import { checkKey, decision, spend } from './decide.js'
 import { snapshotKeys, type KeySnapshot, type KeyState, type Resolution, type Waiter } from './key-state.js'
 
 export type LimiterLimits = Pick<LimitsConfig, 'maxKeys' | 'maxKeyBytes' | 'maxWaitersPerKey' | 'maxWaiters'>
@@ -78,15 +79,13 @@ export class Limiter {
   private readonly node: string
   private readonly seeds: string[]
   private readonly table = new Map<string, KeyState>()
-  private readonly heap = new WakeHeap<KeyState>()
+  private readonly waits: WaitQueue
   /** Each rule's bucket spec, shared by its keys (cleared when the rules change). */
   private readonly specs = new Map<CompiledRule, BucketSpec>()
   private sweepCursor: Iterator<KeyState> | null = null
   private lastNow = -Infinity
-  private totalWaiters = 0
   allocate: boolean
   private readonly canEvict?: (ks: KeyState, nowMs: number) => boolean
-  private readonly beforeServe?: (ks: KeyState, nowMs: number) => void
   private readonly onRuleChange?: (ks: KeyState, next: CompiledRule, nowMs: number) => void
   readonly calendar: CalendarView
 
@@ -98,12 +97,12 @@ export class Limiter {
     this.seeds = seedOrder(opts.seeds ?? [opts.node])
     this.allocate = opts.allocate ?? true
     this.canEvict = opts.canEvict
-    this.beforeServe = opts.beforeServe
+    this.waits = new WaitQueue(opts.limits, opts.beforeServe)
     this.onRuleChange = opts.onRuleChange
   }
 
   get keyCount (): number { return this.table.size }
-  get waiterCount (): number { return this.totalWaiters }
+  get waiterCount (): number { return this.waits.count }
   get rules (): readonly CompiledRule[] { return this.ruleSet.rules }
 
   private clamp (nowMs: number): number {
@@ -172,7 +171,7 @@ export class Limiter {
 
   /** Tokens arrived from outside (a transfer): serve waiters that can now be served. */
   touched (ks: KeyState, nowMs: number): void {
-    this.reschedule(ks, this.clamp(nowMs), true)
+    this.waits.reschedule(ks, this.clamp(nowMs), true)
   }
 
   /**
@@ -182,40 +181,12 @@ export class Limiter {
    */
   acquireOrWait (key: string, count: number, waitMs: number, nowMs: number, ref: unknown, elsewhere = false): Decision | Waiter {
     const now = this.clamp(nowMs)
-    const ks = this.state(key, count, now)
-    if (ks.queued === 0 && spend(ks, count, now)) return decision(ks, true, count, now)
-    // Hopeless by the local return schedule: answer now rather than hold the
-    // client. When the queue needs more than the whole share, tokens must be
-    // reused and `waitFor` cannot say when; the waiter's deadline decides.
-    // `elsewhere`: tokens held at other nodes may come by transfer (the cluster says so).
-    const need = ks.queued + count
-    if (waitMs <= 0 || (!elsewhere && need <= ks.bucket.share && ks.bucket.waitFor(need, now) > waitMs)) {
-      return decision(ks, false, count, now)
-    }
-    if (ks.waiters !== null && ks.waiters.length >= this.limits.maxWaitersPerKey) {
-      throw new QuotadError(ErrorCodes.QUEUE_FULL, `wait queue for key is full (${this.limits.maxWaitersPerKey} waiters)`)
-    }
-    if (this.totalWaiters >= this.limits.maxWaiters) {
-      throw new QuotadError(ErrorCodes.QUEUE_FULL, `node wait queue is full (${this.limits.maxWaiters} waiters)`)
-    }
-    const w: Waiter = { count, deadline: now + waitMs, ref, keyState: ks, done: false }
-    if (ks.waiters === null) ks.waiters = []
-    ks.waiters.push(w)
-    ks.queued += count
-    this.totalWaiters++
-    this.reschedule(ks, now)
-    return w
+    return this.waits.acquireOrWait(this.state(key, count, now), count, waitMs, now, ref, elsewhere)
   }
 
   /** Withdraw a queued waiter. Spends nothing. Idempotent. */
   cancel (w: Waiter): void {
-    if (w.done) return
-    const ks = w.keyState
-    const ws = ks.waiters as Waiter[]
-    ws.splice(ws.indexOf(w), 1)
-    this.finish(ks, w)
-    // The next waiter may now be servable at once.
-    this.reschedule(ks, this.lastNow, true)
+    this.waits.cancel(w, this.lastNow)
   }
 
   /** The state of `key` without spending. `allowed` says whether `count` would be admitted now. */
@@ -229,69 +200,12 @@ export class Limiter {
 
   /** Earliest time `poll` has work (Infinity: none). */
   nextWakeAt (): number {
-    return this.heap.peekTime()
+    return this.waits.nextWakeAt()
   }
 
   /** Serve due waiters: grant in FIFO order as tokens return, deny those past their deadline. */
   poll (nowMs: number): Resolution[] {
-    const now = this.clamp(nowMs)
-    const out: Resolution[] = []
-    while (this.heap.peekTime() <= now) {
-      const t = this.heap.peekTime()
-      const ks = this.heap.pop() as KeyState
-      if (t !== ks.wakeAt) continue // stale entry: the key was rescheduled
-      ks.wakeAt = Infinity
-      this.serve(ks, now, out)
-      this.reschedule(ks, now)
-    }
-    return out
-  }
-
-  private serve (ks: KeyState, now: number, out: Resolution[]): void {
-    const ws = ks.waiters
-    if (ws === null) return
-    this.beforeServe?.(ks, now)
-    let granted = 0
-    while (granted < ws.length && spend(ks, ws[granted].count, now)) {
-      const w = ws[granted++]
-      this.finish(ks, w)
-      out.push({ ref: w.ref, decision: decision(ks, true, w.count, now) })
-    }
-    if (granted > 0) ws.splice(0, granted)
-    let kept = 0
-    for (let i = 0; i < ws.length; i++) {
-      const w = ws[i]
-      if (w.deadline <= now) {
-        this.finish(ks, w)
-        out.push({ ref: w.ref, decision: decision(ks, false, w.count, now) })
-      } else {
-        ws[kept++] = w
-      }
-    }
-    ws.length = kept
-  }
-
-  private finish (ks: KeyState, w: Waiter): void {
-    w.done = true
-    ks.queued -= w.count
-    this.totalWaiters--
-  }
-
-  private reschedule (ks: KeyState, now: number, force = false): void {
-    const ws = ks.waiters
-    if (ws === null || ws.length === 0) {
-      ks.waiters = null
-      ks.wakeAt = Infinity
-      return
-    }
-    let wake = now + waitFor(ks, ws[0].count, now)
-    for (const w of ws) if (w.deadline < wake) wake = w.deadline
-    // Invariant: a key whose waiters could not all be served now is not due again now (poll would loop for ever).
-    if (wake <= now && !force && ks.wakeAt === Infinity) wake = now + 1
-    if (wake !== ks.wakeAt || force) {
-      ks.wakeAt = wake
-      if (wake !== Infinity) this.heap.push(wake, ks)
-    }
+    return this.waits.poll(this.clamp(nowMs))
   }
 
   /** Find or create the state of `key`. Throws for bad keys, counts and a full table. */
@@ -393,12 +307,7 @@ export class Limiter {
     for (const ks of [...this.table.values()]) {
       const rule = next.match(ks.key)
       if (rule === undefined) {
-        for (const w of ks.waiters ?? []) {
-          this.finish(ks, w)
-          out.push({ ref: w.ref, decision: decision(ks, false, w.count, now) })
-        }
-        ks.waiters = null
-        ks.wakeAt = Infinity
+        this.waits.denyAll(ks, now, out)
         this.table.delete(ks.key)
         continue
       }
@@ -414,7 +323,7 @@ export class Limiter {
       }
       ks.rule = rule
       rule.stats.keys++
-      this.reschedule(ks, now, true)
+      this.waits.reschedule(ks, now, true)
     }
     this.sweepCursor = null
     return out

@@ -21,11 +21,10 @@
  * The file is validated field by field when read (state-schema.ts); a bad
  * file is refused with E_STATE_INVALID naming the field, never guessed at.
  */
-import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { RuleConfig } from '../config/types.js'
-import { ErrorCodes, QuotadError } from '../errors.js'
-import { unwritableReason, writeFileAtomic } from '../util/atomic-file.js'
+import { ErrorCodes } from '../errors.js'
+import { readIfExists, writeJsonFile } from '../util/json-file.js'
 import type { RuleStamp } from './rule-change.js'
 import { parseState } from './state-schema.js'
 
@@ -80,26 +79,13 @@ export interface KnownDebt {
 export type StartKind = 'first-start' | 'clean-restart' | 'unclean-restart'
 
 export async function readState (dataDir: string): Promise<SavedState | undefined> {
-  const file = join(dataDir, STATE_FILE)
-  let text: string
-  try {
-    text = await readFile(file, 'utf8')
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    if (code === 'ENOENT') return undefined
-    throw new QuotadError(ErrorCodes.STATE_UNREADABLE, `cannot read ${file}: ${(err as Error).message}`, { file, errno: code })
-  }
-  return parseState(text, file)
+  const text = await readIfExists(dataDir, STATE_FILE, ErrorCodes.STATE_UNREADABLE)
+  return text === undefined ? undefined : parseState(text, join(dataDir, STATE_FILE))
 }
 
 /** Write atomically (temp file, fsync, rename, fsync the directory: util/atomic-file.ts). */
 export async function writeState (dataDir: string, state: SavedState): Promise<void> {
-  const file = join(dataDir, STATE_FILE)
-  try {
-    await writeFileAtomic(dataDir, STATE_FILE, JSON.stringify(state))
-  } catch (err) {
-    throw new QuotadError(ErrorCodes.STATE_UNWRITABLE, unwritableReason(file, err), { file, errno: (err as NodeJS.ErrnoException).code })
-  }
+  await writeJsonFile(dataDir, STATE_FILE, state, ErrorCodes.STATE_UNWRITABLE)
 }
 
 export function startKind (s: SavedState | undefined): StartKind {

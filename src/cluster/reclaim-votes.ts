@@ -16,10 +16,10 @@
  * (E_VOTES_MISSING, §10). Hence on a first start the driver creates the
  * votes file (`openVotes`) before it first writes the state file.
  */
-import { access, readFile } from 'node:fs/promises'
+import { access } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ErrorCodes, QuotadError } from '../errors.js'
-import { unwritableReason, writeFileAtomic } from '../util/atomic-file.js'
+import { FieldError as Bad, parseJsonDoc, readIfExists, writeJsonFile } from '../util/json-file.js'
 import { STATE_FILE } from './durable-state.js'
 import { emptyVotes, type SlotVotes, type VotesState } from './reclaim-acceptor.js'
 import type { KnownInc } from './reclaim-messages.js'
@@ -35,11 +35,6 @@ const MAX_ACCOUNTS = 10_000
 
 type Obj = Record<string, unknown>
 
-class Bad extends Error {
-  constructor (readonly path: string, what: string) {
-    super(`${path}: ${what}`)
-  }
-}
 
 function obj (v: unknown, path: string): Obj {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Bad(path, 'must be an object')
@@ -134,18 +129,7 @@ function invalid (file: string, path: string, what: string): QuotadError {
 
 /** Parse and validate a votes file's text. Throws E_VOTES_INVALID naming the field. */
 export function parseVotes (text: string, file: string): VotesState {
-  let raw: unknown
-  try {
-    raw = JSON.parse(text)
-  } catch (err) {
-    throw invalid(file, '$', `not JSON (${(err as Error).message})`)
-  }
-  try {
-    return votes(raw)
-  } catch (err) {
-    if (!(err instanceof Bad)) throw err
-    throw invalid(file, err.path, err.message)
-  }
+  return parseJsonDoc(text, votes, (path, what) => invalid(file, path, what))
 }
 
 /** Refuse a votes file written by another node or cluster. */
@@ -156,26 +140,13 @@ export function checkVotesOwner (v: VotesState, file: string, node: string, clus
 
 /** The file, or undefined if there is none. Throws E_VOTES_UNREADABLE or E_VOTES_INVALID. */
 export async function readVotes (dataDir: string): Promise<VotesState | undefined> {
-  const file = join(dataDir, VOTES_FILE)
-  let text: string
-  try {
-    text = await readFile(file, 'utf8')
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    if (code === 'ENOENT') return undefined
-    throw new QuotadError(ErrorCodes.VOTES_UNREADABLE, `cannot read ${file}: ${(err as Error).message}`, { file, errno: code })
-  }
-  return parseVotes(text, file)
+  const text = await readIfExists(dataDir, VOTES_FILE, ErrorCodes.VOTES_UNREADABLE)
+  return text === undefined ? undefined : parseVotes(text, join(dataDir, VOTES_FILE))
 }
 
 /** Write atomically and durably. Throws E_VOTES_UNWRITABLE. */
 export async function writeVotes (dataDir: string, v: VotesState): Promise<void> {
-  const file = join(dataDir, VOTES_FILE)
-  try {
-    await writeFileAtomic(dataDir, VOTES_FILE, JSON.stringify(v))
-  } catch (err) {
-    throw new QuotadError(ErrorCodes.VOTES_UNWRITABLE, unwritableReason(file, err), { file, errno: (err as NodeJS.ErrnoException).code })
-  }
+  await writeJsonFile(dataDir, VOTES_FILE, v, ErrorCodes.VOTES_UNWRITABLE)
 }
 
 /**

@@ -16,19 +16,13 @@ import { ALGORITHMS, FAILURE_POLICIES, MODES, type RuleConfig } from '../config/
 import { ErrorCodes, QuotadError } from '../errors.js'
 import type { KnownDebt, SavedKey, SavedState } from './durable-state.js'
 import type { RuleStamp } from './rule-change.js'
+import { FieldError as Bad, parseJsonDoc } from '../util/json-file.js'
 
 type Obj = Record<string, unknown>
 
 /** Token counts are far below 2^53 (config caps stocks at 1e12). */
 const MAX_TOKENS = 1e15
 
-class Bad extends Error {
-  readonly path: string
-  constructor (path: string, what: string) {
-    super(`${path}: ${what}`)
-    this.path = path
-  }
-}
 
 function obj (v: unknown, path: string): Obj {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Bad(path, 'must be an object')
@@ -151,18 +145,7 @@ export function emptyStateHint (node: string, cluster: string): string {
 
 /** Parse and validate a state file's text. Throws E_STATE_INVALID naming the field. */
 export function parseState (text: string, file: string): SavedState {
-  let raw: unknown
-  try {
-    raw = JSON.parse(text)
-  } catch (err) {
-    throw invalid(file, '$', `not JSON (${(err as Error).message})`)
-  }
-  try {
-    return state(raw)
-  } catch (err) {
-    if (!(err instanceof Bad)) throw err
-    throw invalid(file, err.path, err.message)
-  }
+  return parseJsonDoc(text, state, (path, what) => invalid(file, path, what))
 }
 
 function invalid (file: string, path: string, what: string): QuotadError {

@@ -3,8 +3,8 @@
  * temp file, fsync it, rename it over the old one, fsync the directory. A
  * crash at any point leaves either the old content or the new one, never a
  * mix, and once the promise resolves the new content survives a power loss.
- * The state file (durable-state.ts) and the votes file (reclaim-votes.ts)
- * both go through here; callers wrap the raw fs error in their own code.
+ * The state file and the votes file come here through json-file.ts, which
+ * wraps the raw fs error in the caller's own code.
  */
 import { mkdir, open, rename } from 'node:fs/promises'
 import { join } from 'node:path'

@@ -88,3 +88,8 @@ export interface BucketParams {
   /** Starting holding (whole share, nothing outstanding). */
   share: number
 }
+
+/** The number of the calendar window holding calendar time `calMs`, relative to `spec.origin` (a small integer). */
+export function windowNumber (spec: BucketSpec, calMs: number): number {
+  return Math.floor(calMs / spec.perMs) - spec.origin
+}

@@ -10,7 +10,7 @@
  * Known property, kept on purpose: up to 2x `limit` can be admitted across a
  * boundary (the end of one window and the start of the next).
  */
-import type { Bucket, BucketSpec } from './bucket.js'
+import { windowNumber, type Bucket, type BucketSpec } from './bucket.js'
 import { KeyState } from '../key-state.js'
 
 /**
@@ -29,7 +29,7 @@ export class FixedWindowBucket extends KeyState implements Bucket {
     super(spec)
     this.held = share
     this.spent = 0
-    this.win = Math.floor(spec.cal.at(nowMs) / spec.perMs) - spec.origin
+    this.win = windowNumber(spec, spec.cal.at(nowMs))
   }
 
   get share (): number { return this.held + this.spent }
@@ -41,7 +41,7 @@ export class FixedWindowBucket extends KeyState implements Bucket {
   advance (nowMs: number): void {
     const t = this.cal.at(nowMs)
     if (t - this.windowStart >= this.perMs) {
-      this.win = Math.floor(t / this.perMs) - this.h.spec.origin
+      this.win = windowNumber(this.h.spec, t)
       this.held += this.spent
       this.spent = 0
     }

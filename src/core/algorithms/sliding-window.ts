@@ -15,7 +15,7 @@
  * already come back. Only `held` is compared against a request, with EPSILON
  * tolerance because `prev * f` is a float.
  */
-import { EPSILON, type Bucket, type BucketSpec } from './bucket.js'
+import { EPSILON, windowNumber, type Bucket, type BucketSpec } from './bucket.js'
 import { KeyState } from '../key-state.js'
 
 /** Fields: as in FixedWindowBucket, the window is a small integer relative to `spec.origin`. */
@@ -31,7 +31,7 @@ export class SlidingWindowBucket extends KeyState implements Bucket {
     this.base = share
     this.prev = 0
     this.curr = 0
-    this.win = Math.floor(spec.cal.at(nowMs) / spec.perMs) - spec.origin
+    this.win = windowNumber(spec, spec.cal.at(nowMs))
     this.frac = 0
   }
 

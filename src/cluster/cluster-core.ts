@@ -36,6 +36,8 @@ import { saveState } from './persist.js'
 import type { SavedState } from './durable-state.js'
 import { Transfers } from './transfers.js'
 import { firstUseWaitMs } from './first-use.js'
+import { BooksJournal } from './journal.js'
+import { Recovery } from './recovery.js'
 import { forgetDeparted, onGossip, onGrant, onReply, onRequestFailed, onWant } from './intake.js'
 import { defaultTuning, type ClusterTuning } from './tuning.js'
 
@@ -57,8 +59,10 @@ export interface ClusterCoreOptions {
   maxMembers?: number
   rules: RuleConfig[]
   limits: LimitsConfig
-  /** May this node materialize pre-allocated shares? False after an unclean restart. */
+  /** May this node materialize pre-allocated shares? False after an unclean restart with nothing to recover. */
   allocate: boolean
+  /** This start recovers a crashed predecessor's books (journal.ts): shares and restored tokens wait for the horizon (recovery.ts). */
+  recovered?: boolean
   tuning?: Partial<ClusterTuning>
   /** Wall and monotonic time at construction: where the calendar starts. */
   wallMs: number
@@ -89,6 +93,10 @@ export class ClusterCore {
   /** Net tokens taken from each other account by transfer, per key (positions.ts): what a reclaim counts. */
   readonly positions = new Positions()
   readonly seeds: string[]
+  /** Changes of this node's books, made durable by the driver before any grant leaves (journal.ts). */
+  readonly journal = new BooksJournal()
+  /** Set when this start recovered a crashed predecessor's books (recovery.ts). */
+  readonly recovery: Recovery | null
   /** Keys with something to do on ticks (rate decay, wants, deferred, burns, debt, gossip). */
   readonly active = new Set<KeyState>()
   /** Serving wants, crediting grants, replies (transfers.ts); intake.ts routes messages to it. */
@@ -128,6 +136,7 @@ export class ClusterCore {
     })
     this.tuning = { ...defaultTuning(opts.tuning?.gossipIntervalMs), ...opts.tuning }
     this.calendar = new Calendar(opts.wallMs, opts.monoMs)
+    this.recovery = opts.recovered === true ? new Recovery(this.calendar.at(opts.monoMs), this.tuning.maxClockSkewMs) : null
     this.ledger = new Ledger(opts.node, opts.epoch, this.incarnation)
     this.peers = new Peers(this.tuning.aliveTimeoutMs, {
       cfg: this.clusterHash,
@@ -148,6 +157,7 @@ export class ClusterCore {
       canEvict: (ks) => this.canEvict(ks),
       // Waiters are served on the limiter's own timer: the lease may have lapsed since the key was last used.
       beforeServe: (ks, nowMs) => { this.fenced(nowMs); updateReserve(this.caution, ks, nowMs) },
+      onCreate: (ks, nowMs) => { if (this.recovery?.materialized(ks, this.calendar.at(nowMs)) === true) this.active.add(ks) },
       onRuleChange: (ks, next, nowMs) => {
         const before = ks.rule
         carryOver(ks, next, this.node, this.seeds, this.limiter.allocate, nowMs, this.calendar)
@@ -212,6 +222,8 @@ export class ClusterCore {
   setRules (rules: RuleConfig[], nowMs: number): Resolution[] {
     const before = new Map(this.limiter.rules.map(r => [r.name, r.hash]))
     const out = this.limiter.setRules(rules, nowMs)
+    // The journal's checkpoint names the rules its deltas are relative to.
+    this.journal.checkpointNeeded = true
     // A fresh pass announces every key under the new versions; until it ends they are pending.
     this.gossip.rulesChanged(this.limiter.rules.filter(r => before.get(r.name) !== r.hash).map(r => r.name))
     return out

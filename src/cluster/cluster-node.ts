@@ -23,11 +23,14 @@ import type { Logger } from '../util/log.js'
 import type { ClusterCore, Outbound } from './cluster-core.js'
 import { clusterStatus } from './cluster-status.js'
 import { readState, STATE_FILE, writeState, type StartKind } from './durable-state.js'
-import { startCore, type Restored } from './persist.js'
+import { journalCheckpoint, startCore, type Restored } from './persist.js'
+import { JournalFile } from './journal-file.js'
+import { replayJournal, type Replayed } from './journal.js'
 import { checkOwner } from './state-schema.js'
 import { clusterHash } from './cluster-hash.js'
 import { DEFAULT_BOUNDS, gossipTopic, parseMessage, type Grant, type MessageBounds, type Want } from './messages.js'
 import type { Transport, TransportOptions } from './transport/types.js'
+import { ErrorCodes, QuotadError } from '../errors.js'
 
 const packr = new Packr({ useRecords: false })
 
@@ -51,6 +54,10 @@ export class ClusterNode {
   private timer: NodeJS.Timeout | null = null
   private stopping: Promise<void> | null = null
   private readonly bounds: MessageBounds
+  /** The books journal (journal.ts); writes go one after another through `journalTail`. */
+  private readonly journalFile: JournalFile
+  private journalTail: Promise<boolean> = Promise.resolve(true)
+  private journalFailedAt = -Infinity
 
   private constructor (opts: ClusterNodeOptions, core: ClusterCore, restored: Restored) {
     this.opts = opts
@@ -58,6 +65,7 @@ export class ClusterNode {
     this.startKind = restored.kind
     this.restored = restored
     this.bounds = { ...DEFAULT_BOUNDS, maxKeyBytes: opts.config.limits.maxKeyBytes, maxMembers: opts.config.limits.maxMembers }
+    this.journalFile = new JournalFile(opts.node.dataDir)
   }
 
   /** Read the durable state and build the state machine (nothing runs, nothing is written yet). */
@@ -65,6 +73,7 @@ export class ClusterNode {
     const { node, config, clock } = opts
     const saved = await readState(node.dataDir)
     if (saved !== undefined) checkOwner(saved, join(node.dataDir, STATE_FILE), node.name, config.cluster.name)
+    const journal = saved?.status === 'running' ? await ClusterNode.readJournal(opts) : undefined
     const { core, restored } = startCore({
       node: node.name,
       epoch: randomBytes(8).toString('hex'),
@@ -84,8 +93,50 @@ export class ClusterNode {
       },
       wallMs: clock.now(),
       monoMs: clock.mono()
-    }, config.rules, saved, clock.mono())
+    }, config.rules, saved, clock.mono(), journal)
     return new ClusterNode(opts, core, restored)
+  }
+
+  /** The crashed predecessor's journal, if there is a usable one: a bad one is logged and ignored (nothing is recovered). */
+  private static async readJournal (opts: ClusterNodeOptions): Promise<Replayed | undefined> {
+    const { node, config, log } = opts
+    try {
+      const text = await JournalFile.read(node.dataDir)
+      if (text === undefined) return undefined
+      const r = replayJournal(text, join(node.dataDir, 'quotad-journal.jsonl'), node.name, config.cluster.name)
+      if (r.torn) log.info('the journal\'s last line was torn by the crash; it is ignored (it was never synced, no grant in it left)')
+      return r
+    } catch (err) {
+      log.error('the journal cannot be used; the crashed incarnation\'s tokens are not recovered', { code: (err as { code?: string }).code, err: (err as Error).message })
+      return undefined
+    }
+  }
+
+  /**
+   * Write what the journal has pending (journal.ts). Resolves true once it is
+   * on disk: only then may a grant recorded before this call leave. After a
+   * failed write the next one is a whole checkpoint (the books are current in
+   * memory, so nothing a failed batch held is lost), and until one succeeds
+   * no grant leaves: a give the disk does not know of must not be out.
+   */
+  private persistJournal (): Promise<boolean> {
+    this.journalTail = this.journalTail.then(async () => {
+      const w = this.core.journal.take(() => journalCheckpoint(this.core))
+      if (w === null) return true
+      try {
+        await this.journalFile.write(w)
+        return true
+      } catch (err) {
+        this.core.journal.checkpointNeeded = true
+        const now = this.opts.clock.mono()
+        if (now - this.journalFailedAt > 60_000) {
+          this.journalFailedAt = now
+          this.opts.log.error('cannot write the journal; no tokens are given until it can be written', { code: (err as { code?: string }).code, err: (err as Error).message })
+        }
+        return false
+      }
+    })
+    return this.journalTail
   }
 
   async start (): Promise<void> {
@@ -95,10 +146,16 @@ export class ClusterNode {
     if (r.changed.length > 0) log.info('rules changed since the stop; keys carried over as by a reload', { rules: r.changed })
     // Consume the saved state before serving: a crash from here on starts with nothing.
     await writeState(node.dataDir, this.core.save(this.opts.clock.mono(), 'running'))
+    // This incarnation's journal starts with a checkpoint of what it has now, before it serves or gives anything.
+    if (!await this.persistJournal()) throw new QuotadError(ErrorCodes.JOURNAL_UNWRITABLE, `cannot write the journal in ${node.dataDir}`, { dataDir: node.dataDir })
     log.info('cluster state', {
       start: this.startKind, allocate: this.core.limiter.allocate, incarnation: this.core.incarnation,
-      restoredKeys: r.keys, restoredTokens: r.tokens, owedBurn: r.burn
+      restoredKeys: r.keys, restoredTokens: r.tokens, owedBurn: r.burn, recovered: r.recovered
     })
+    if (r.recovered) {
+      log.info('recovered the crashed incarnation\'s tokens from the journal; they are spendable once its last spends have returned',
+        { tokens: r.tokens, keys: r.keys })
+    }
 
     const psk = await loadSwarmKey(config.cluster.secretFile)
     const create = this.opts.createTransport ?? (await import('./transport/libp2p-transport.js')).createTransport
@@ -141,6 +198,8 @@ export class ClusterNode {
     this.core.observeWall(clock.now(), mono)
     this.dispatch(this.core.tick(mono))
     this.logFence(mono)
+    // Credits since the last write (no fsync needed: a lost credit is a lost token, never a double one).
+    if (this.transport !== null) void this.persistJournal()
   }
 
   /** The fence as last logged: a node starts fenced until its first quorum echo (lease.ts). */
@@ -161,15 +220,27 @@ export class ClusterNode {
 
   private dispatch (out: Outbound[]): void {
     const t = this.transport
+    let grants: Array<{ to: string, msg: Grant }> | null = null
     for (const o of out) {
       if (o.kind === 'gossip') {
         if (t !== null) t.publish(packr.pack(o.msg)).catch(err => this.opts.log.debug('publish failed', { err }))
       } else if (t === null) {
         this.core.onRequestFailed(o.msg, this.opts.clock.mono())
+      } else if (o.msg.t === 'grant') {
+        (grants ??= []).push({ to: o.to, msg: o.msg })
       } else {
         void this.request(t, o.to, o.msg)
       }
     }
+    if (grants === null || t === null) return
+    // A grant leaves only once its give is on disk (journal.ts).
+    const ready = grants
+    void this.persistJournal().then(ok => {
+      for (const g of ready) {
+        if (ok) void this.request(t, g.to, g.msg)
+        else this.core.onRequestFailed(g.msg, this.opts.clock.mono())
+      }
+    })
   }
 
   /** Send one request; settles the core's count of it exactly once (onReply or onRequestFailed). */
@@ -185,6 +256,7 @@ export class ClusterNode {
       if (reply.node !== to) throw new Error(`reply from ${reply.node}, asked ${to}`)
       this.core.onReply(msg, reply, clock.mono())
       if (reply.t === 'grant') this.opts.onTokens?.()
+      void this.persistJournal()
     } catch (err) {
       this.core.onRequestFailed(msg, clock.mono())
       this.opts.log.debug('request failed', { to, type: msg.t, err })
@@ -250,7 +322,7 @@ export class ClusterNode {
     }
   }
 
-  private onRequest (from: string, data: Uint8Array): Uint8Array {
+  private async onRequest (from: string, data: Uint8Array): Promise<Uint8Array> {
     const now = this.opts.clock.mono()
     let m
     try {
@@ -260,10 +332,16 @@ export class ClusterNode {
       this.opts.log.debug('dropped a malformed request', { err })
       throw err
     }
-    if (m.t === 'want') return packr.pack(this.core.onWant(m, from, now))
+    if (m.t === 'want') {
+      const reply = this.core.onWant(m, from, now)
+      // The grant leaves only once its give is on disk; if it can't be written, the asker gets no answer (the ledger resends it later).
+      if (reply.t === 'grant' && !await this.persistJournal()) throw new QuotadError(ErrorCodes.JOURNAL_UNWRITABLE, 'the journal cannot be written')
+      return packr.pack(reply)
+    }
     if (m.t === 'grant') {
       const ack = this.core.onGrant(m, from, now)
       this.opts.onTokens?.()
+      void this.persistJournal()
       return packr.pack(ack)
     }
     this.core.onBadMessage()
@@ -307,6 +385,9 @@ export class ClusterNode {
     if (unacked > 0) log.warn('handoff not acknowledged; tokens in those grants may be stranded', { tokens: unacked })
     log.info('handed off tokens', { tokens: this.core.counters.handedOff })
     await writeState(node.dataDir, snap)
+    // The snapshot supersedes the journal (a clean restart reads only the snapshot).
+    await this.journalTail
+    await this.journalFile.close()
     const t = this.transport
     this.transport = null
     if (t !== null) await t.stop()

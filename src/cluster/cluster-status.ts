@@ -85,6 +85,8 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
       // The lease (lease.ts): whether it holds, how long it has been fenced, and each voter's last echo.
       lease: core.fence.status(nowMs),
       allocate: core.limiter.allocate,
+      // A restart after a crash that recovered its predecessor's books from the journal (journal.ts, recovery.ts).
+      recovery: core.recovery === null ? null : { restoredTokens: core.recovery.restoredTokens, deferredShares: core.recovery.deferredShares, startedAt: new Date(core.recovery.calStartMs).toISOString() },
       strandedInLedger: core.ledger.stranded,
       inTransitToDead: [...toDead.values()].reduce((a, b) => a + b, 0),
       counters: { ...core.counters }

@@ -21,6 +21,9 @@ import { ClusterCore, type ClusterCoreOptions } from './cluster-core.js'
 import { startKind, type SavedKey, type SavedState, type StartKind } from './durable-state.js'
 import { deferredTotal, ext } from './key-ext.js'
 import { MAX_CARRIES } from './messages.js'
+import { JOURNAL_VERSION, type JournalCheckpoint, type Replayed } from './journal.js'
+import { initialShare } from '../core/share.js'
+import type { KeyState } from '../core/limiter.js'
 
 /**
  * The state file's content: a running file (written before serving: it only
@@ -66,6 +69,36 @@ export function snapshotKeys (core: ClusterCore, nowMs: number): SavedKey[] {
   return keys
 }
 
+/** A key's books: held + outstanding + deferred − burn owed (what only transfers and rule changes move). */
+export function booksOf (ks: KeyState): number {
+  const x = ks.ext as ReturnType<typeof ext> | null
+  return ks.bucket.share + (x === null ? 0 : deferredTotal(x) - x.burn)
+}
+
+/** The journal's checkpoint as of now: the rules, and every key whose books differ from its initial share under them. */
+export function journalCheckpoint (core: ClusterCore): JournalCheckpoint {
+  const keys: Array<[string, number]> = []
+  const allocate = core.limiter.allocate
+  for (const ks of core.limiter.states()) {
+    const b = booksOf(ks)
+    const share = allocate ? initialShare(ks.rule.stock, ks.rule.glob, ks.key, core.node, core.seeds) : 0
+    if (Math.abs(b - share) > 1e-9) keys.push([ks.key, b])
+  }
+  return {
+    v: JOURNAL_VERSION,
+    node: core.node,
+    cluster: core.cluster,
+    inc: core.incarnation,
+    epoch: core.epoch,
+    carries: core.carries.slice(0, MAX_CARRIES - 1),
+    allocate,
+    rules: core.limiter.rules.map(r => r.config),
+    keys,
+    transitions: core.transitions.toJSON(),
+    debts: core.peers.knownDebts()
+  }
+}
+
 export interface Restored {
   kind: StartKind
   keys: number
@@ -75,19 +108,30 @@ export interface Restored {
   dropped: number
   /** Rules that changed since the stop (carried over as a reload would). */
   changed: string[]
+  /** An unclean restart that recovered its predecessor's books from the journal (journal.ts). */
+  recovered: boolean
+}
+
+/** Whether `journal` is the crashed predecessor's (the running file's incarnation wrote it). */
+function recoverable (saved: SavedState | undefined, journal: Replayed | undefined): journal is Replayed {
+  return saved !== undefined && saved.status === 'running' && journal !== undefined &&
+    journal.checkpoint.inc === saved.incarnation && journal.checkpoint.epoch === saved.epoch
 }
 
 export type CoreBase = Omit<ClusterCoreOptions, 'rules' | 'allocate' | 'incarnation' | 'carries'>
 
 /**
  * Build the core for a start: first start, clean restart (restore, then move
- * to the file's rules), or unclean restart (nothing; no pre-allocation).
+ * to the file's rules), unclean restart with the crashed incarnation's
+ * journal (its books, all deferred: recovery.ts), or unclean restart without
+ * one (nothing; no pre-allocation).
  */
-export function startCore (base: CoreBase, rules: RuleConfig[], saved: SavedState | undefined, nowMs: number): { core: ClusterCore, restored: Restored } {
+export function startCore (base: CoreBase, rules: RuleConfig[], saved: SavedState | undefined, nowMs: number, journal?: Replayed): { core: ClusterCore, restored: Restored } {
   const kind = startKind(saved)
+  if (recoverable(saved, journal)) return recoverCore(base, rules, saved as SavedState, journal, nowMs)
   const clean = kind === 'clean-restart' && saved !== undefined
   const allocate = kind === 'first-start' || (clean && saved.allocate)
-  const r: Restored = { kind, keys: 0, tokens: 0, burn: 0, dropped: 0, changed: [] }
+  const r: Restored = { kind, keys: 0, tokens: 0, burn: 0, dropped: 0, changed: [], recovered: false }
   const incarnation = (saved?.incarnation ?? 0) + 1
   const core = new ClusterCore({
     ...base,
@@ -110,12 +154,55 @@ export function startCore (base: CoreBase, rules: RuleConfig[], saved: SavedStat
       }
     }
   }
+  restoreCaution(core, saved)
+  restoreKeys(core, saved.keys, r, nowMs)
+  return finish(core, rules, r, nowMs)
+}
+
+/**
+ * An unclean restart after a crash whose journal is intact: the core is
+ * built under the journal's rules and allocation, carries the crashed
+ * epoch, and gets every key's books back as a deferred credit at the rule's
+ * horizon (or, for books below zero, as a burn owed); then it moves to the
+ * file's rules as a clean restart does.
+ */
+function recoverCore (base: CoreBase, rules: RuleConfig[], saved: SavedState, journal: Replayed, nowMs: number): { core: ClusterCore, restored: Restored } {
+  const cp = journal.checkpoint
+  const r: Restored = { kind: 'unclean-restart', keys: 0, tokens: 0, burn: 0, dropped: 0, changed: [], recovered: true }
+  const core = new ClusterCore({
+    ...base,
+    rules: cp.rules,
+    allocate: cp.allocate,
+    incarnation: saved.incarnation + 1,
+    carries: [cp.epoch, ...cp.carries].slice(0, MAX_CARRIES),
+    recovered: true
+  })
+  const recovery = core.recovery as NonNullable<ClusterCore['recovery']>
+  restoreCaution(core, { ...saved, transitions: cp.transitions, debts: cp.debts })
+  const keys: SavedKey[] = []
+  for (const [key, { base: b, delta }] of journal.books) {
+    const rule = core.limiter.ruleFor(key)
+    if (rule === undefined) { r.dropped++; continue }
+    const initial = cp.allocate ? initialShare(rule.stock, rule.glob, key, core.node, core.seeds) : 0
+    const books = (b ?? initial) + delta
+    keys.push({ key, rule: rule.name, ruleHash: rule.hash, initial, held: 0, tokens: Math.max(0, books), at: recovery.horizon(rule.config), burn: Math.max(0, -books) })
+  }
+  restoreKeys(core, keys, r, nowMs)
+  recovery.restoredTokens = r.tokens
+  return finish(core, rules, r, nowMs)
+}
+
+/** Rule versions still being changed from, and burns others owed: what caution.ts reserves for. */
+function restoreCaution (core: ClusterCore, saved: Pick<SavedState, 'transitions' | 'debts'>): void {
   if (saved.transitions !== undefined) core.transitions.restore(saved.transitions)
   // What others owed stays owed until they say otherwise: a cluster restarted as a whole must not forget it.
   for (const d of saved.debts ?? []) {
     if (d.node !== core.node) core.peers.restoreLegacy(d.node, d.epoch, d.inc, new Map(Object.entries(d.owed)))
   }
-  for (const k of saved.keys) {
+}
+
+function restoreKeys (core: ClusterCore, saved: readonly SavedKey[], r: Restored, nowMs: number): void {
+  for (const k of saved) {
     const rule = core.limiter.rules.find(x => x.name === k.rule)
     if (rule === undefined || rule.hash !== k.ruleHash) {
       r.dropped++
@@ -133,6 +220,10 @@ export function startCore (base: CoreBase, rules: RuleConfig[], saved: SavedStat
     r.tokens += k.held + k.tokens
     r.burn += k.burn
   }
+}
+
+/** Move a restored core to the file's rules (as a reload would), then materialize the exact keys. */
+function finish (core: ClusterCore, rules: RuleConfig[], r: Restored, nowMs: number): { core: ClusterCore, restored: Restored } {
   const before = new Map(core.limiter.rules.map(x => [x.name, x.hash]))
   core.setRules(rules, nowMs)
   r.changed = core.limiter.rules.filter(x => before.has(x.name) && before.get(x.name) !== x.hash).map(x => x.name)

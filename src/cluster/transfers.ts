@@ -89,6 +89,8 @@ export class Transfers {
     const at = windowed(rule.algorithm) ? windowStart(t, rule.perMs) : t
     x.transfersOut += moved
     c.counters.tokensOut += moved
+    // Durable before the grant leaves (the driver persists the journal first): a restart must not restore it.
+    c.journal.record(ks.key, -moved, true)
     c.active.add(ks)
     return c.ledger.grant(p.name, p.epoch, [[ks.key, moved, at]], nowMs)
   }
@@ -187,6 +189,7 @@ export class Transfers {
       const ks = c.limiter.existing(k)
       if (ks === undefined) continue
       ks.bucket.credit(a)
+      c.journal.record(k, a, false)
       c.burn(ks, ext(ks), nowMs)
       c.limiter.touched(ks, nowMs)
       c.active.add(ks)
@@ -224,6 +227,7 @@ export class Transfers {
     const x = ext(ks)
     x.transfersIn += amount
     c.counters.tokensIn += amount
+    c.journal.record(key, amount, false)
     if (at > c.calendar.at(nowMs)) {
       (x.deferred ??= []).push([amount, at])
     } else {

@@ -63,6 +63,12 @@ export interface LimiterOptions {
    */
   onRuleChange?: (ks: KeyState, next: CompiledRule, nowMs: number) => void
   /**
+   * Called when a key's state is created for use (not by `restore`), after
+   * its share is in the bucket: the cluster defers a share materialized
+   * while a crashed predecessor's spends may still be out (recovery.ts).
+   */
+  onCreate?: (ks: KeyState, nowMs: number) => void
+  /**
    * Where calendar windows fall. Methods take monotonic `nowMs`; windowed
    * buckets read the calendar from it. @default calendar time = nowMs
    */
@@ -87,6 +93,7 @@ export class Limiter {
   allocate: boolean
   private readonly canEvict?: (ks: KeyState, nowMs: number) => boolean
   private readonly onRuleChange?: (ks: KeyState, next: CompiledRule, nowMs: number) => void
+  private readonly onCreate?: (ks: KeyState, nowMs: number) => void
   readonly calendar: CalendarView
 
   constructor (opts: LimiterOptions) {
@@ -99,6 +106,7 @@ export class Limiter {
     this.canEvict = opts.canEvict
     this.waits = new WaitQueue(opts.limits, opts.beforeServe)
     this.onRuleChange = opts.onRuleChange
+    this.onCreate = opts.onCreate
   }
 
   get keyCount (): number { return this.table.size }
@@ -228,6 +236,7 @@ export class Limiter {
       }
       ks = this.create(key, rule, now)
       this.table.set(key, ks)
+      this.onCreate?.(ks, now)
     }
     if (count > ks.rule.stock) {
       throw new QuotadError(ErrorCodes.COUNT_TOO_LARGE, `count ${count} exceeds rule "${ks.rule.name}" stock of ${ks.rule.stock}: it can never be admitted`)

@@ -77,6 +77,8 @@ export class TokenAudit {
   private readonly settled = new Set<string>()
   /** Crashed incarnations: they could still have materialized shares of keys they had no state for. */
   private readonly crashed: ClusterCore[] = []
+  /** Per crashed epoch: its books per key at the crash (stranded until a restart recovers them). */
+  private readonly crashBooks = new Map<string, Map<string, number>>()
   /** Tokens of grants ever applied, for the report. */
   applied = 0
 
@@ -96,6 +98,25 @@ export class TokenAudit {
     this.everCores.push(core)
     this.live.set(core.epoch, core)
     this.disk.delete(core.node)
+    if (core.recovery !== null) this.recovered(core)
+  }
+
+  /**
+   * A restart recovered its crashed predecessor's books from the journal
+   * (journal.ts): they leave `stranded` for the new core's books, and its
+   * predecessor's unmaterialized shares become the new core's (it allocates
+   * as the predecessor did). A restart that restored more than its
+   * predecessor had shows as created, like any other token from nowhere.
+   */
+  private recovered (core: ClusterCore): void {
+    const i = this.crashed.findIndex(c => c.epoch === core.carries[0])
+    if (i < 0) return
+    const dead = this.crashed[i]
+    this.crashed.splice(i, 1)
+    if (dead.limiter.allocate) this.frozen.delete(core.node)
+    const books = this.crashBooks.get(dead.epoch) ?? new Map<string, number>()
+    this.crashBooks.delete(dead.epoch)
+    for (const [k, b] of books) add(this.stranded, k, -b)
   }
 
   /** A live node's rules changed (nothing to do: its contribution is read from its rules). */
@@ -133,7 +154,12 @@ export class TokenAudit {
       this.disk.set(core.node, { node: core.node, allocate: core.limiter.allocate, rules: rulesOf(core), keys })
       return
     }
-    for (const ks of core.limiter.states()) add(this.stranded, ks.key, booked(ks))
+    const books = new Map<string, number>()
+    for (const ks of core.limiter.states()) {
+      add(this.stranded, ks.key, booked(ks))
+      books.set(ks.key, booked(ks))
+    }
+    this.crashBooks.set(core.epoch, books)
     this.crashed.push(core)
     // Its share stays stranded under the rules it had; later incarnations start with nothing.
     if (core.limiter.allocate) this.frozen.set(core.node, rulesOf(core))

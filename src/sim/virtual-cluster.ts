@@ -28,7 +28,8 @@ import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import type { ClusterCore, Outbound } from '../cluster/cluster-core.js'
 import type { SavedState } from '../cluster/durable-state.js'
 import { parseMessage, type Ack, type Grant, type None, type Want } from '../cluster/messages.js'
-import { startCore } from '../cluster/persist.js'
+import { journalCheckpoint, startCore } from '../cluster/persist.js'
+import { nextJournal, replayJournal } from '../cluster/journal.js'
 import { defaultTuning, type ClusterTuning } from '../cluster/tuning.js'
 import type { Decision } from '../core/types.js'
 import type { Waiter } from '../core/limiter.js'
@@ -71,6 +72,8 @@ export interface SimNode {
   monoOffsetMs: number
   /** The state file: what the last incarnation wrote (running at start, its snapshot at a clean stop). */
   disk: SavedState | undefined
+  /** The books journal file (journal.ts): what a restart after a crash recovers from. */
+  journal: string
   /**
    * A core that has stopped (snapshot taken) but whose transport is still
    * open for a moment, as the daemon's is while it writes the state file:
@@ -159,7 +162,7 @@ export class VirtualCluster {
     if (n === undefined) {
       n = {
         name, state: 'stopped', core: null, skewMs: this.opts.skewMs?.[name] ?? 0, monoOffsetMs: this.opts.monoOffsetMs?.(name) ?? 0,
-        disk: undefined, lingering: null, incarnations: 0, waiters: new Map(), sentBytes: 0, sentMessages: 0, recvBytes: 0
+        disk: undefined, journal: '', lingering: null, incarnations: 0, waiters: new Map(), sentBytes: 0, sentMessages: 0, recvBytes: 0
       }
       this.nodes.set(name, n)
     }
@@ -178,9 +181,10 @@ export class VirtualCluster {
       tuning: this.opts.tuning,
       wallMs: this.clock(name),
       monoMs: mono
-    }, rules, n.disk, mono)
+    }, rules, n.disk, mono, n.disk?.status === 'running' && n.journal !== '' ? replayJournal(n.journal, name, name, 'sim') : undefined)
     // Like the daemon: the saved state is consumed before serving; a crash from here on is unclean.
     n.disk = core.save(mono, 'running')
+    this.persist(n, core)
     n.core = core
     n.state = 'up'
     this.cores.set(name, core)
@@ -199,7 +203,16 @@ export class VirtualCluster {
     this.at(this.now + this.rng.next() * tickMs, tick)
   }
 
-  /** kill -9: whatever the node held is stranded; its disk says "running", so it restarts with nothing. */
+  /**
+   * The daemon's journal write (cluster-node.ts), on the virtual disk: called
+   * after every event that can move a node's books and before any grant it
+   * makes leaves, so a crash between events loses nothing.
+   */
+  private persist (n: SimNode, core: ClusterCore): void {
+    n.journal = nextJournal(n.journal, core.journal.take(() => journalCheckpoint(core)))
+  }
+
+  /** kill -9: what the node held is stranded until it restarts and recovers it from its journal (journal.ts). */
   crash (name: string): void {
     const n = this.nodes.get(name)
     if (n === undefined || n.core === null || (n.state !== 'up' && n.state !== 'stopping')) return
@@ -238,6 +251,7 @@ export class VirtualCluster {
     const core = this.nodes.get(name)?.core
     if (core == null) return
     core.setRules(rules, this.mono(name))
+    this.persist(this.nodes.get(name) as SimNode, core)
     this.audit.reloaded(core)
   }
 
@@ -325,6 +339,7 @@ export class VirtualCluster {
     const sender = this.nodes.get(from)
     const core = sender?.core
     if (sender === undefined || core == null) return
+    this.persist(sender, core)
     for (const o of out) {
       if (o.kind === 'gossip') {
         // Published once (as pubsub does), decoded and validated once, delivered to each peer.
@@ -367,8 +382,9 @@ export class VirtualCluster {
       const m = parseMessage(packr.unpack(bytes))
       let reply: Grant | Ack | None | undefined
       if (m.t === 'want') reply = tc.onWant(m, idOf(sender.name), this.mono(to))
-      else if (m.t === 'grant') {
-        reply = tc.onGrant(m, idOf(sender.name), this.mono(to))
+      else if (m.t === 'grant') reply = tc.onGrant(m, idOf(sender.name), this.mono(to))
+      if (target.core === tc) this.persist(target, tc)
+      if (m.t === 'grant') {
         this.audit.settle()
         if (target.core === tc) this.poll(target, tc)
       }
@@ -381,6 +397,7 @@ export class VirtualCluster {
         if (r.t !== 'grant' && r.t !== 'ack' && r.t !== 'none') return
         if (!settle()) return
         core.onReply(msg, r, this.mono(sender.name))
+        this.persist(sender, core)
         if (r.t === 'grant') { this.audit.settle(); this.poll(sender, core) }
       }, reply.t === 'grant' ? reply : undefined)
     }, msg.t === 'grant' ? msg : undefined)

@@ -25,7 +25,7 @@ export interface KeyBooks {
 }
 
 export interface NodeStatus {
-  cluster: { epoch: string, incarnation: number, start: string, allocate: boolean, counters: Record<string, number> }
+  cluster: { epoch: string, incarnation: number, start: string, allocate: boolean, counters: Record<string, number>, recovery: { restoredTokens: number, deferredShares: number } | null }
   peers: Array<{ name: string, alive: boolean }>
   ruleAgreement: Array<{ name: string, agree: string[], differ: string[], shared: boolean }>
   clusterKeys: KeyBooks[]

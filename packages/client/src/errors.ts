@@ -61,6 +61,10 @@ export const ErrorCodes = {
   VOTES_UNWRITABLE: 'E_VOTES_UNWRITABLE',
   /** A voter's votes file is missing while its state file exists: it may have voted and forgotten, so it must not vote. */
   VOTES_MISSING: 'E_VOTES_MISSING',
+  /** The books journal (`quotad-journal.jsonl`) is corrupt before its last line, or belongs to another node or cluster: nothing is recovered from it. */
+  JOURNAL_INVALID: 'E_JOURNAL_INVALID',
+  /** The books journal cannot be written: the node stops giving tokens until it can (a give must be durable before it leaves). */
+  JOURNAL_UNWRITABLE: 'E_JOURNAL_UNWRITABLE',
   /** Another quotad process runs with this data directory. */
   DATA_DIR_LOCKED: 'E_DATA_DIR_LOCKED',
   /** A command-line usage error. */

@@ -1,0 +1,190 @@
+/**
+ * The books journal: how a node that crashed (kill -9, OOM) gets its own
+ * tokens back when it restarts, instead of losing them for good.
+ *
+ * A key's books at a node are `held + outstanding + deferred − burn owed`.
+ * Spending never changes them (a spent token is outstanding until it
+ * returns); only transfers do, and rule changes (carry-over). So the books
+ * at any moment are
+ *
+ *     books(k) = checkpoint(k) + Σ deltas(k) since the checkpoint
+ *
+ * where `checkpoint(k)` defaults to the key's initial share under the
+ * checkpoint's rules, and the deltas are: −n for every token given (a grant
+ * debited, a handoff), +n for every token credited from a grant, +n for a
+ * refused push taken back. A rule change writes a new checkpoint.
+ *
+ * Safety: the restarted node must never restore more than the crashed one
+ * had. Every give is made durable (appended and fsynced) BEFORE its grant
+ * leaves the node: the driver takes `take()` and persists it before it
+ * sends any grant. Credits need no fsync: a credit lost in a crash restores
+ * fewer tokens than there were, which loses them, never doubles them. A
+ * line torn by the crash is ignored (it was never fsynced, so no grant it
+ * names has left). Everything restored is deferred until every spend the
+ * crashed process could have made has returned (`recovery.ts`).
+ *
+ * This module is pure: it keeps the pending deltas and encodes and replays
+ * the file's text. The daemon writes the text (cluster-node.ts); the
+ * simulator keeps it in its virtual disk. Format (JSON lines):
+ *
+ *     {"v":1,"node":..,"cluster":..,"inc":..,"epoch":..,"carries":[..],"allocate":..,"rules":[..],"keys":[[key, books], ..]}
+ *     [[key, delta], ..]
+ *     [[key, delta], ..]
+ *
+ * The first line is the checkpoint (written atomically, replacing the file);
+ * each following line is one batch of deltas.
+ */
+import type { RuleConfig } from '../config/types.js'
+import { ErrorCodes, QuotadError } from '../errors.js'
+import type { SavedState } from './durable-state.js'
+
+export const JOURNAL_FILE = 'quotad-journal.jsonl'
+export const JOURNAL_VERSION = 1
+/** Batches after which the next take() writes a checkpoint instead (the file stays short). */
+export const CHECKPOINT_EVERY = 2000
+
+export interface JournalCheckpoint {
+  v: 1
+  node: string
+  cluster: string
+  /** The incarnation writing the journal (the running state file's). */
+  inc: number
+  epoch: string
+  /** Epochs whose books this incarnation carries. */
+  carries: string[]
+  allocate: boolean
+  rules: RuleConfig[]
+  /** Keys whose books differ from their initial share under `rules`. */
+  keys: Array<[key: string, books: number]>
+  /** Rule versions still being changed from, and burns others owed (as a clean stop saves them: caution.ts). */
+  transitions?: SavedState['transitions']
+  debts?: SavedState['debts']
+}
+
+/** What the driver must persist now. */
+export interface JournalWrite {
+  /** A new checkpoint: replace the file with this line (atomically). */
+  checkpoint: string | null
+  /** A batch of deltas: append this line. */
+  batch: string | null
+  /** A give is in it: fsync before any grant leaves. */
+  sync: boolean
+}
+
+export class BooksJournal {
+  private pending = new Map<string, number>()
+  private syncNeeded = false
+  private batches = 0
+  /** The next take() writes a checkpoint (at start and after a rule change). */
+  checkpointNeeded = true
+  /** Off (no data directory to recover from): records nothing. */
+  enabled = true
+
+  /** The books of `key` changed by `delta`; `sync`: a give, durable before its grant leaves. */
+  record (key: string, delta: number, sync: boolean): void {
+    if (!this.enabled || delta === 0) return
+    this.pending.set(key, (this.pending.get(key) ?? 0) + delta)
+    if (sync) this.syncNeeded = true
+  }
+
+  /** Whether a give is waiting to be made durable. */
+  get mustSync (): boolean {
+    return this.syncNeeded
+  }
+
+  /**
+   * What to write now, or null if nothing. `checkpoint` builds the current
+   * checkpoint; it is called only when one is due, and then the pending
+   * deltas are in it already (the books are current).
+   */
+  take (checkpoint: () => JournalCheckpoint): JournalWrite | null {
+    if (!this.enabled) return null
+    if (this.checkpointNeeded || this.batches >= CHECKPOINT_EVERY) {
+      const sync = true
+      this.checkpointNeeded = false
+      this.batches = 0
+      this.pending.clear()
+      this.syncNeeded = false
+      return { checkpoint: JSON.stringify(checkpoint()), batch: null, sync }
+    }
+    if (this.pending.size === 0) return null
+    const batch = JSON.stringify([...this.pending])
+    const sync = this.syncNeeded
+    this.pending.clear()
+    this.syncNeeded = false
+    this.batches++
+    return { checkpoint: null, batch, sync }
+  }
+}
+
+/** The journal's text after `w` is written (the simulator's disk; the daemon does the same with a file). */
+export function nextJournal (text: string, w: JournalWrite | null): string {
+  if (w === null) return text
+  return w.checkpoint !== null ? `${w.checkpoint}\n` : `${text}${w.batch as string}\n`
+}
+
+export interface Replayed {
+  checkpoint: JournalCheckpoint
+  /** Books per key named in the checkpoint or a batch: the checkpoint's value (or undefined: the initial share) plus the deltas. */
+  books: Map<string, { base: number | undefined, delta: number }>
+  /** A torn last line was ignored. */
+  torn: boolean
+}
+
+/**
+ * Read a journal's text. A last line that does not parse is a write torn
+ * by the crash and is ignored; anything else that does not parse, or a
+ * checkpoint of another node or cluster, is E_JOURNAL_INVALID.
+ */
+export function replayJournal (text: string, where: string, node: string, cluster: string): Replayed {
+  const lines = text.split('\n')
+  if (lines[lines.length - 1] === '') lines.pop()
+  if (lines.length === 0) bad(where, 'line 1', 'the file is empty')
+  let torn = false
+  const parsed: unknown[] = []
+  for (let i = 0; i < lines.length; i++) {
+    try {
+      parsed.push(JSON.parse(lines[i]))
+    } catch {
+      if (i === lines.length - 1 && i > 0) { torn = true; break }
+      bad(where, `line ${i + 1}`, 'is not JSON')
+    }
+  }
+  const checkpoint = checkCheckpoint(parsed[0], where)
+  if (checkpoint.node !== node) bad(where, 'node', `belongs to node "${checkpoint.node}", not "${node}"`)
+  if (checkpoint.cluster !== cluster) bad(where, 'cluster', `belongs to cluster "${checkpoint.cluster}", not "${cluster}"`)
+  const books = new Map<string, { base: number | undefined, delta: number }>()
+  for (const [k, n] of checkpoint.keys) books.set(k, { base: n, delta: 0 })
+  for (let i = 1; i < parsed.length; i++) {
+    const batch = parsed[i]
+    if (!Array.isArray(batch)) bad(where, `line ${i + 1}`, 'is not a batch of deltas')
+    for (const r of batch) {
+      if (!isEntry(r)) bad(where, `line ${i + 1}`, 'holds an entry that is not [key, number]')
+      const e = books.get(r[0])
+      if (e === undefined) books.set(r[0], { base: undefined, delta: r[1] })
+      else e.delta += r[1]
+    }
+  }
+  return { checkpoint, books, torn }
+}
+
+function checkCheckpoint (v: unknown, where: string): JournalCheckpoint {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) bad(where, 'line 1', 'is not a checkpoint object')
+  const o = v as Record<string, unknown>
+  if (o.v !== JOURNAL_VERSION) bad(where, 'v', `must be ${JOURNAL_VERSION}, got ${String(o.v)}`)
+  for (const f of ['node', 'cluster', 'epoch'] as const) if (typeof o[f] !== 'string') bad(where, f, 'must be a string')
+  if (!Number.isSafeInteger(o.inc) || (o.inc as number) < 1) bad(where, 'inc', 'must be a positive integer')
+  if (typeof o.allocate !== 'boolean') bad(where, 'allocate', 'must be a boolean')
+  if (!Array.isArray(o.carries) || !o.carries.every(c => typeof c === 'string')) bad(where, 'carries', 'must be a list of strings')
+  if (!Array.isArray(o.rules)) bad(where, 'rules', 'must be a list of rules')
+  if (!Array.isArray(o.keys) || !o.keys.every(isEntry)) bad(where, 'keys', 'must be a list of [key, number]')
+  return o as unknown as JournalCheckpoint
+}
+
+function isEntry (r: unknown): r is [string, number] {
+  return Array.isArray(r) && r.length === 2 && typeof r[0] === 'string' && typeof r[1] === 'number' && Number.isFinite(r[1])
+}
+
+function bad (where: string, path: string, reason: string): never {
+  throw new QuotadError(ErrorCodes.JOURNAL_INVALID, `${where}: ${path}: ${reason}`, { path, reason })
+}

@@ -1,0 +1,82 @@
+/**
+ * kill -9 and restart on real processes (journal.ts, recovery.ts): three
+ * seeds and a member share `api` (100 per second). A node that holds
+ * tokens is killed; the survivors show what it had as their shortfall; it
+ * restarts from the same data directory, recovers exactly what it had from
+ * its journal, and once those tokens are past the rule's horizon the
+ * cluster holds its whole stock again: nothing stranded. First a member,
+ * then a seed. Every wait is for a condition, with a deadline.
+ */
+import test from 'ava'
+import { QuotadClient } from '@quotad/client'
+import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
+import { eventually } from './helpers/proc.js'
+import { nodeStatus, settledHeld } from './helpers/settle.js'
+
+const API = [{ name: 'api', match: 'api', limit: 100, per: '1s', algorithm: 'fixed-window' }]
+
+/** Held over the listed nodes once nothing moves and every spent token is back (an idle second). */
+async function wholeStock (c: TestCluster, names: string[], want: number): Promise<Record<string, number>> {
+  const sockets = Object.fromEntries(names.map(n => [n, c.sockets[n]]))
+  let last: unknown
+  return await eventually(`${names.join(', ')} to hold ${want} of api`, async () => {
+    const s = await settledHeld(sockets, 'api')
+    last = s
+    return Math.abs(s.total - want) < 1e-6 ? s.held : undefined
+  }, 60_000, () => last)
+}
+
+/** Demand at `node` for a while, so that it asks for (and gets) more than it has. */
+async function busy (c: TestCluster, node: string, ms: number): Promise<number> {
+  const q = await QuotadClient.connect({ socketPath: c.sockets[node] })
+  let got = 0
+  try {
+    const end = Date.now() + ms
+    while (Date.now() < end) if ((await q.acquire('api', { waitMs: 50 })).allowed) got++
+  } finally {
+    await q.close()
+  }
+  return got
+}
+
+async function killAndRecover (t: import('ava').ExecutionContext, c: TestCluster, victim: string): Promise<void> {
+  const all = c.names
+  const survivors = all.filter(n => n !== victim)
+  // The victim is the busy one: tokens move to it. Then everyone idles until the books settle.
+  t.true(await busy(c, victim, 1500) > 0)
+  const before = await wholeStock(c, all, 100)
+  const had = before[victim]
+  t.log(`${victim} holds ${had} of 100 before kill -9`)
+  t.true(had > 0, `${victim} holds tokens`)
+
+  c.procs[victim].child.kill('SIGKILL')
+  await c.procs[victim].exited
+  // Gone with it, as far as the survivors can tell: their shortfall says so.
+  await wholeStock(c, survivors, 100 - had)
+  const short = await eventually(`${survivors[0]} to show the shortfall`, async () => {
+    const s = await nodeStatus(c.sockets[survivors[0]]) as unknown as { clusterKeys: Array<{ key: string, shortfall: number }> }
+    const v = s.clusterKeys.find(k => k.key === 'api')?.shortfall ?? 0
+    return Math.abs(v - had) <= 2 ? v : undefined
+  }, 60_000)
+  t.log(`${survivors[0]} shows a shortfall of ${short}`)
+
+  await c.start(victim)
+  const s = await nodeStatus(c.sockets[victim])
+  t.is(s.cluster.start, 'unclean-restart')
+  t.is(s.cluster.recovery?.restoredTokens, had, 'it recovered exactly what it had')
+  await waitForPeers(c, all, all.length - 1, 60_000)
+  // Past the horizon (the next window), the recovered tokens are spendable: the whole stock is back.
+  const after = await wholeStock(c, all, 100)
+  t.log(`after the restart: ${JSON.stringify(after)}`)
+}
+
+test.serial('kill -9 of a member, then of a seed: each restarts, recovers what it had, and nothing stays stranded', async t => {
+  t.timeout(300_000)
+  const c = await makeCluster(['a', 'b', 'c'], API, { extraNodes: [{ name: 'm', seed: false }] })
+  t.teardown(async () => await c.stopAll())
+  for (const n of c.names) await c.start(n)
+  await waitForPeers(c, c.names, 3, 60_000)
+  await wholeStock(c, c.names, 100)
+  await killAndRecover(t, c, 'm')
+  await killAndRecover(t, c, 'c')
+})

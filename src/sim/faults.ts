@@ -107,6 +107,12 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, seeds: readonl
     joinAt.set(j, t)
     vc.at(t, () => vc.start(j))
   }
+  // Members crash too (kill -9 a while after they joined, and restart): they hold only what they were given.
+  for (const j of joiners.slice(0, f.crashJoiners ?? 0)) {
+    const t = (joinAt.get(j) as number) + durationMs * (0.05 + 0.15 * rng.next())
+    vc.at(t, () => vc.crash(j))
+    if (Number.isFinite(restart)) vc.at(t + restart, () => { vc.start(j); ended() })
+  }
   const steps = f.wallSteps ?? []
   if (steps.length > 0) {
     const node = rng.pick(seeds)

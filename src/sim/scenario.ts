@@ -17,6 +17,8 @@ export interface FaultSpec {
   muteDuringStop?: boolean
   /** Nodes that are not seeds and join mid-run (they start with nothing). */
   joins?: number
+  /** Of the joiners, how many crash (kill -9) a while after joining, restarted after `restartAfterMs`. */
+  crashJoiners?: number
   restartAfterMs?: number
   /**
    * The rule's limit (and burst) changes to round(limit * factor), on every
@@ -98,6 +100,14 @@ export const SCENARIOS: readonly Scenario[] = [
     summary: 'Zipf load; a crash, a graceful stop (both restart 1.5 s later) and a join',
     load: 'zipf',
     faults: { crashes: 1, stops: 1, joins: 1, restartAfterMs: 1500 }
+  },
+  {
+    ...base,
+    name: 'crash-restart',
+    summary: 'Zipf load; two seeds and two joined members are killed (kill -9) and restart 1.5 s later, recovering their books from the journal',
+    load: 'zipf',
+    faults: { crashes: 2, joins: 2, crashJoiners: 2, restartAfterMs: 1500 },
+    shortfallCheckMs: 2000
   },
   {
     ...base,

@@ -22,12 +22,12 @@ import type { Decision } from '../core/types.js'
 import { updateReserve, type CautionInput } from './caution.js'
 import { agrees, ClusterView } from './cluster-view.js'
 import { GossipSchedule } from './gossip-schedule.js'
-import { applyDeferred, burnDue, ext, horizon, needRate, updateRate, type KeyExt } from './key-ext.js'
+import { applyDeferred, burnDue, ext, updateRate, type KeyExt } from './key-ext.js'
 import { Fence } from './fence.js'
 import { Ledger } from './ledger.js'
 import { StopMachine, type Phase } from './lifecycle.js'
 import { admissionPolicy, repayDebt, updatePacing } from './local-policy.js'
-import { CLUSTER_VERSION, type Ack, type Gossip, type Grant, type None, type Want } from './messages.js'
+import { type Ack, type Gossip, type Grant, type None, type Want } from './messages.js'
 import { Peers, type Peer } from './peers.js'
 import { Positions } from './positions.js'
 import { Membership, type Verdict } from './membership.js'
@@ -36,6 +36,7 @@ import { saveState } from './persist.js'
 import type { SavedState } from './durable-state.js'
 import { Transfers } from './transfers.js'
 import { firstUseWaitMs } from './first-use.js'
+import { rebalance } from './rebalance.js'
 import { BooksJournal } from './journal.js'
 import { Recovery } from './recovery.js'
 import { forgetDeparted, onGossip, onGrant, onReply, onRequestFailed, onWant } from './intake.js'
@@ -284,7 +285,7 @@ export class ClusterCore {
       updateReserve(this.caution, ks, nowMs)
       const tight = this.seeds.length > 1 && this.view.clusterRemaining(ks, nowMs) < this.tuning.lowWater * ks.rule.stock
       updatePacing(ks, x, tight, dt, cal)
-      if (moving) this.rebalance(ks, x, nowMs, out)
+      if (moving) rebalance(this, ks, x, nowMs, out)
       if (this.quiet(ks, x, nowMs)) {
         this.active.delete(ks)
         x.tight = false // recomputed when the key is next used
@@ -319,33 +320,6 @@ export class ClusterCore {
     return x.rate === 0 && x.fastRate === 0 && x.demand === 0 && x.debt === 0 && x.deferred === null && x.burn === 0 &&
       x.wantSentAt + this.tuning.wantTimeoutMs < nowMs &&
       x.sentHeld === ks.bucket.held && x.sentOwed === 0 && !this.owesHome(ks)
-  }
-
-  private rebalance (ks: KeyState, x: KeyExt, nowMs: number, out: Outbound[]): void {
-    if (nowMs - x.wantSentAt < this.tuning.wantTimeoutMs) return
-    if (this.view.shouldReturnHome(ks, x, nowMs)) {
-      const home = homeNode(ks.key, this.seeds) as string
-      const p = this.peers.get(home)
-      if (p !== undefined) this.transfers.push(ks, x, p, Math.floor(ks.bucket.held), nowMs, out)
-      return
-    }
-    // After a want that got nothing, one per gap: fruitless wants are bounded by the key count, not the request rate.
-    if (nowMs - x.lastWantAt < this.tuning.wantGapMs) return
-    const rate = needRate(x)
-    // A burn owed is asked for too: tokens that should not exist are paid off where they sit.
-    if (rate <= 0 && x.burn <= 0) return
-    const need = rate * horizon(ks, this.tuning.horizonMs, nowMs, this.calendar) / 1000
-    const held = ks.bucket.held
-    if (x.burn <= 0 && held >= need && held >= 1) return
-    const donor = this.view.chooseDonor(ks, nowMs, x.burn > 0)
-    if (donor === undefined) return
-    const want = Math.max(1, Math.ceil(2 * need - held + x.burn))
-    x.wantSentAt = nowMs
-    x.lastWantAt = nowMs
-    this.counters.wantsSent++
-    const w: Want = { v: CLUSTER_VERSION, t: 'want', node: this.node, epoch: this.epoch, inc: this.incarnation, key: ks.key, want }
-    this.transfers.noteWant(donor.name, w, nowMs)
-    this.request(out, donor.name, w)
   }
 
   /** Queue a request; every one is answered by exactly one onReply or onRequestFailed from the driver. */

@@ -32,15 +32,16 @@ import { journalCheckpoint, startCore } from '../cluster/persist.js'
 import { nextJournal, replayJournal } from '../cluster/journal.js'
 import { defaultTuning, type ClusterTuning } from '../cluster/tuning.js'
 import type { Decision } from '../core/types.js'
-import type { Waiter } from '../core/limiter.js'
 import { EventQueue } from './event-queue.js'
 import { LeaseWitness } from './lease-check.js'
 import { Cuts, PERFECT, sampleLatency, type NetworkModel } from './network.js'
 import { Rng } from './rng.js'
 import { PositionAudit } from './position-audit.js'
 import { TokenAudit } from './token-audit.js'
+import { idOf, LINGER_MS, type SimNode } from './sim-node.js'
 
 export { PERFECT, type NetworkModel } from './network.js'
+export { idOf, LINGER_MS, type NodeState, type SimNode } from './sim-node.js'
 
 export interface VirtualClusterOptions {
   /** Nodes running from the start. */
@@ -61,42 +62,7 @@ export interface VirtualClusterOptions {
   monoOffsetMs?: (node: string) => number
 }
 
-export type NodeState = 'up' | 'stopping' | 'stopped' | 'crashed'
-
-export interface SimNode {
-  name: string
-  state: NodeState
-  core: ClusterCore | null
-  /** Wall clock minus true time (constant skew, moved by steps). */
-  skewMs: number
-  monoOffsetMs: number
-  /** The state file: what the last incarnation wrote (running at start, its snapshot at a clean stop). */
-  disk: SavedState | undefined
-  /** The books journal file (journal.ts): what a restart after a crash recovers from. */
-  journal: string
-  /**
-   * A core that has stopped (snapshot taken) but whose transport is still
-   * open for a moment, as the daemon's is while it writes the state file:
-   * requests still reach it, and it must refuse them.
-   */
-  lingering: ClusterCore | null
-  incarnations: number
-  /** First-use requests waiting at this node (acquire). */
-  waiters: Map<unknown, Waiter>
-  sentBytes: number
-  sentMessages: number
-  recvBytes: number
-}
-
 const packr = new Packr({ useRecords: false })
-
-/** A node's peer id in the simulator: what its messages are authenticated as. */
-export function idOf (node: string): string {
-  return `id:${node}`
-}
-
-/** How long a stopped node's transport stays open after its snapshot (the daemon writes its state file meanwhile). */
-export const LINGER_MS = 250
 
 export class VirtualCluster {
   /** The live cores (up or stopping), by node name. */

@@ -1,0 +1,40 @@
+/** A simulated node as the virtual cluster keeps it: its state, clocks, virtual disk and counters. */
+import type { ClusterCore } from '../cluster/cluster-core.js'
+import type { SavedState } from '../cluster/durable-state.js'
+import type { Waiter } from '../core/limiter.js'
+
+export type NodeState = 'up' | 'stopping' | 'stopped' | 'crashed'
+
+export interface SimNode {
+  name: string
+  state: NodeState
+  core: ClusterCore | null
+  /** Wall clock minus true time (constant skew, moved by steps). */
+  skewMs: number
+  monoOffsetMs: number
+  /** The state file: what the last incarnation wrote (running at start, its snapshot at a clean stop). */
+  disk: SavedState | undefined
+  /** The books journal file (journal.ts): what a restart after a crash recovers from. */
+  journal: string
+  /**
+   * A core that has stopped (snapshot taken) but whose transport is still
+   * open for a moment, as the daemon's is while it writes the state file:
+   * requests still reach it, and it must refuse them.
+   */
+  lingering: ClusterCore | null
+  incarnations: number
+  /** First-use requests waiting at this node (acquire). */
+  waiters: Map<unknown, Waiter>
+  sentBytes: number
+  sentMessages: number
+  recvBytes: number
+}
+
+/** A node's peer id in the simulator: what its messages are authenticated as. */
+export function idOf (node: string): string {
+  return `id:${node}`
+}
+
+/** How long a stopped node's transport stays open after its snapshot (the daemon writes its state file meanwhile). */
+export const LINGER_MS = 250
+

@@ -33,6 +33,13 @@ export interface DaemonOptions {
   clock?: Clock
   /** @default JSON lines on stderr at info */
   logger?: Logger
+  /**
+   * A quorum of seeds attests this incarnation dead (reclaim.ts): what it
+   * held is credited to its peers, and it must come back as a new
+   * incarnation. The CLI stops the daemon and exits with ExitCodes.RESTART
+   * for its supervisor to start it again.
+   */
+  onReclaimed?: () => void
 }
 
 export class Daemon {
@@ -91,7 +98,11 @@ export class Daemon {
       // The cluster is built first (it reads durable state) but reports arriving tokens to the quota built after it.
       const ref: { d?: Daemon } = {}
       const cluster = opts.config.nodes.length > 1
-        ? await ClusterNode.create({ config: opts.config, node, clock: opts.clock ?? systemClock, log: log.child('cluster'), onTokens: () => ref.d?.quota.kick() })
+        ? await ClusterNode.create({
+          config: opts.config, node, clock: opts.clock ?? systemClock, log: log.child('cluster'),
+          onTokens: () => ref.d?.quota.kick(),
+          onReclaimed: () => opts.onReclaimed?.()
+        })
         : null
       const d = ref.d = new Daemon(opts, node, log, cluster, lock)
       await d.run()

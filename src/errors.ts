@@ -31,5 +31,7 @@ export class ConfigError extends QuotadError {
 export const ExitCodes = {
   OK: 0,
   DENIED: 1,
-  ERROR: 2
+  ERROR: 2,
+  /** quotad: this incarnation was reclaimed (a quorum of seeds attests it dead); start it again. */
+  RESTART: 3
 } as const

@@ -80,3 +80,27 @@ test.serial('kill -9 of a member, then of a seed: each restarts, recovers what i
   await killAndRecover(t, c, 'm')
   await killAndRecover(t, c, 'c')
 })
+
+test.serial('kill -9 of a member that never comes back: the seeds attest it after reclaimMs, the survivors settle what they lent it, and the whole stock is back', async t => {
+  t.timeout(300_000)
+  const c = await makeCluster(['a', 'b', 'c'], API, { extraNodes: [{ name: 'm', seed: false }, { name: 'n', seed: false }] })
+  t.teardown(async () => await c.stopAll())
+  for (const n of c.names) await c.start(n)
+  await waitForPeers(c, c.names, 4, 60_000)
+  await wholeStock(c, c.names, 100)
+  t.true(await busy(c, 'm', 1500) > 0)
+  const before = await wholeStock(c, c.names, 100)
+  t.log(`m holds ${before.m} of 100 before kill -9`)
+  t.true(before.m > 0)
+  c.procs.m.child.kill('SIGKILL')
+  await c.procs.m.exited
+  const survivors = c.names.filter(n => n !== 'm')
+  // No restart: once a quorum of seeds attests m (reclaimMs of silence), each survivor credits back what it lent m.
+  const after = await wholeStock(c, survivors, 100)
+  t.log(`after the reclaim: ${JSON.stringify(after)}`)
+  for (const n of survivors) {
+    const s = await nodeStatus(c.sockets[n]) as unknown as { peers: Array<{ name: string }>, cluster: { reclaim: { settled: Array<{ node: string }> } } }
+    t.true(s.cluster.reclaim.settled.some(x => x.node === 'm'), `${n} settled m`)
+    t.false(s.peers.some(p => p.name === 'm'), `${n} forgot m`)
+  }
+})

@@ -33,7 +33,7 @@ test('replay: a bad line before the last, another node\'s or cluster\'s journal,
     [`${JSON.stringify(cp({ node: 'b' }))}\n`, /node: belongs to node "b"/],
     [`${JSON.stringify(cp({ cluster: 'x' }))}\n`, /cluster: belongs to cluster "x"/],
     [`${JSON.stringify({ ...cp(), inc: 0 })}\n`, /inc: must be a positive integer/],
-    [`${JSON.stringify(cp())}\n[["k","2"]]\n`, /line 2: holds an entry that is not \[key, number\]/],
+    [`${JSON.stringify(cp())}\n[["k","2"]]\n`, /line 2: holds an entry that is neither \[key, number\]/],
     ['', /line 1: the file is empty/],
     ['{"v":1\n', /line 1: is not JSON/]
   ]
@@ -64,6 +64,13 @@ test('BooksJournal: a checkpoint first, then batches; a give asks for a sync; a 
   t.true(give?.sync)
   text = nextJournal(text, give)
   t.deepEqual(replayJournal(text, 'j', 'a', 'c').books.get('k'), { base: undefined, delta: 2 })
+  // A change that came from or went to a peer also moves what this node holds of that peer's tokens.
+  j.record('k', 4, false, ['b', 'eb'])
+  j.record('k', -1, true, ['b', 'eb'])
+  text = nextJournal(text, j.take(checkpoint))
+  const r = replayJournal(text, 'j', 'a', 'c')
+  t.deepEqual(r.books.get('k'), { base: undefined, delta: 5 })
+  t.is(r.peers.get('b')?.get('eb')?.get('k'), 3)
   let checkpoints = 0
   for (let i = 0; i < CHECKPOINT_EVERY; i++) {
     j.record('k', 1, false)
@@ -77,10 +84,13 @@ test('BooksJournal: a checkpoint first, then batches; a give asks for a sync; a 
 
 test('recovery horizon: the first moment a spend by the crashed process has returned, per algorithm', t => {
   const r = new Recovery(10_250, 500)
-  t.is(r.horizon({ algorithm: 'fixed-window', perMs: 1000 }), 11_000)
-  t.is(r.horizon({ algorithm: 'sliding-window', perMs: 1000 }), 12_000)
-  t.is(r.horizon({ algorithm: 'sliding-log', perMs: 1000 }), 11_750)
-  t.is(r.horizon({ algorithm: 'token-bucket', perMs: 1000 }), 11_750)
+  const w = { limit: 10, burst: 10 }
+  t.is(r.horizon({ algorithm: 'fixed-window', perMs: 1000, ...w }), 11_000)
+  t.is(r.horizon({ algorithm: 'sliding-window', perMs: 1000, ...w }), 12_000)
+  t.is(r.horizon({ algorithm: 'sliding-log', perMs: 1000, ...w }), 11_750)
+  t.is(r.horizon({ algorithm: 'token-bucket', perMs: 1000, limit: 10, burst: 10 }), 11_750)
+  // A burst above the limit takes per × burst / limit to refill once emptied.
+  t.is(r.horizon({ algorithm: 'token-bucket', perMs: 1000, limit: 10, burst: 40 }), 14_750)
 })
 
 /** A minute's window, so that the restart falls in the window the crashed node spent in. */
@@ -171,4 +181,28 @@ test('the checks catch a recovery that does not defer, and a journal that misses
   vc.runUntil(vc.now + 500)
   vc.start('c')
   t.true(vc.audit.account('api').error > 0, 'created tokens are reported')
+})
+
+test('token bucket with a burst above its limit: a recovered node waits for a full refill (per × burst / limit)', t => {
+  for (const burst of [6, 60]) {
+    const vc = new VirtualCluster({
+      nodes: ['a', 'b', 'c'],
+      rules: [rule({ name: 'api', algorithm: 'token-bucket', limit: 6, perMs: 60_000, burst })],
+      limits: limits(),
+      seed: 1,
+      startMs: T0 + 1000
+    })
+    vc.runUntil(vc.now + 1500)
+    const start = vc.now
+    const before = drain(vc, 'c', 'api', 400)
+    vc.crash('c')
+    vc.runUntil(vc.now + 1500)
+    vc.start('c')
+    vc.runUntil(vc.now + 61_000)
+    let after = 0
+    for (const n of ['a', 'b', 'c']) after += drain(vc, n, 'api', 400)
+    // One central bucket: at most its burst plus the refill since.
+    const envelope = burst + 6 * (vc.now - start) / 60_000
+    t.true(before + after <= envelope + 1, `burst ${burst}: admitted ${before} + ${after}, the envelope is ${envelope.toFixed(1)}`)
+  }
 })

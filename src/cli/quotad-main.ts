@@ -116,8 +116,18 @@ async function run (file: string, node: string, o: NodeOverrides, level: LogLeve
     log.info('stopped before starting', { signal: earlySignals.received })
     process.exit(ExitCodes.OK)
   }
-  const daemon = await Daemon.start({ config, node, logger: log })
   let stopping = false
+  const daemon: Daemon = await Daemon.start({
+    config,
+    node,
+    logger: log,
+    // Reclaimed: stop cleanly (its books are already dropped) and exit for the supervisor to start a new incarnation.
+    onReclaimed: () => {
+      if (stopping) return
+      stopping = true
+      daemon.stop().then(() => process.exit(ExitCodes.RESTART), () => process.exit(ExitCodes.ERROR))
+    }
+  })
   // Delivers a signal that came during the start at once: a clean stop, so the state file says "stopped".
   earlySignals.onStop(signal => {
     if (stopping) return

@@ -37,6 +37,7 @@ import type { SavedState } from './durable-state.js'
 import { Transfers } from './transfers.js'
 import { firstUseWaitMs } from './first-use.js'
 import { rebalance } from './rebalance.js'
+import { Reclaim } from './reclaim.js'
 import { BooksJournal } from './journal.js'
 import { Recovery } from './recovery.js'
 import { forgetDeparted, onGossip, onGrant, onReply, onRequestFailed, onWant } from './intake.js'
@@ -106,6 +107,8 @@ export class ClusterCore {
   private readonly caution: CautionInput
   /** The lease and whether this node is fenced (fence.ts, lease.ts). */
   readonly fence: Fence
+  /** Attestations, settlements of dead accounts without a share, and the no-relay cap (reclaim.ts). */
+  readonly reclaim: Reclaim
   readonly gossip: GossipSchedule
   private lastTick = -Infinity
   private lastHousekeeping = -Infinity
@@ -145,8 +148,11 @@ export class ClusterCore {
       maxKeys: opts.limits.maxKeys
     })
     this.view = new ClusterView(this.node, this.seeds, this.peers, this.tuning, this.calendar)
+    // A member gives only what it holds of the asker's tokens (reclaim.ts): ask it only when it owes us some.
+    this.view.mayAsk = (p, key) => this.reclaim.mayAsk(p, key)
     this.stopper = new StopMachine(this.tuning)
     this.fence = new Fence(this.node, this.seeds, this.tuning, opts.monoMs)
+    this.reclaim = new Reclaim(this, opts.monoMs)
     this.caution = { node: this.node, seeds: this.seeds, peers: this.peers, transitions: this.transitions, refreshMs: this.tuning.gossipIntervalMs / 2, now: 0, fenced: true }
     this.limiter = new Limiter({
       node: opts.node,
@@ -298,6 +304,7 @@ export class ClusterCore {
       this.lastHousekeeping = nowMs
       this.transitions.settle(this.limiter.rules, this.seeds, this.node, n => this.peers.get(n))
       forgetDeparted(this, nowMs)
+      this.reclaim.update(nowMs)
     }
     if (!running) this.stopStep(nowMs, out)
     return out

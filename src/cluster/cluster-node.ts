@@ -23,9 +23,9 @@ import type { Logger } from '../util/log.js'
 import type { ClusterCore, Outbound } from './cluster-core.js'
 import { clusterStatus } from './cluster-status.js'
 import { readState, STATE_FILE, writeState, type StartKind } from './durable-state.js'
-import { journalCheckpoint, startCore, type Restored } from './persist.js'
-import { JournalFile } from './journal-file.js'
-import { replayJournal, type Replayed } from './journal.js'
+import { startCore, type Restored } from './persist.js'
+import { readAttestations } from './attest-file.js'
+import { NodeDisk, readJournal } from './node-disk.js'
 import { checkOwner } from './state-schema.js'
 import { clusterHash } from './cluster-hash.js'
 import { DEFAULT_BOUNDS, gossipTopic, parseMessage, type Grant, type MessageBounds, type Want } from './messages.js'
@@ -43,6 +43,8 @@ export interface ClusterNodeOptions {
   createTransport?: (opts: TransportOptions) => Promise<Transport>
   /** Called when tokens arrived, so waiting acquires can be served. */
   onTokens?: () => void
+  /** Called once when a quorum of seeds attests this incarnation dead (reclaim.ts): the daemon restarts as a new one. */
+  onReclaimed?: () => void
 }
 
 export class ClusterNode {
@@ -54,10 +56,8 @@ export class ClusterNode {
   private timer: NodeJS.Timeout | null = null
   private stopping: Promise<void> | null = null
   private readonly bounds: MessageBounds
-  /** The books journal (journal.ts); writes go one after another through `journalTail`. */
-  private readonly journalFile: JournalFile
-  private journalTail: Promise<boolean> = Promise.resolve(true)
-  private journalFailedAt = -Infinity
+  /** The journal and the attestations on disk (node-disk.ts). */
+  private readonly disk: NodeDisk
 
   private constructor (opts: ClusterNodeOptions, core: ClusterCore, restored: Restored) {
     this.opts = opts
@@ -65,7 +65,7 @@ export class ClusterNode {
     this.startKind = restored.kind
     this.restored = restored
     this.bounds = { ...DEFAULT_BOUNDS, maxKeyBytes: opts.config.limits.maxKeyBytes, maxMembers: opts.config.limits.maxMembers }
-    this.journalFile = new JournalFile(opts.node.dataDir)
+    this.disk = new NodeDisk(core, opts.node.dataDir, opts.config.cluster.name, opts.log, opts.clock)
   }
 
   /** Read the durable state and build the state machine (nothing runs, nothing is written yet). */
@@ -73,7 +73,7 @@ export class ClusterNode {
     const { node, config, clock } = opts
     const saved = await readState(node.dataDir)
     if (saved !== undefined) checkOwner(saved, join(node.dataDir, STATE_FILE), node.name, config.cluster.name)
-    const journal = saved?.status === 'running' ? await ClusterNode.readJournal(opts) : undefined
+    const journal = saved?.status === 'running' ? await readJournal(node.dataDir, node.name, config.cluster.name, opts.log) : undefined
     const { core, restored } = startCore({
       node: node.name,
       epoch: randomBytes(8).toString('hex'),
@@ -94,49 +94,9 @@ export class ClusterNode {
       wallMs: clock.now(),
       monoMs: clock.mono()
     }, config.rules, saved, clock.mono(), journal)
+    // A voter's attestations outlive it: it must never echo again what it attested (reclaim.ts).
+    for (const [n, inc] of await readAttestations(node.dataDir, node.name, config.cluster.name)) core.reclaim.attested.set(n, inc)
     return new ClusterNode(opts, core, restored)
-  }
-
-  /** The crashed predecessor's journal, if there is a usable one: a bad one is logged and ignored (nothing is recovered). */
-  private static async readJournal (opts: ClusterNodeOptions): Promise<Replayed | undefined> {
-    const { node, config, log } = opts
-    try {
-      const text = await JournalFile.read(node.dataDir)
-      if (text === undefined) return undefined
-      const r = replayJournal(text, join(node.dataDir, 'quotad-journal.jsonl'), node.name, config.cluster.name)
-      if (r.torn) log.info('the journal\'s last line was torn by the crash; it is ignored (it was never synced, no grant in it left)')
-      return r
-    } catch (err) {
-      log.error('the journal cannot be used; the crashed incarnation\'s tokens are not recovered', { code: (err as { code?: string }).code, err: (err as Error).message })
-      return undefined
-    }
-  }
-
-  /**
-   * Write what the journal has pending (journal.ts). Resolves true once it is
-   * on disk: only then may a grant recorded before this call leave. After a
-   * failed write the next one is a whole checkpoint (the books are current in
-   * memory, so nothing a failed batch held is lost), and until one succeeds
-   * no grant leaves: a give the disk does not know of must not be out.
-   */
-  private persistJournal (): Promise<boolean> {
-    this.journalTail = this.journalTail.then(async () => {
-      const w = this.core.journal.take(() => journalCheckpoint(this.core))
-      if (w === null) return true
-      try {
-        await this.journalFile.write(w)
-        return true
-      } catch (err) {
-        this.core.journal.checkpointNeeded = true
-        const now = this.opts.clock.mono()
-        if (now - this.journalFailedAt > 60_000) {
-          this.journalFailedAt = now
-          this.opts.log.error('cannot write the journal; no tokens are given until it can be written', { code: (err as { code?: string }).code, err: (err as Error).message })
-        }
-        return false
-      }
-    })
-    return this.journalTail
   }
 
   async start (): Promise<void> {
@@ -147,7 +107,7 @@ export class ClusterNode {
     // Consume the saved state before serving: a crash from here on starts with nothing.
     await writeState(node.dataDir, this.core.save(this.opts.clock.mono(), 'running'))
     // This incarnation's journal starts with a checkpoint of what it has now, before it serves or gives anything.
-    if (!await this.persistJournal()) throw new QuotadError(ErrorCodes.JOURNAL_UNWRITABLE, `cannot write the journal in ${node.dataDir}`, { dataDir: node.dataDir })
+    if (!await this.disk.persistJournal()) throw new QuotadError(ErrorCodes.JOURNAL_UNWRITABLE, `cannot write the journal in ${node.dataDir}`, { dataDir: node.dataDir })
     log.info('cluster state', {
       start: this.startKind, allocate: this.core.limiter.allocate, incarnation: this.core.incarnation,
       restoredKeys: r.keys, restoredTokens: r.tokens, owedBurn: r.burn, recovered: r.recovered
@@ -198,8 +158,14 @@ export class ClusterNode {
     this.core.observeWall(clock.now(), mono)
     this.dispatch(this.core.tick(mono))
     this.logFence(mono)
+    if (this.core.reclaim.reclaimed && !this.reportedReclaimed) {
+      this.reportedReclaimed = true
+      this.opts.log.error('a quorum of seeds attests this incarnation dead: what it held is credited to its peers; restarting as a new incarnation',
+        { incarnation: this.core.incarnation, code: 'E_RECLAIMED' })
+      this.opts.onReclaimed?.()
+    }
     // Credits since the last write (no fsync needed: a lost credit is a lost token, never a double one).
-    if (this.transport !== null) void this.persistJournal()
+    if (this.transport !== null) void this.disk.persistJournal()
   }
 
   /** The fence as last logged: a node starts fenced until its first quorum echo (lease.ts). */
@@ -218,12 +184,21 @@ export class ClusterNode {
     return this.core.setRules(rules, this.opts.clock.mono())
   }
 
+  private reportedReclaimed = false
+
+  private publish (t: Transport, msg: unknown): void {
+    t.publish(packr.pack(msg)).catch(err => this.opts.log.debug('publish failed', { err }))
+  }
+
   private dispatch (out: Outbound[]): void {
     const t = this.transport
     let grants: Array<{ to: string, msg: Grant }> | null = null
     for (const o of out) {
       if (o.kind === 'gossip') {
-        if (t !== null) t.publish(packr.pack(o.msg)).catch(err => this.opts.log.debug('publish failed', { err }))
+        if (t === null) continue
+        // An attestation is on disk before any gossip carries it.
+        if (this.disk.attestationsWritten) this.publish(t, o.msg)
+        else void this.disk.persistAttestations().then(ok => { if (ok) this.publish(t, o.msg) })
       } else if (t === null) {
         this.core.onRequestFailed(o.msg, this.opts.clock.mono())
       } else if (o.msg.t === 'grant') {
@@ -235,7 +210,7 @@ export class ClusterNode {
     if (grants === null || t === null) return
     // A grant leaves only once its give is on disk (journal.ts).
     const ready = grants
-    void this.persistJournal().then(ok => {
+    void this.disk.persistJournal().then(ok => {
       for (const g of ready) {
         if (ok) void this.request(t, g.to, g.msg)
         else this.core.onRequestFailed(g.msg, this.opts.clock.mono())
@@ -256,7 +231,7 @@ export class ClusterNode {
       if (reply.node !== to) throw new Error(`reply from ${reply.node}, asked ${to}`)
       this.core.onReply(msg, reply, clock.mono())
       if (reply.t === 'grant') this.opts.onTokens?.()
-      void this.persistJournal()
+      void this.disk.persistJournal()
     } catch (err) {
       this.core.onRequestFailed(msg, clock.mono())
       this.opts.log.debug('request failed', { to, type: msg.t, err })
@@ -335,13 +310,13 @@ export class ClusterNode {
     if (m.t === 'want') {
       const reply = this.core.onWant(m, from, now)
       // The grant leaves only once its give is on disk; if it can't be written, the asker gets no answer (the ledger resends it later).
-      if (reply.t === 'grant' && !await this.persistJournal()) throw new QuotadError(ErrorCodes.JOURNAL_UNWRITABLE, 'the journal cannot be written')
+      if (reply.t === 'grant' && !await this.disk.persistJournal()) throw new QuotadError(ErrorCodes.JOURNAL_UNWRITABLE, 'the journal cannot be written')
       return packr.pack(reply)
     }
     if (m.t === 'grant') {
       const ack = this.core.onGrant(m, from, now)
       this.opts.onTokens?.()
-      void this.persistJournal()
+      void this.disk.persistJournal()
       return packr.pack(ack)
     }
     this.core.onBadMessage()
@@ -386,8 +361,7 @@ export class ClusterNode {
     log.info('handed off tokens', { tokens: this.core.counters.handedOff })
     await writeState(node.dataDir, snap)
     // The snapshot supersedes the journal (a clean restart reads only the snapshot).
-    await this.journalTail
-    await this.journalFile.close()
+    await this.disk.close()
     const t = this.transport
     this.transport = null
     if (t !== null) await t.stop()

@@ -84,6 +84,8 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
       fenced: core.fenced(nowMs),
       // The lease (lease.ts): whether it holds, how long it has been fenced, and each voter's last echo.
       lease: core.fence.status(nowMs),
+      // Attestations and settlements of dead accounts without a share (reclaim.ts).
+      reclaim: core.reclaim.status(),
       allocate: core.limiter.allocate,
       // A restart after a crash that recovered its predecessor's books from the journal (journal.ts, recovery.ts).
       recovery: core.recovery === null ? null : { restoredTokens: core.recovery.restoredTokens, deferredShares: core.recovery.deferredShares, startedAt: new Date(core.recovery.calStartMs).toISOString() },

@@ -84,12 +84,15 @@ export class ClusterView {
    * of their two averages), so a node that just went quiet shows its surplus
    * at once.
    */
+  /** Whether `p` may give this node any of `key` (a peer without a share gives only what it owes: reclaim.ts). */
+  mayAsk: (p: Peer, key: string) => boolean = () => true
+
   chooseDonor (ks: KeyState, nowMs: number, forBurn = false): Peer | undefined {
     let best: Peer | undefined
     let bestSurplus = 0.999
     for (const p of this.peers.alive(nowMs)) {
       // A fenced peer gives nothing (fence.ts): asking it would only wait out a `none`.
-      if (p.leaving || p.fenced || !agrees(p, ks)) continue
+      if (p.leaving || p.fenced || !agrees(p, ks) || !this.mayAsk(p, ks.key)) continue
       const e = p.keys.get(ks.key)
       const rate = e?.rate ?? 0
       let surplus = this.peerHeld(p, ks) - rate * horizon(ks, this.tuning.horizonMs, nowMs, this.calendar) / 1000

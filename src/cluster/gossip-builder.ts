@@ -60,6 +60,8 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
   // A voter's echoes of part of its peers (lease.ts): alive ones of our cluster, by their newest gossip applied.
   const heard = core.fence.echoes === null ? undefined : core.fence.echoes.take(echoable(core, nowMs), nowMs)
   for (const [n] of heard ?? []) bytes += n.length + 22
+  const attest = core.reclaim.list()
+  for (const [n] of attest ?? []) bytes += n.length + 12
   // A seed's member list, when it goes (at most 300 entries of about 70 bytes; see membership.ts).
   if (core.gossip.membersDue()) bytes += core.membership.members().reduce((n, [m, id]) => n + m.length + id.length + 6, 0)
   let leftover: KeyState | null = null
@@ -116,7 +118,9 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     acks,
     ...(core.leaving ? { leaving: true } : {}),
     ...(core.fence.fenced ? { fenced: true } : {}),
-    ...(heard === undefined || heard.length === 0 ? {} : { heard })
+    ...(heard === undefined || heard.length === 0 ? {} : { heard }),
+    ...(core.reclaim.hasBase ? {} : { alloc: false as const }),
+    ...(attest === undefined || attest.length === 0 ? {} : { attest })
   }
   return { msg, leftover }
 }
@@ -130,6 +134,7 @@ function membership (core: ClusterCore): Pick<Gossip, 'members' | 'refused'> {
 /** The peers a voter may echo: alive and in our cluster (their echo would mean nothing to another). */
 function echoable (core: ClusterCore, nowMs: number): Echoable[] {
   const out: Echoable[] = []
-  for (const p of core.peers.all()) if (p.sameCluster && core.peers.isAlive(p, nowMs)) out.push(p)
+  // Never an incarnation this voter attests (reclaim.ts): it must never hold a lease again.
+  for (const p of core.peers.all()) if (p.sameCluster && core.peers.isAlive(p, nowMs) && !core.reclaim.attestedByMe(p.name, p.inc)) out.push(p)
   return out
 }

@@ -34,6 +34,8 @@ export function onGossip (c: ClusterCore, g: Gossip, from: string, nowMs: number
   if (g.node === c.node || c.phase === 'stopped') return 'ok'
   const verdict = c.membership.check(g.node, from, true)
   if (verdict !== 'ok') return verdict
+  // A settled dead incarnation (reclaim.ts) that speaks again is a cut-off process: what it had is credited elsewhere.
+  if (c.reclaim.isSettled(g.node, g.inc)) return verdict
   if (c.seeds.includes(g.node) && g.members !== undefined) {
     c.membership.attest(g.node, g.members)
     c.membership.noteRefusals(g.node, g.refused ?? [])
@@ -45,6 +47,8 @@ export function onGossip (c: ClusterCore, g: Gossip, from: string, nowMs: number
   // A peer we have not heard in this epoch needs every key, not just a delta.
   else if (o.isNew) c.gossip.requestFullSync()
   c.positions.acked(c.ledger.ack(g.node, g.epoch, p.appliedFromMe))
+  // Attestations first: carried books an echoing voter attests are dropped before its echo counts (reclaim.ts).
+  if (g.attest !== undefined && p.sameCluster) c.reclaim.onAttest(g.node, g.attest, nowMs)
   if (g.heard !== undefined && p.sameCluster) echoed(c, g.node, g.heard, nowMs)
   return verdict
 }

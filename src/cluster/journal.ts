@@ -56,6 +56,8 @@ export interface JournalCheckpoint {
   rules: RuleConfig[]
   /** Keys whose books differ from their initial share under `rules`. */
   keys: Array<[key: string, books: number]>
+  /** What this node holds of each peer account's tokens, per key (non-zero only). */
+  peers?: Array<[node: string, epoch: string, key: string, tokens: number]>
   /** Rule versions still being changed from, and burns others owed (as a clean stop saves them: caution.ts). */
   transitions?: SavedState['transitions']
   debts?: SavedState['debts']
@@ -71,8 +73,13 @@ export interface JournalWrite {
   sync: boolean
 }
 
+/** [node, epoch]: the peer account a books change came from or went to. */
+export type PeerAccount = readonly [node: string, epoch: string]
+
 export class BooksJournal {
   private pending = new Map<string, number>()
+  /** `${node}\0${epoch}\0${key}` -> change of what this node holds of that account's tokens. */
+  private pendingPeers = new Map<string, number>()
   private syncNeeded = false
   private batches = 0
   /** The next take() writes a checkpoint (at start and after a rule change). */
@@ -80,10 +87,20 @@ export class BooksJournal {
   /** Off (no data directory to recover from): records nothing. */
   enabled = true
 
-  /** The books of `key` changed by `delta`; `sync`: a give, durable before its grant leaves. */
-  record (key: string, delta: number, sync: boolean): void {
+  /**
+   * The books of `key` changed by `delta`; `sync`: a give, durable before its
+   * grant leaves. `peer`: the account the tokens came from (a credit, a take-
+   * back) or went to (a give): what this node holds of that account's tokens
+   * moves by the same delta, so that a recovered restart still gives each
+   * peer no more than it holds of its tokens (the no-relay rule, reclaim.ts).
+   */
+  record (key: string, delta: number, sync: boolean, peer?: PeerAccount): void {
     if (!this.enabled || delta === 0) return
     this.pending.set(key, (this.pending.get(key) ?? 0) + delta)
+    if (peer !== undefined) {
+      const id = `${peer[0]}\u0000${peer[1]}\u0000${key}`
+      this.pendingPeers.set(id, (this.pendingPeers.get(id) ?? 0) + delta)
+    }
     if (sync) this.syncNeeded = true
   }
 
@@ -104,13 +121,20 @@ export class BooksJournal {
       this.checkpointNeeded = false
       this.batches = 0
       this.pending.clear()
+      this.pendingPeers.clear()
       this.syncNeeded = false
       return { checkpoint: JSON.stringify(checkpoint()), batch: null, sync }
     }
-    if (this.pending.size === 0) return null
-    const batch = JSON.stringify([...this.pending])
+    if (this.pending.size === 0 && this.pendingPeers.size === 0) return null
+    const entries: Array<[string, number] | [string, string, string, number]> = [...this.pending]
+    for (const [id, n] of this.pendingPeers) {
+      const [node, epoch, key] = id.split('\u0000')
+      entries.push([node, epoch, key, n])
+    }
+    const batch = JSON.stringify(entries)
     const sync = this.syncNeeded
     this.pending.clear()
+    this.pendingPeers.clear()
     this.syncNeeded = false
     this.batches++
     return { checkpoint: null, batch, sync }
@@ -127,6 +151,8 @@ export interface Replayed {
   checkpoint: JournalCheckpoint
   /** Books per key named in the checkpoint or a batch: the checkpoint's value (or undefined: the initial share) plus the deltas. */
   books: Map<string, { base: number | undefined, delta: number }>
+  /** What the crashed node held of each peer account's tokens: node -> epoch -> key -> tokens. */
+  peers: Map<string, Map<string, Map<string, number>>>
   /** A torn last line was ignored. */
   torn: boolean
 }
@@ -154,18 +180,28 @@ export function replayJournal (text: string, where: string, node: string, cluste
   if (checkpoint.node !== node) bad(where, 'node', `belongs to node "${checkpoint.node}", not "${node}"`)
   if (checkpoint.cluster !== cluster) bad(where, 'cluster', `belongs to cluster "${checkpoint.cluster}", not "${cluster}"`)
   const books = new Map<string, { base: number | undefined, delta: number }>()
+  const peers = new Map<string, Map<string, Map<string, number>>>()
+  const addPeer = (node: string, epoch: string, key: string, n: number): void => {
+    let byEpoch = peers.get(node)
+    if (byEpoch === undefined) peers.set(node, byEpoch = new Map())
+    let byKey = byEpoch.get(epoch)
+    if (byKey === undefined) byEpoch.set(epoch, byKey = new Map())
+    byKey.set(key, (byKey.get(key) ?? 0) + n)
+  }
   for (const [k, n] of checkpoint.keys) books.set(k, { base: n, delta: 0 })
+  for (const [node, epoch, k, n] of checkpoint.peers ?? []) addPeer(node, epoch, k, n)
   for (let i = 1; i < parsed.length; i++) {
     const batch = parsed[i]
     if (!Array.isArray(batch)) bad(where, `line ${i + 1}`, 'is not a batch of deltas')
     for (const r of batch) {
-      if (!isEntry(r)) bad(where, `line ${i + 1}`, 'holds an entry that is not [key, number]')
+      if (isPeerEntry(r)) { addPeer(r[0], r[1], r[2], r[3]); continue }
+      if (!isEntry(r)) bad(where, `line ${i + 1}`, 'holds an entry that is neither [key, number] nor [node, epoch, key, number]')
       const e = books.get(r[0])
       if (e === undefined) books.set(r[0], { base: undefined, delta: r[1] })
       else e.delta += r[1]
     }
   }
-  return { checkpoint, books, torn }
+  return { checkpoint, books, peers, torn }
 }
 
 function checkCheckpoint (v: unknown, where: string): JournalCheckpoint {
@@ -178,11 +214,16 @@ function checkCheckpoint (v: unknown, where: string): JournalCheckpoint {
   if (!Array.isArray(o.carries) || !o.carries.every(c => typeof c === 'string')) bad(where, 'carries', 'must be a list of strings')
   if (!Array.isArray(o.rules)) bad(where, 'rules', 'must be a list of rules')
   if (!Array.isArray(o.keys) || !o.keys.every(isEntry)) bad(where, 'keys', 'must be a list of [key, number]')
+  if (o.peers !== undefined && (!Array.isArray(o.peers) || !o.peers.every(isPeerEntry))) bad(where, 'peers', 'must be a list of [node, epoch, key, number]')
   return o as unknown as JournalCheckpoint
 }
 
 function isEntry (r: unknown): r is [string, number] {
   return Array.isArray(r) && r.length === 2 && typeof r[0] === 'string' && typeof r[1] === 'number' && Number.isFinite(r[1])
+}
+
+function isPeerEntry (r: unknown): r is [string, string, string, number] {
+  return Array.isArray(r) && r.length === 4 && typeof r[0] === 'string' && typeof r[1] === 'string' && typeof r[2] === 'string' && typeof r[3] === 'number' && Number.isFinite(r[3])
 }
 
 function bad (where: string, path: string, reason: string): never {

@@ -118,6 +118,12 @@ export function applyDeferred (ks: KeyState, x: KeyExt, calMs: number): boolean 
   return moved
 }
 
+/** A key's books: held + outstanding + deferred − burn owed (only transfers, rule changes and reclaims move them). */
+export function booksOf (ks: KeyState): number {
+  const x = ks.ext as KeyExt | null
+  return ks.bucket.share + (x === null ? 0 : deferredTotal(x) - x.burn)
+}
+
 export function deferredTotal (x: KeyExt): number {
   let n = 0
   for (const [a] of x.deferred ?? []) n += a

@@ -128,6 +128,7 @@ export class Ledger {
    */
   apply (g: Grant, currentEpoch: string | undefined): { result: ApplyResult, credit: Grant[] } {
     if (g.to !== this.node || g.toEpoch !== this.epoch) return { result: 'wrong-epoch', credit: [] }
+    if (g.inc <= (this.dead.get(g.node) ?? 0)) return { result: 'old-epoch', credit: [] }
     const id = `${g.node}/${g.epoch}`
     const mark = this.applied.get(id)
     if (mark === undefined && g.epoch !== currentEpoch) return { result: 'old-epoch', credit: [] }
@@ -225,6 +226,69 @@ export class Ledger {
     }
     return lost
   }
+
+  /** Receiver epochs of `to` with an outbox here. */
+  epochsOf (to: string): string[] {
+    const out: string[] = []
+    for (const box of this.out.values()) if (box.to === to) out.push(box.toEpoch)
+    return out
+  }
+
+  /**
+   * A settled dead account (reclaim.ts): drop the outbox to (to, toEpoch)
+   * and return its unacked tokens per key. They are neither stranded nor
+   * in transit any more: the settlement credits them back.
+   */
+  dropOutbox (to: string, toEpoch: string): Map<string, number> {
+    const back = new Map<string, number>()
+    const box = this.out.get(`${to}/${toEpoch}`)
+    if (box === undefined) return back
+    for (const { grant } of box.grants) {
+      for (const [k, n] of grant.items) back.set(k, (back.get(k) ?? 0) + n)
+      this.settle(grant)
+    }
+    this.out.delete(`${to}/${toEpoch}`)
+    return back
+  }
+
+  /** Every outbox goes (this account was reclaimed: its receivers settled those grants). */
+  dropAll (): void {
+    for (const box of this.out.values()) for (const { grant } of box.grants) this.settle(grant)
+    this.out.clear()
+  }
+
+  /** Receivers with an outbox here, as [to, toEpoch], and their unacked tokens per key. */
+  unackedByReceiver (): Array<[string, string, Map<string, number>]> {
+    const out: Array<[string, string, Map<string, number>]> = []
+    for (const box of this.out.values()) {
+      const m = new Map<string, number>()
+      for (const { grant } of box.grants) for (const [k, n] of grant.items) m.set(k, (m.get(k) ?? 0) + n)
+      if (m.size > 0) out.push([box.to, box.toEpoch, m])
+    }
+    return out
+  }
+
+  /** Tokens of `key` in unacked grants to `to` (any of its epochs). */
+  inTransitTo (to: string, key: string): number {
+    let n = 0
+    for (const box of this.out.values()) {
+      if (box.to !== to) continue
+      for (const { grant } of box.grants) for (const [k, a] of grant.items) if (k === key) n += a
+    }
+    return n
+  }
+
+  /** Incarnations of `giver` up to `inc` are settled dead (reclaim.ts): their grants are never applied, and their marks go. */
+  deadGiver (giver: string, inc: number): void {
+    this.dead.set(giver, Math.max(inc, this.dead.get(giver) ?? 0))
+    if (this.dead.size > 4096) this.dead.delete(this.dead.keys().next().value as string)
+    for (const m of [this.applied, this.early] as Array<Map<string, unknown>>) {
+      for (const id of [...m.keys()]) if (id.slice(0, id.lastIndexOf('/')) === giver) m.delete(id)
+    }
+  }
+
+  /** giver -> the highest incarnation settled dead. */
+  private readonly dead = new Map<string, number>()
 
   /** A giver is now incarnation `epoch`: the marks of its other epochs go (see the header). */
   giverEpoch (giver: string, epoch: string): void {

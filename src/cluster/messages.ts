@@ -103,7 +103,23 @@ export interface Gossip {
    * incarnation], for part of its peers in each message. At most `maxPeers`.
    */
   heard?: HeardEntry[]
+  /**
+   * Present (false) when the sender's account holds no pre-allocated share
+   * (a member, or a seed whose share was lost): it gives a peer only what it
+   * holds of that peer's tokens, never relays (reclaim.ts), and a quorum of
+   * voters may attest it dead after `reclaimMs` of silence.
+   */
+  alloc?: false
+  /**
+   * A voter's attestations (reclaim.ts): [node, inc] of incarnations without
+   * a share it has not heard for `reclaimMs` and will never echo again. At
+   * most `maxPeers`.
+   */
+  attest?: AttestEntry[]
 }
+
+/** [node, incarnation]: a voter attests that incarnation dead (reclaim.ts). */
+export type AttestEntry = [node: string, inc: number]
 
 export interface Want {
   v: number
@@ -270,10 +286,18 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
           const t = tuple(e, 3, 'heard entry')
           return [name(t[0], 'heard node'), seq(t[1], 'heard inc'), seq(t[2], 'heard seq')] as HeardEntry
         })
+      if (m.alloc !== undefined && m.alloc !== null && typeof m.alloc !== 'boolean') bad('alloc must be a boolean')
+      const attest = m.attest === undefined || m.attest === null
+        ? undefined
+        : list(m.attest, b.maxPeers, 'attest').map(e => {
+          const t = tuple(e, 2, 'attest entry')
+          return [name(t[0], 'attest node'), seq(t[1], 'attest inc')] as AttestEntry
+        })
       return {
         v: CLUSTER_VERSION, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),
         pending, carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, acks, ...(m.leaving === true ? { leaving: true } : {}),
-        ...(m.fenced === true ? { fenced: true } : {}), ...(heard === undefined ? {} : { heard })
+        ...(m.fenced === true ? { fenced: true } : {}), ...(heard === undefined ? {} : { heard }),
+        ...(m.alloc === false ? { alloc: false as const } : {}), ...(attest === undefined || attest.length === 0 ? {} : { attest })
       }
     }
     case 'want':

@@ -68,6 +68,8 @@ export interface Peer {
   leaving: boolean
   /** It said it holds no lease (lease.ts): it can't spend hard tokens, so it is given none. */
   fenced: boolean
+  /** Its account holds a pre-allocated share (gossip `alloc` absent): it may relay, and is never attested (reclaim.ts). */
+  alloc: boolean
   /** Rules whose keys it has not all announced yet (see Gossip.pending). */
   pending: ReadonlySet<string>
   /** Earlier epochs whose books this incarnation carries. */
@@ -118,7 +120,7 @@ export class Peers {
     if (p === undefined) {
       p = {
         name: g.node, epoch: g.epoch, inc: g.inc, seq: 0, lastHeard: nowMs, clockOffsetMs: 0, rules: {}, keys: new Map(),
-        appliedFromMe: 0, leaving: false, fenced: false, pending: NO_PENDING, carries: [], legacy: null, sameCluster: false
+        appliedFromMe: 0, leaving: false, fenced: false, alloc: true, pending: NO_PENDING, carries: [], legacy: null, sameCluster: false
       }
       this.byName.set(g.node, p)
     } else if (p.epoch !== g.epoch) {
@@ -132,6 +134,7 @@ export class Peers {
       p.lastHeard = nowMs
       p.leaving = g.leaving === true
       p.fenced = g.fenced === true
+      p.alloc = g.alloc !== false
       p.clockOffsetMs = g.now - myCalendarMs
       p.rules = sameRules(p.rules, g.rules) ? p.rules : g.rules
       p.pending = g.pending.length === 0 ? NO_PENDING : new Set(g.pending)
@@ -241,7 +244,7 @@ export class Peers {
     if (p === undefined) {
       p = {
         name, epoch, inc, seq: 0, lastHeard: -Infinity, clockOffsetMs: 0, rules: {}, keys: new Map(),
-        appliedFromMe: 0, leaving: false, fenced: false, pending: NO_PENDING, carries: [], legacy: null, sameCluster: false
+        appliedFromMe: 0, leaving: false, fenced: false, alloc: true, pending: NO_PENDING, carries: [], legacy: null, sameCluster: false
       }
       this.byName.set(name, p)
     }

@@ -19,11 +19,10 @@ import type { RuleConfig } from '../config/types.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
 import { ClusterCore, type ClusterCoreOptions } from './cluster-core.js'
 import { startKind, type SavedKey, type SavedState, type StartKind } from './durable-state.js'
-import { deferredTotal, ext } from './key-ext.js'
+import { booksOf, deferredTotal, ext } from './key-ext.js'
 import { MAX_CARRIES } from './messages.js'
 import { JOURNAL_VERSION, type JournalCheckpoint, type Replayed } from './journal.js'
 import { initialShare } from '../core/share.js'
-import type { KeyState } from '../core/limiter.js'
 
 /**
  * The state file's content: a running file (written before serving: it only
@@ -69,12 +68,6 @@ export function snapshotKeys (core: ClusterCore, nowMs: number): SavedKey[] {
   return keys
 }
 
-/** A key's books: held + outstanding + deferred − burn owed (what only transfers and rule changes move). */
-export function booksOf (ks: KeyState): number {
-  const x = ks.ext as ReturnType<typeof ext> | null
-  return ks.bucket.share + (x === null ? 0 : deferredTotal(x) - x.burn)
-}
-
 /** The journal's checkpoint as of now: the rules, and every key whose books differ from its initial share under them. */
 export function journalCheckpoint (core: ClusterCore): JournalCheckpoint {
   const keys: Array<[string, number]> = []
@@ -94,6 +87,7 @@ export function journalCheckpoint (core: ClusterCore): JournalCheckpoint {
     allocate,
     rules: core.limiter.rules.map(r => r.config),
     keys,
+    peers: core.reclaim.held(),
     transitions: core.transitions.toJSON(),
     debts: core.peers.knownDebts()
   }
@@ -189,6 +183,8 @@ function recoverCore (base: CoreBase, rules: RuleConfig[], saved: SavedState, jo
   }
   restoreKeys(core, keys, r, nowMs)
   recovery.restoredTokens = r.tokens
+  // What it held of each peer's tokens: it gives each peer no more than that (no relay, reclaim.ts).
+  for (const [node, byEpoch] of journal.peers) core.reclaim.restored.set(node, byEpoch)
   return finish(core, rules, r, nowMs)
 }
 

@@ -43,7 +43,7 @@ export class Positions {
   /** node -> account -> key -> tokens (never 0). */
   private readonly byNode = new Map<string, Map<string, Map<string, number>>>()
   private readonly accountOf: AccountOf
-  private entries = 0
+  private count = 0
 
   constructor (accountOf: AccountOf = EPOCH_ACCOUNT) {
     this.accountOf = accountOf
@@ -83,13 +83,22 @@ export class Positions {
   forget (node: string): void {
     const accts = this.byNode.get(node)
     if (accts === undefined) return
-    for (const keys of accts.values()) this.entries -= keys.size
-    this.byNode.delete(node)
+    for (const a of [...accts.keys()]) this.forgetAccount(node, a)
+  }
+
+  /** One account of `node` was settled (reclaim.ts): its entries go. */
+  forgetAccount (node: string, account: string): void {
+    const accts = this.byNode.get(node)
+    const keys = accts?.get(account)
+    if (accts === undefined || keys === undefined) return
+    this.count -= keys.size
+    accts.delete(account)
+    if (accts.size === 0) this.byNode.delete(node)
   }
 
   /** Non-zero (account, key) entries kept. */
   get size (): number {
-    return this.entries
+    return this.count
   }
 
   private add (node: string, epoch: string, items: readonly GrantItem[], sign: 1 | -1): void {
@@ -103,9 +112,9 @@ export class Positions {
       // Amounts are whole tokens (a receiver refuses anything else), so the sum is exact and 0 means 0.
       const next = (before ?? 0) + sign * amount
       if (next === 0) {
-        if (before !== undefined) { keys.delete(key); this.entries-- }
+        if (before !== undefined) { keys.delete(key); this.count-- }
       } else {
-        if (before === undefined) this.entries++
+        if (before === undefined) this.count++
         keys.set(key, next)
       }
     }

@@ -16,7 +16,8 @@
  *   fixed-window    the start of the window after the one holding it
  *   sliding-window  one window later still
  *   sliding-log     calStart + skew + per
- *   token-bucket    calStart + skew + per: the bucket has refilled in full
+ *   token-bucket    calStart + skew + per × burst / limit: an emptied
+ *                   bucket has refilled in full
  *
  * The same holds for a share this incarnation materializes for the first
  * time (a glob key at its home, an exact key not in the journal because its
@@ -28,6 +29,18 @@ import type { RuleConfig } from '../config/types.js'
 import type { KeyState } from '../core/limiter.js'
 import { ext } from './key-ext.js'
 import { reclaimAt } from './reclaim-at.js'
+
+/**
+ * The first calendar time at which a spend made at or before `calMs + skewMs`
+ * (by a process that is gone now) has returned: reclaimAt's table, and for a
+ * token bucket (reclaimAt's "empty capacity") the time an emptied bucket
+ * takes to refill in full, `per × burst / limit` (a burst above the limit
+ * refills over more than one period).
+ */
+export function horizonAt (rule: Pick<RuleConfig, 'algorithm' | 'perMs' | 'limit' | 'burst'>, calMs: number, skewMs: number): number {
+  const r = reclaimAt(rule, calMs, skewMs)
+  return r.kind === 'deferred' ? r.at : calMs + skewMs + rule.perMs * Math.max(1, rule.burst / rule.limit)
+}
 
 export class Recovery {
   /** This incarnation's calendar at its start. */
@@ -43,9 +56,8 @@ export class Recovery {
   }
 
   /** The calendar time from which tokens of `rule` restored or materialized now may be spent. */
-  horizon (rule: Pick<RuleConfig, 'algorithm' | 'perMs'>): number {
-    const r = reclaimAt(rule, this.calStartMs, this.skewMs)
-    return r.kind === 'deferred' ? r.at : this.calStartMs + this.skewMs + rule.perMs
+  horizon (rule: Pick<RuleConfig, 'algorithm' | 'perMs' | 'limit' | 'burst'>): number {
+    return horizonAt(rule, this.calStartMs, this.skewMs)
   }
 
   /**

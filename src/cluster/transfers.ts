@@ -14,6 +14,7 @@ import { agrees } from './cluster-view.js'
 import { applyDeferred, ext, horizon, keepRate, windowed, windowStart, type KeyExt } from './key-ext.js'
 import { CLUSTER_VERSION, type Ack, type Grant, type GrantItem, type None, type Want } from './messages.js'
 import type { Peer } from './peers.js'
+import type { PeerAccount } from './journal.js'
 
 /** A pushed grant may exceed what its giver last said it had by this fraction of the stock. */
 export const PUSH_TOLERANCE = 0.25
@@ -79,7 +80,8 @@ export class Transfers {
     const c = this.core
     // Whole tokens only: a receiver refuses anything else (a fraction stays here, spendable).
     ks.bucket.advance(nowMs)
-    const whole = Math.min(Math.floor(n), Math.floor(ks.bucket.held + 1e-9))
+    // Without a share, only what it holds of p's tokens (no relay: reclaim.ts).
+    const whole = Math.min(Math.floor(n), Math.floor(ks.bucket.held + 1e-9), Math.floor(c.reclaim.giveCap(p, ks.key) + 1e-9))
     if (whole < 1) return undefined
     const moved = ks.bucket.debit(whole)
     if (moved <= 0) return undefined
@@ -90,7 +92,7 @@ export class Transfers {
     x.transfersOut += moved
     c.counters.tokensOut += moved
     // Durable before the grant leaves (the driver persists the journal first): a restart must not restore it.
-    c.journal.record(ks.key, -moved, true)
+    c.journal.record(ks.key, -moved, true, [p.name, p.epoch])
     c.active.add(ks)
     return c.ledger.grant(p.name, p.epoch, [[ks.key, moved, at]], nowMs)
   }
@@ -121,7 +123,7 @@ export class Transfers {
         c.counters.grantsApplied++
         // Counted as taken from its giver's account even if an item can't be placed here (positions.ts).
         c.positions.received(cr)
-        for (const item of cr.items) this.credit(item, nowMs)
+        for (const item of cr.items) this.credit(item, nowMs, [cr.node, cr.epoch])
       }
       if (result === 'gap' || result === 'wrong-epoch' || result === 'old-epoch') c.counters.grantsRejected++
       // The giver of a refused push takes its tokens back when it reads this (onReply): an honest giver loses nothing.
@@ -189,7 +191,7 @@ export class Transfers {
       const ks = c.limiter.existing(k)
       if (ks === undefined) continue
       ks.bucket.credit(a)
-      c.journal.record(k, a, false)
+      c.journal.record(k, a, false, [g.to, g.toEpoch])
       c.burn(ks, ext(ks), nowMs)
       c.limiter.touched(ks, nowMs)
       c.active.add(ks)
@@ -214,7 +216,7 @@ export class Transfers {
     return r.want
   }
 
-  private credit ([key, amount, at]: GrantItem, nowMs: number): void {
+  private credit ([key, amount, at]: GrantItem, nowMs: number, from: PeerAccount): void {
     const c = this.core
     let ks: KeyState
     try {
@@ -227,7 +229,7 @@ export class Transfers {
     const x = ext(ks)
     x.transfersIn += amount
     c.counters.tokensIn += amount
-    c.journal.record(key, amount, false)
+    c.journal.record(key, amount, false, from)
     if (at > c.calendar.at(nowMs)) {
       (x.deferred ??= []).push([amount, at])
     } else {
@@ -282,19 +284,18 @@ export class Transfers {
       applyDeferred(ks, x, cal)
       c.burn(ks, x, nowMs)
       ks.bucket.advance(nowMs)
-      const n = Math.floor(ks.bucket.held)
-      if (n < 1) continue
-      let to: Peer | undefined
-      let rate = -1
-      for (const p of alive) {
-        if (p.leaving || p.fenced || !agrees(p, ks)) continue
-        const r = p.keys.get(ks.key)?.rate ?? 0
-        if (r > rate) { to = p; rate = r }
+      if (ks.bucket.held < 1) continue
+      // The fastest consumers first; a node without a share hands each peer only what it holds of that peer's
+      // tokens (give caps it), so the rest goes to the next.
+      const takers = alive.filter(p => !p.leaving && !p.fenced && agrees(p, ks))
+        .sort((a, b) => (b.keys.get(ks.key)?.rate ?? 0) - (a.keys.get(ks.key)?.rate ?? 0))
+      for (const to of takers) {
+        const n = Math.floor(ks.bucket.held)
+        if (n < 1) break
+        const before = c.counters.tokensOut
+        this.push(ks, x, to, n, nowMs, out)
+        c.counters.handedOff += c.counters.tokensOut - before
       }
-      if (to === undefined) continue
-      const before = c.counters.tokensOut
-      this.push(ks, x, to, n, nowMs, out)
-      c.counters.handedOff += c.counters.tokensOut - before
     }
   }
 }

@@ -64,6 +64,8 @@ export class PositionAudit {
   private readonly seeds: readonly string[]
   /** Every incarnation ever born. */
   private readonly cores: ClusterCore[] = []
+  /** Every incarnation by epoch. */
+  private readonly byEpoch = new Map<string, ClusterCore>()
   /** Live incarnations by node. */
   private readonly live = new Map<string, ClusterCore>()
   /** Epoch -> the first epoch of its account (clean restarts continue an account). */
@@ -86,6 +88,7 @@ export class PositionAudit {
     if (epochs === undefined) this.epochsOf.set(root, [core.epoch])
     else epochs.push(core.epoch)
     this.cores.push(core)
+    this.byEpoch.set(core.epoch, core)
     this.live.set(core.node, core)
     this.watch(core)
   }
@@ -144,6 +147,8 @@ export class PositionAudit {
     }
     for (const [fid, f] of this.fates) {
       if (f.applied && !f.refused && f.acked) { this.fates.delete(fid); this.done.add(fid); continue }
+      // A pair one side settled (reclaim.ts) weighs nothing on the survivor's books any more: its flows and the settlement cancel.
+      if (this.settledPair(f.giverEpoch, f.toEpoch)) continue
       for (const [k, n] of f.items) {
         if (!f.applied || f.refused) add(f.giverEpoch, k, n)
         if (f.applied && !f.refused && !f.acked) add(f.toEpoch, k, -n)
@@ -154,11 +159,28 @@ export class PositionAudit {
     return out
   }
 
+  /** Whether a live core's incarnation, or one it carries, was settled by a live peer (reclaim.ts). */
+  private settledSomewhere (x: ClusterCore): boolean {
+    const lo = x.incarnation - x.carries.length
+    for (const l of this.live.values()) if (l !== x && (l.reclaim.settled.get(x.node) ?? 0) >= lo) return true
+    return false
+  }
+
+  /** Whether either end of a grant settled the other's account (reclaim.ts). */
+  private settledPair (giverEpoch: string, toEpoch: string): boolean {
+    const g = this.byEpoch.get(giverEpoch)
+    const r = this.byEpoch.get(toEpoch)
+    if (g === undefined || r === undefined) return false
+    return r.reclaim.isSettled(g.node, g.incarnation) || g.reclaim.isSettled(r.node, r.incarnation)
+  }
+
   /** Every (live account, key) whose positions elsewhere disagree with its books. */
   check (keys: readonly string[]): PositionDiscrepancy[] {
     const bad: PositionDiscrepancy[] = []
     const corr = this.corrections(new Set(keys))
     for (const x of this.live.values()) {
+      // An account settled somewhere is dead for accounting, even while its cut-off process lives on.
+      if (this.settledSomewhere(x)) continue
       const root = this.rootOf.get(x.epoch) ?? x.epoch
       const epochs = this.epochsOf.get(root) ?? [x.epoch]
       for (const key of keys) {
@@ -166,7 +188,7 @@ export class PositionAudit {
         const base = x.limiter.allocate && rule !== undefined ? initialShare(rule.stock, rule.glob, key, x.node, this.seeds) : 0
         let others = 0
         for (const l of this.cores) {
-          if (l.node === x.node) continue
+          if (l.node === x.node || x.reclaim.isSettled(l.node, l.incarnation)) continue
           for (const e of epochs) others += l.positions.of(x.node, e, key)
         }
         const ks = x.limiter.existing(key)

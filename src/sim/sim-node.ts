@@ -16,6 +16,8 @@ export interface SimNode {
   disk: SavedState | undefined
   /** The books journal file (journal.ts): what a restart after a crash recovers from. */
   journal: string
+  /** A voter's attestations file (reclaim.ts): written before a gossip that carries a new one leaves. */
+  attest: Map<string, number>
   /**
    * A core that has stopped (snapshot taken) but whose transport is still
    * open for a moment, as the daemon's is while it writes the state file:

@@ -27,9 +27,8 @@
  */
 import type { ClusterCore } from '../cluster/cluster-core.js'
 import type { SavedState } from '../cluster/durable-state.js'
-import { deferredTotal, type KeyExt } from '../cluster/key-ext.js'
+import { booksOf } from '../cluster/key-ext.js'
 import type { Grant } from '../cluster/messages.js'
-import type { KeyState } from '../core/key-state.js'
 import { RuleSet, type CompiledRule } from '../core/rules.js'
 import { initialShare } from '../core/share.js'
 import type { RuleConfig } from '../config/types.js'
@@ -232,16 +231,16 @@ export class TokenAudit {
     }
     // Refused grants: their tokens are nowhere, unless their giver took them back (then they are in its books).
     for (const c of this.everCores) a.stranded += (c.refusedTokens.get(key) ?? 0) - (c.takenBackTokens.get(key) ?? 0)
+    // Settlements of dead accounts (reclaim.ts) move tokens out of the estates into survivors' books; a reclaimed
+    // node's own books, when it drops them, go back to the estate they were credited from.
+    for (const c of this.everCores) a.stranded += (c.reclaim.droppedTokens.get(key) ?? 0) - (c.reclaim.settledTokens.get(key) ?? 0)
     a.error = a.held + a.transit + a.saved + a.stranded - stock
     return a
   }
 }
 
 /** A key's tokens in a node's books: its bucket's share plus deferred credits, less the burn it owes. */
-export function booked (ks: KeyState): number {
-  const x = ks.ext as KeyExt | null
-  return ks.bucket.share + (x === null ? 0 : deferredTotal(x) - x.burn)
-}
+export const booked = booksOf
 
 /** A core's current rules as a RuleSet (cached per rule list: reloads replace the list). */
 const ruleSets = new WeakMap<readonly CompiledRule[], RuleSet>()

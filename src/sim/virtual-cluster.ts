@@ -64,6 +64,9 @@ export interface VirtualClusterOptions {
 
 const packr = new Packr({ useRecords: false })
 
+/** How long a reclaimed node's supervisor takes to start it again. */
+export const RESTART_RECLAIMED_MS = 500
+
 export class VirtualCluster {
   /** The live cores (up or stopping), by node name. */
   readonly cores = new Map<string, ClusterCore>()
@@ -128,7 +131,7 @@ export class VirtualCluster {
     if (n === undefined) {
       n = {
         name, state: 'stopped', core: null, skewMs: this.opts.skewMs?.[name] ?? 0, monoOffsetMs: this.opts.monoOffsetMs?.(name) ?? 0,
-        disk: undefined, journal: '', lingering: null, incarnations: 0, waiters: new Map(), sentBytes: 0, sentMessages: 0, recvBytes: 0
+        disk: undefined, journal: '', attest: new Map(), lingering: null, incarnations: 0, waiters: new Map(), sentBytes: 0, sentMessages: 0, recvBytes: 0
       }
       this.nodes.set(name, n)
     }
@@ -148,6 +151,7 @@ export class VirtualCluster {
       wallMs: this.clock(name),
       monoMs: mono
     }, rules, n.disk, mono, n.disk?.status === 'running' && n.journal !== '' ? replayJournal(n.journal, name, name, 'sim') : undefined)
+    for (const [k, v] of n.attest) core.reclaim.attested.set(k, v)
     // Like the daemon: the saved state is consumed before serving; a crash from here on is unclean.
     n.disk = core.save(mono, 'running')
     this.persist(n, core)
@@ -164,6 +168,8 @@ export class VirtualCluster {
       this.dispatch(name, core.tick(this.mono(name)))
       this.poll(n, core) // deferred credits fall due on ticks
       if (core.snapshot !== null) { this.finishStop(n, core); return }
+      // Reclaimed (a quorum of voters attests it dead): the daemon exits and its supervisor restarts it.
+      if (core.reclaim.reclaimed) { this.crash(name); this.at(this.now + RESTART_RECLAIMED_MS, () => this.start(name)); return }
       this.at(this.now + tickMs, tick)
     }
     this.at(this.now + this.rng.next() * tickMs, tick)
@@ -176,6 +182,7 @@ export class VirtualCluster {
    */
   private persist (n: SimNode, core: ClusterCore): void {
     n.journal = nextJournal(n.journal, core.journal.take(() => journalCheckpoint(core)))
+    if (core.reclaim.dirty) { n.attest = new Map(core.reclaim.attested); core.reclaim.dirty = false }
   }
 
   /** kill -9: what the node held is stranded until it restarts and recovers it from its journal (journal.ts). */

@@ -1,0 +1,293 @@
+/**
+ * Reclaim of a dead account that holds no pre-allocated share
+ * (reclaim-design.md §11.3): a member, or a seed whose share is gone, that
+ * crashed and does not come back. Pure; owned by the core.
+ *
+ * No relay. Such an account gives a peer at most what it holds of that
+ * peer's tokens: per key, its position with the peer's account (credited
+ * from it, less acked to it) less its own unacked grants to it
+ * (`giveCap`). So whatever a dead account D holds, it holds of some
+ * survivor L's tokens, and only L has lent them.
+ *
+ * Attestation (voters). A voter attests incarnation D/inc when it has not
+ * heard D for `reclaimMs`, D said it holds no share, D did not announce it
+ * was leaving (a clean stop saves its books), and the voter itself has run
+ * for `reclaimMs`. It never echoes D/inc again (so, by the lease lemma, D
+ * can never hold a lease again: lease.ts, reclaim-design.md §4.3), keeps
+ * its attestations on disk before it gossips them (a restarted voter must
+ * not echo D again), and gossips them (`attest`).
+ *
+ * Settlement (every node). Once a quorum of voters attests D/inc, each
+ * survivor L, on its own and once, credits per key
+ *
+ *     S_L(k) = −pos_L[D](k) + U_L[D](k)      (U: L's unacked grants to D)
+ *
+ * as a deferred credit at the rule's horizon (D may have spent them before
+ * it was fenced), drops those outboxes and positions, and refuses every
+ * later grant from D's epochs. With no relay, `S_L` is exactly what D held
+ * of L's tokens, plus D's returns to L that L now refuses, plus L's own
+ * grants that never arrived; each term is L's alone, so no survivor's
+ * settlement depends on another's (§11.3 has the argument).
+ *
+ * The dead account itself. If it is alive after all (it was cut off), it
+ * learns that a quorum attests it from the voters' gossip: it drops its
+ * books (they are credited elsewhere) and is `reclaimed`; the driver
+ * restarts it as a new incarnation. A restart that carries an attested
+ * incarnation's books (journal recovery or a clean restart) drops them as
+ * soon as any echoing voter attests it, before that echo counts.
+ */
+import type { KeyState } from '../core/limiter.js'
+import type { ClusterCore } from './cluster-core.js'
+import { booksOf, deferredTotal, ext } from './key-ext.js'
+import type { AttestEntry } from './messages.js'
+import type { Peer } from './peers.js'
+import { horizonAt } from './recovery.js'
+
+/** Attestations kept (and persisted) per voter; the oldest go first past this. */
+export const MAX_ATTESTED = 4096
+/** Most attestations one gossip carries (the parser's bound, DEFAULT_BOUNDS.maxPeers, is higher). */
+export const MAX_ATTEST_PER_GOSSIP = 512
+
+export class Reclaim {
+  private readonly c: ClusterCore
+  private readonly startMs: number
+  /** Voter: node -> the highest incarnation it attests (sticky; restored from disk). */
+  readonly attested = new Map<string, number>()
+  /** Voter: attestations changed since the driver last persisted them (it must before gossiping them). */
+  dirty = false
+  /** `${node}/${inc}` -> the voters that attest it. */
+  private readonly attesters = new Map<string, Set<string>>()
+  /** node -> the highest incarnation settled here: its grants are refused, its gossip ignored. */
+  readonly settled = new Map<string, number>()
+  /** A quorum attests this incarnation: its books are dropped; the driver restarts it. */
+  reclaimed = false
+  /** The carried books were dropped (an echoing voter attests a carried incarnation). */
+  droppedCarried = false
+  readonly counters = { settlements: 0, tokensSettled: 0 }
+  /**
+   * What a crashed predecessor held of each peer account's tokens, as its
+   * journal says (net of its gives): node -> epoch -> key -> tokens. Added to
+   * the positions wherever they say what this node holds of a peer's tokens.
+   */
+  readonly restored = new Map<string, Map<string, Map<string, number>>>()
+  /** Per key: tokens credited by settlements, and tokens this node's own books dropped (the simulator's audit reads them). */
+  readonly settledTokens = new Map<string, number>()
+  readonly droppedTokens = new Map<string, number>()
+
+  constructor (core: ClusterCore, startMs: number) {
+    this.c = core
+    this.startMs = startMs
+  }
+
+  /** This account holds a pre-allocated share: it may relay, and is never attested. */
+  get hasBase (): boolean {
+    return this.c.limiter.allocate && this.c.seeds.includes(this.c.node)
+  }
+
+  /** Whether this voter attests `node`'s incarnation `inc` (it must never echo it). */
+  attestedByMe (node: string, inc: number): boolean {
+    return inc <= (this.attested.get(node) ?? 0)
+  }
+
+  /** Whether `node`/`inc` was settled here (its messages are a dead process's). */
+  isSettled (node: string, inc: number): boolean {
+    return inc <= (this.settled.get(node) ?? 0)
+  }
+
+  /** A voter with leases on: it attests, and gossips its attestations. */
+  get voting (): boolean {
+    return this.c.tuning.leases && this.c.fence.quorum.isVoter(this.c.node)
+  }
+
+  /** Each housekeeping tick: a voter attests the silent peers without a share, and counts its own word. */
+  update (nowMs: number): void {
+    if (!this.voting) return
+    this.attestSilent(nowMs)
+    this.onAttest(this.c.node, this.list() ?? [], nowMs)
+  }
+
+  /** The attestations to gossip (undefined: not a voter). Persisted first when `dirty` (the driver's job). */
+  list (): AttestEntry[] | undefined {
+    if (!this.voting) return undefined
+    const out: AttestEntry[] = []
+    for (const [n, inc] of this.attested) if (this.c.peers.get(n) !== undefined || this.isSettled(n, inc)) out.push([n, inc])
+    return out.slice(-MAX_ATTEST_PER_GOSSIP)
+  }
+
+  private attestSilent (nowMs: number): void {
+    const c = this.c
+    const reclaimMs = c.tuning.reclaimMs
+    // A voter that has not run for reclaimMs may have echoed, in an earlier life, what it thinks silent.
+    if (nowMs - this.startMs >= reclaimMs) {
+      for (const p of c.peers.all()) {
+        if (p.alloc || p.leaving || !p.sameCluster || p.seq <= 0 || nowMs - p.lastHeard < reclaimMs) continue
+        if (this.attestedByMe(p.name, p.inc)) continue
+        this.attested.delete(p.name)
+        this.attested.set(p.name, p.inc)
+        if (this.attested.size > MAX_ATTESTED) this.attested.delete(this.attested.keys().next().value as string)
+        this.dirty = true
+      }
+    }
+  }
+
+  /** Voter `voter`'s attestations, from its gossip: settle what a quorum attests; drop carried books attested at all. */
+  onAttest (voter: string, entries: readonly AttestEntry[], nowMs: number): void {
+    const c = this.c
+    if (!c.fence.quorum.isVoter(voter)) return
+    for (const [node, inc] of entries) {
+      if (node === c.node) { this.aboutMe(voter, inc); continue }
+      if (this.isSettled(node, inc)) continue
+      const id = `${node}/${inc}`
+      let set = this.attesters.get(id)
+      if (set === undefined) this.attesters.set(id, set = new Set())
+      set.add(voter)
+      if (c.fence.quorum.isQuorum([...set])) this.settle(node, inc, nowMs)
+    }
+  }
+
+  private aboutMe (voter: string, inc: number): void {
+    const c = this.c
+    // Carried incarnations are the consecutive ones before this (each clean or recovered restart carries the last).
+    if (inc < c.incarnation && inc >= c.incarnation - c.carries.length && !this.droppedCarried) {
+      this.droppedCarried = true
+      this.dropBooks()
+      return
+    }
+    if (inc !== c.incarnation || this.reclaimed) return
+    const id = `${c.node}/${inc}`
+    let set = this.attesters.get(id)
+    if (set === undefined) this.attesters.set(id, set = new Set())
+    set.add(voter)
+    if (!c.fence.quorum.isQuorum([...set])) return
+    this.reclaimed = true
+    this.dropBooks()
+  }
+
+  /** Every key's books to zero: what this account held is credited elsewhere (or never was its own). */
+  private dropBooks (): void {
+    const c = this.c
+    for (const ks of c.limiter.states()) {
+      const x = ext(ks)
+      const dropped = deferredTotal(x)
+      x.deferred = null
+      const held = Math.max(0, ks.bucket.held)
+      ks.bucket.debit(held)
+      const books = booksOf(ks)
+      // What is spent comes back and is burned then.
+      x.burn += books
+      c.journal.record(ks.key, -(books + held + dropped), true)
+      this.droppedTokens.set(ks.key, (this.droppedTokens.get(ks.key) ?? 0) + books + held + dropped)
+      c.active.add(ks)
+    }
+    c.ledger.dropAll()
+    // What it held of each peer's tokens went with the books.
+    this.restored.clear()
+    c.journal.checkpointNeeded = true
+  }
+
+  /**
+   * Settle a dead account: credit what it held of our tokens (see the
+   * header), drop our outboxes and positions with it, and refuse its grants.
+   */
+  settle (node: string, inc: number, nowMs: number): void {
+    const c = this.c
+    const p = c.peers.get(node)
+    // The dead account's epochs: all we know of the node, less a newer incarnation's and what it carries.
+    const live = p !== undefined && p.inc > inc ? new Set([p.epoch, ...p.carries]) : new Set<string>()
+    const epochs = new Set<string>()
+    for (const e of c.positions.accounts(node).keys()) if (!live.has(e)) epochs.add(e)
+    for (const e of c.ledger.epochsOf(node)) if (!live.has(e)) epochs.add(e)
+    for (const e of this.restored.get(node)?.keys() ?? []) if (!live.has(e)) epochs.add(e)
+    const owed = new Map<string, number>()
+    for (const e of epochs) {
+      for (const [k, n] of c.positions.accounts(node).get(e) ?? []) owed.set(k, (owed.get(k) ?? 0) - n)
+      for (const [k, n] of this.restored.get(node)?.get(e) ?? []) owed.set(k, (owed.get(k) ?? 0) - n)
+      for (const [k, n] of c.ledger.dropOutbox(node, e)) owed.set(k, (owed.get(k) ?? 0) + n)
+      c.positions.forgetAccount(node, e)
+      this.restored.get(node)?.delete(e)
+    }
+    const cal = c.calendar.at(nowMs)
+    const skew = Math.max(c.tuning.maxClockSkewMs, Math.abs(p?.clockOffsetMs ?? 0))
+    for (const [k, n] of owed) this.credit(k, n, cal, skew, nowMs)
+    this.settled.set(node, Math.max(inc, this.settled.get(node) ?? 0))
+    c.ledger.deadGiver(node, inc)
+    for (const id of [...this.attesters.keys()]) if (id.startsWith(`${node}/`) && Number(id.slice(node.length + 1)) <= inc) this.attesters.delete(id)
+    this.counters.settlements++
+    if (p !== undefined && p.inc <= inc) {
+      c.peers.forget(node)
+      c.membership.release(node)
+    }
+  }
+
+  private credit (key: string, n: number, cal: number, skew: number, nowMs: number): void {
+    if (Math.abs(n) < 1e-9) return
+    const c = this.c
+    let ks: KeyState
+    try {
+      ks = c.limiter.existing(key) ?? c.limiter.keyState(key, 1, nowMs)
+    } catch {
+      c.ledger.stranded += Math.max(0, n)
+      return
+    }
+    const x = ext(ks)
+    // Never below zero without a relay; if it were (a peer that broke the rule), destroying is the safe side.
+    if (n > 0) (x.deferred ??= []).push([n, horizonAt(ks.rule.config, cal, skew)])
+    else x.burn += -n
+    c.journal.record(key, n, n < 0)
+    c.active.add(ks)
+    this.settledTokens.set(key, (this.settledTokens.get(key) ?? 0) + n)
+    this.counters.tokensSettled += n
+  }
+
+  /**
+   * The most this node may give `p` of `key` (Infinity with a share): what it
+   * holds of p's account's tokens, less its unacked grants to p.
+   */
+  giveCap (p: Peer, key: string): number {
+    if (this.hasBase) return Infinity
+    return Math.max(0, this.holdsOf(p, key) - this.c.ledger.inTransitTo(p.name, key))
+  }
+
+  /** Whether `p` (without a share) may give this node any of `key`: it holds some of our tokens, as our books tell. */
+  mayAsk (p: Peer, key: string): boolean {
+    return p.alloc || this.holdsOf(p, key) <= -1
+  }
+
+  /** What this node holds of `p`'s account's tokens of `key` (negative: what p holds of ours), acked grants only. */
+  private holdsOf (p: Peer, key: string): number {
+    let n = 0
+    for (const e of [p.epoch, ...p.carries]) n += this.c.positions.of(p.name, e, key) + (this.restored.get(p.name)?.get(e)?.get(key) ?? 0)
+    return n
+  }
+
+  /** For the journal's checkpoint: what this node holds of each peer account's tokens, net of its unacked grants. */
+  held (): Array<[string, string, string, number]> {
+    const m = new Map<string, number>()
+    const add = (node: string, epoch: string, key: string, n: number): void => {
+      const id = `${node}\u0000${epoch}\u0000${key}`
+      m.set(id, (m.get(id) ?? 0) + n)
+    }
+    for (const node of this.c.positions.nodes()) for (const [e, keys] of this.c.positions.accounts(node)) for (const [k, n] of keys) add(node, e, k, n)
+    for (const [node, byEpoch] of this.restored) for (const [e, keys] of byEpoch) for (const [k, n] of keys) add(node, e, k, n)
+    for (const [to, e, keys] of this.c.ledger.unackedByReceiver()) for (const [k, n] of keys) add(to, e, k, -n)
+    const out: Array<[string, string, string, number]> = []
+    for (const [id, n] of m) {
+      if (Math.abs(n) < 1e-9) continue
+      const [node, epoch, key] = id.split('\u0000')
+      out.push([node, epoch, key, n])
+    }
+    return out
+  }
+
+  /** For status. */
+  status (): Record<string, unknown> {
+    return {
+      hasShare: this.hasBase,
+      attests: this.c.fence.quorum.isVoter(this.c.node) ? [...this.attested].map(([n, inc]) => ({ node: n, inc })) : null,
+      settled: [...this.settled].map(([n, inc]) => ({ node: n, inc })),
+      reclaimed: this.reclaimed,
+      droppedCarried: this.droppedCarried,
+      ...this.counters
+    }
+  }
+}

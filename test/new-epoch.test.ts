@@ -16,7 +16,8 @@ const WALL = 1_700_000_000_000
 const KEY = 'api'
 const keep = { cfg: 'h', known: () => true, maxKeys: 100 }
 
-function core (node: string, incarnation: number, epoch = `${node}.${incarnation}`, now = 0): ClusterCore {
+/** `allocate`: a first start or a clean restart keeps its share (and may give any token it holds); an unclean one does not. */
+function core (node: string, incarnation: number, epoch = `${node}.${incarnation}`, now = 0, allocate = incarnation === 1): ClusterCore {
   const c = new ClusterCore({
     node,
     epoch,
@@ -26,7 +27,7 @@ function core (node: string, incarnation: number, epoch = `${node}.${incarnation
     listed: new Map([['a', 'id:a'], ['b', 'id:b']]),
     rules: [rule({ name: KEY, limit: 100, perMs: 1000 })],
     limits: limits(),
-    allocate: incarnation === 1,
+    allocate,
     // Leases off: these cores never hear a seed's echo, and what is tested here (written before leases) is not about them.
     tuning: { leases: false },
     wallMs: WALL + now,
@@ -77,7 +78,7 @@ test('a grant from a restarted giver is applied at once: the receiver no longer 
   hear(a1, b, 10)
   hear(b, a1, 10)
   // a restarts (clean: incarnation 2), hears b, and pushes to it; b has not heard a's new gossip.
-  const a2 = core('a', 2, 'a.2', 20)
+  const a2 = core('a', 2, 'a.2', 20, true)
   hear(a2, b, 20)
   const ks = a2.limiter.keyState(KEY, 1, 20)
   ks.bucket.credit(5)
@@ -97,7 +98,7 @@ test('a delayed grant of the old epoch is refused once the new epoch is known (i
   hear(a1, b, 10)
   hear(b, a1, 10)
   const old = give(a1, 'b', 4, 15)
-  const a2 = core('a', 2, 'a.2', 20)
+  const a2 = core('a', 2, 'a.2', 20, true)
   hear(a2, b, 20)
   a2.limiter.keyState(KEY, 1, 20).bucket.credit(5)
   b.onGrant(give(a2, 'b', 1, 30), 'id:a', 30)

@@ -141,3 +141,34 @@ test('the checks catch a survivor that settles twice', t => {
 
 })
 
+
+test('a member cut off far longer than the attestations are gossiped still learns it was settled when it speaks again', t => {
+  const vc = cluster(3)
+  load(vc, 3000, { a: 5, m: 60 })
+  vc.cuts.split(['m'], ['a', 'b', 'c', 'n'])
+  const a = vc.cores.get('a')
+  const reclaimMs = a?.tuning.reclaimMs ?? 5000
+  vc.runUntil(vc.now + 12 * reclaimMs)
+  t.true(a?.reclaim.isSettled('m', 1), 'a settled m')
+  t.deepEqual(a?.reclaim.list(vc.mono('a'))?.filter(([n]) => n === 'm'), [], 'no longer gossiped')
+  vc.heal()
+  vc.runUntil(vc.now + 3000)
+  t.is(vc.cores.get('m')?.incarnation, 2, 'm heard its attestation again, dropped its books and restarted')
+})
+
+test('a survivor that settles, then crashes and recovers from its journal, does not settle the same member again', t => {
+  const vc = cluster(4)
+  const windows = load(vc, 3000, { a: 5, m: 80 })
+  vc.crash('m')
+  const a = vc.cores.get('a')
+  const reclaimMs = a?.tuning.reclaimMs ?? 5000
+  load(vc, reclaimMs + 2000, { b: 5 }, windows)
+  t.true(vc.cores.get('a')?.reclaim.isSettled('m', 1), 'a settled m')
+  // a is killed right after and restarts from its journal, while the seeds still gossip m's attestation.
+  vc.crash('a')
+  vc.start('a')
+  load(vc, 3000, { b: 5 }, windows)
+  t.true(Math.abs(liveBooks(vc) - STOCK) < 1e-6, `the live books are the stock, once: ${liveBooks(vc)}`)
+  load(vc, 3000, { a: 40, b: 40, c: 40 }, windows)
+  for (const v of windows.values()) t.true(v <= STOCK, `never over the limit: ${JSON.stringify([...windows])}`)
+})

@@ -125,7 +125,11 @@ async function run (file: string, node: string, o: NodeOverrides, level: LogLeve
     onReclaimed: () => {
       if (stopping) return
       stopping = true
-      daemon.stop().then(() => process.exit(ExitCodes.RESTART), () => process.exit(ExitCodes.ERROR))
+      // Status 3 even if the stop fails: the books are dropped already, and the supervisor must start it again.
+      daemon.stop().then(() => process.exit(ExitCodes.RESTART), err => {
+        log.error('stop failed', { err })
+        process.exit(ExitCodes.RESTART)
+      })
     }
   })
   // Delivers a signal that came during the start at once: a clean stop, so the state file says "stopped".

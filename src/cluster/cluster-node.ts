@@ -161,7 +161,7 @@ export class ClusterNode {
     if (this.core.reclaim.reclaimed && !this.reportedReclaimed) {
       this.reportedReclaimed = true
       this.opts.log.error('a quorum of seeds attests this incarnation dead: what it held is credited to its peers; restarting as a new incarnation',
-        { incarnation: this.core.incarnation, code: 'E_RECLAIMED' })
+        { incarnation: this.core.incarnation, code: ErrorCodes.RECLAIMED })
       this.opts.onReclaimed?.()
     }
     // Credits since the last write (no fsync needed: a lost credit is a lost token, never a double one).

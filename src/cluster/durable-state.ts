@@ -66,6 +66,8 @@ export interface SavedState {
   transitions?: Record<string, RuleStamp[]>
   /** Burns other nodes owed as far as the stopped node knew: kept until they say otherwise (caution.ts). */
   debts?: KnownDebt[]
+  /** What the stopped node held of each peer account's tokens, net of its unacked grants (reclaim.ts: it gives each peer no more). */
+  peers?: Array<[node: string, epoch: string, key: string, tokens: number]>
   keys: SavedKey[]
 }
 

@@ -60,7 +60,7 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
   // A voter's echoes of part of its peers (lease.ts): alive ones of our cluster, by their newest gossip applied.
   const heard = core.fence.echoes === null ? undefined : core.fence.echoes.take(echoable(core, nowMs), nowMs)
   for (const [n] of heard ?? []) bytes += n.length + 22
-  const attest = core.reclaim.list()
+  const attest = core.reclaim.list(nowMs)
   for (const [n] of attest ?? []) bytes += n.length + 12
   // A seed's member list, when it goes (at most 300 entries of about 70 bytes; see membership.ts).
   if (core.gossip.membersDue()) bytes += core.membership.members().reduce((n, [m, id]) => n + m.length + id.length + 6, 0)

@@ -35,7 +35,7 @@ export function onGossip (c: ClusterCore, g: Gossip, from: string, nowMs: number
   const verdict = c.membership.check(g.node, from, true)
   if (verdict !== 'ok') return verdict
   // A settled dead incarnation (reclaim.ts) that speaks again is a cut-off process: what it had is credited elsewhere.
-  if (c.reclaim.isSettled(g.node, g.inc)) return verdict
+  if (c.reclaim.isSettled(g.node, g.inc)) { c.reclaim.sawZombie(g.node, nowMs); return verdict }
   if (c.seeds.includes(g.node) && g.members !== undefined) {
     c.membership.attest(g.node, g.members)
     c.membership.noteRefusals(g.node, g.refused ?? [])

@@ -9,6 +9,7 @@
  */
 import { join } from 'node:path'
 import type { Clock } from '../clock.js'
+import { ErrorCodes } from '../errors.js'
 import type { Logger } from '../util/log.js'
 import { writeAttestations } from './attest-file.js'
 import type { ClusterCore } from './cluster-core.js'
@@ -41,6 +42,7 @@ export class NodeDisk {
   private journalFailedAt = -Infinity
   private attestTail: Promise<boolean> = Promise.resolve(true)
   private attestWrites = 0
+  private attestFailedAt = -Infinity
 
   constructor (core: ClusterCore, dataDir: string, cluster: string, log: Logger, clock: Clock) {
     this.core = core
@@ -96,7 +98,11 @@ export class NodeDisk {
         return true
       } catch (err) {
         r.dirty = true
-        this.log.error('cannot write the attestations; gossip waits until they are written', { err: (err as Error).message })
+        const now = this.clock.mono()
+        if (now - this.attestFailedAt > 60_000) {
+          this.attestFailedAt = now
+          this.log.error('cannot write the attestations; gossip waits until they are written', { code: ErrorCodes.ATTEST_UNWRITABLE, err: (err as Error).message })
+        }
         return false
       } finally {
         this.attestWrites--

@@ -45,6 +45,7 @@ export function saveState (core: ClusterCore, nowMs: number, status: 'running' |
     s.rules = core.limiter.rules.map(r => r.config)
     s.transitions = core.transitions.toJSON()
     s.debts = core.peers.knownDebts()
+    s.peers = core.reclaim.held()
     s.keys = snapshotKeys(core, nowMs)
   }
   return s
@@ -150,6 +151,7 @@ export function startCore (base: CoreBase, rules: RuleConfig[], saved: SavedStat
   }
   restoreCaution(core, saved)
   restoreKeys(core, saved.keys, r, nowMs)
+  restorePeers(core, saved.peers ?? [])
   return finish(core, rules, r, nowMs)
 }
 
@@ -194,6 +196,17 @@ function restoreCaution (core: ClusterCore, saved: Pick<SavedState, 'transitions
   // What others owed stays owed until they say otherwise: a cluster restarted as a whole must not forget it.
   for (const d of saved.debts ?? []) {
     if (d.node !== core.node) core.peers.restoreLegacy(d.node, d.epoch, d.inc, new Map(Object.entries(d.owed)))
+  }
+}
+
+/** What a cleanly stopped node held of each peer's tokens (reclaim.ts: what it may give each back). */
+function restorePeers (core: ClusterCore, peers: NonNullable<SavedState['peers']>): void {
+  for (const [node, epoch, key, n] of peers) {
+    let byEpoch = core.reclaim.restored.get(node)
+    if (byEpoch === undefined) core.reclaim.restored.set(node, byEpoch = new Map())
+    let byKey = byEpoch.get(epoch)
+    if (byKey === undefined) byEpoch.set(epoch, byKey = new Map())
+    byKey.set(key, (byKey.get(key) ?? 0) + n)
   }
 }
 

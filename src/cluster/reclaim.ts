@@ -39,6 +39,7 @@
 import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore } from './cluster-core.js'
 import { booksOf, deferredTotal, ext } from './key-ext.js'
+import type { PeerAccount } from './journal.js'
 import type { AttestEntry } from './messages.js'
 import type { Peer } from './peers.js'
 import { horizonAt } from './recovery.js'
@@ -59,6 +60,8 @@ export class Reclaim {
   private readonly attesters = new Map<string, Set<string>>()
   /** node -> the highest incarnation settled here: its grants are refused, its gossip ignored. */
   readonly settled = new Map<string, number>()
+  /** node -> when (monotonic) it was last settled here. */
+  private readonly settledAt = new Map<string, number>()
   /** A quorum attests this incarnation: its books are dropped; the driver restarts it. */
   reclaimed = false
   /** The carried books were dropped (an echoing voter attests a carried incarnation). */
@@ -103,15 +106,36 @@ export class Reclaim {
   update (nowMs: number): void {
     if (!this.voting) return
     this.attestSilent(nowMs)
-    this.onAttest(this.c.node, this.list() ?? [], nowMs)
+    this.onAttest(this.c.node, this.list(nowMs) ?? [], nowMs)
   }
 
-  /** The attestations to gossip (undefined: not a voter). Persisted first when `dirty` (the driver's job). */
-  list (): AttestEntry[] | undefined {
+  /**
+   * The attestations to gossip (undefined: not a voter). Persisted first when
+   * `dirty` (the driver's job). An attestation is gossiped while its node is
+   * in the peer table (so a restart that carries the attested incarnation
+   * learns it at once, whenever it comes), and for `listForMs` after this
+   * node settled it (so that slower peers reach their quorum); after that it
+   * is only kept, sticky, on disk: gossip stays small however many members
+   * died over the months.
+   */
+  list (nowMs: number): AttestEntry[] | undefined {
     if (!this.voting) return undefined
     const out: AttestEntry[] = []
-    for (const [n, inc] of this.attested) if (this.c.peers.get(n) !== undefined || this.isSettled(n, inc)) out.push([n, inc])
+    const keep = this.listForMs
+    for (const [n, inc] of this.attested) {
+      if (this.c.peers.get(n) !== undefined || nowMs - (this.settledAt.get(n) ?? -Infinity) < keep) out.push([n, inc])
+    }
     return out.slice(-MAX_ATTEST_PER_GOSSIP)
+  }
+
+  /** A settled incarnation spoke again (a cut-off process after the heal): gossip its attestation again, so it learns. */
+  sawZombie (node: string, nowMs: number): void {
+    if (this.settledAt.has(node)) this.settledAt.set(node, nowMs)
+  }
+
+  /** How long a settled attestation is still gossiped: ten reclaim periods. */
+  get listForMs (): number {
+    return 10 * this.c.tuning.reclaimMs
   }
 
   private attestSilent (nowMs: number): void {
@@ -139,7 +163,10 @@ export class Reclaim {
       if (this.isSettled(node, inc)) continue
       const id = `${node}/${inc}`
       let set = this.attesters.get(id)
-      if (set === undefined) this.attesters.set(id, set = new Set())
+      if (set === undefined) {
+        this.attesters.set(id, set = new Set())
+        if (this.attesters.size > MAX_ATTESTED) this.attesters.delete(this.attesters.keys().next().value as string)
+      }
       set.add(voter)
       if (c.fence.quorum.isQuorum([...set])) this.settle(node, inc, nowMs)
     }
@@ -198,18 +225,26 @@ export class Reclaim {
     for (const e of c.positions.accounts(node).keys()) if (!live.has(e)) epochs.add(e)
     for (const e of c.ledger.epochsOf(node)) if (!live.has(e)) epochs.add(e)
     for (const e of this.restored.get(node)?.keys() ?? []) if (!live.has(e)) epochs.add(e)
-    const owed = new Map<string, number>()
+    const cal = c.calendar.at(nowMs)
+    const skew = Math.max(c.tuning.maxClockSkewMs, Math.abs(p?.clockOffsetMs ?? 0))
     for (const e of epochs) {
+      // Per epoch: the journal's entry for what we hold of that account is zeroed by the same delta that credits
+      // us (both are −position + unacked), in one batch: a crash and recovery can't settle it twice.
+      const owed = new Map<string, number>()
       for (const [k, n] of c.positions.accounts(node).get(e) ?? []) owed.set(k, (owed.get(k) ?? 0) - n)
       for (const [k, n] of this.restored.get(node)?.get(e) ?? []) owed.set(k, (owed.get(k) ?? 0) - n)
       for (const [k, n] of c.ledger.dropOutbox(node, e)) owed.set(k, (owed.get(k) ?? 0) + n)
       c.positions.forgetAccount(node, e)
       this.restored.get(node)?.delete(e)
+      for (const [k, n] of owed) this.credit(k, n, cal, skew, nowMs, [node, e])
     }
-    const cal = c.calendar.at(nowMs)
-    const skew = Math.max(c.tuning.maxClockSkewMs, Math.abs(p?.clockOffsetMs ?? 0))
-    for (const [k, n] of owed) this.credit(k, n, cal, skew, nowMs)
     this.settled.set(node, Math.max(inc, this.settled.get(node) ?? 0))
+    this.settledAt.set(node, nowMs)
+    if (this.settled.size > MAX_ATTESTED) {
+      const old = this.settled.keys().next().value as string
+      this.settled.delete(old)
+      this.settledAt.delete(old)
+    }
     c.ledger.deadGiver(node, inc)
     for (const id of [...this.attesters.keys()]) if (id.startsWith(`${node}/`) && Number(id.slice(node.length + 1)) <= inc) this.attesters.delete(id)
     this.counters.settlements++
@@ -219,7 +254,7 @@ export class Reclaim {
     }
   }
 
-  private credit (key: string, n: number, cal: number, skew: number, nowMs: number): void {
+  private credit (key: string, n: number, cal: number, skew: number, nowMs: number, from: PeerAccount): void {
     if (Math.abs(n) < 1e-9) return
     const c = this.c
     let ks: KeyState
@@ -233,7 +268,7 @@ export class Reclaim {
     // Never below zero without a relay; if it were (a peer that broke the rule), destroying is the safe side.
     if (n > 0) (x.deferred ??= []).push([n, horizonAt(ks.rule.config, cal, skew)])
     else x.burn += -n
-    c.journal.record(key, n, n < 0)
+    c.journal.record(key, n, n < 0, from)
     c.active.add(ks)
     this.settledTokens.set(key, (this.settledTokens.get(key) ?? 0) + n)
     this.counters.tokensSettled += n
@@ -244,13 +279,14 @@ export class Reclaim {
    * holds of p's account's tokens, less its unacked grants to p.
    */
   giveCap (p: Peer, key: string): number {
-    if (this.hasBase) return Infinity
+    // With leases off nothing is ever reclaimed, so nothing needs the rule.
+    if (this.hasBase || !this.c.tuning.leases) return Infinity
     return Math.max(0, this.holdsOf(p, key) - this.c.ledger.inTransitTo(p.name, key))
   }
 
   /** Whether `p` (without a share) may give this node any of `key`: it holds some of our tokens, as our books tell. */
   mayAsk (p: Peer, key: string): boolean {
-    return p.alloc || this.holdsOf(p, key) <= -1
+    return p.alloc || !this.c.tuning.leases || this.holdsOf(p, key) <= -1
   }
 
   /** What this node holds of `p`'s account's tokens of `key` (negative: what p holds of ours), acked grants only. */

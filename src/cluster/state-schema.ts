@@ -135,6 +135,15 @@ function state (raw: unknown): SavedState {
   if (o.rules !== undefined) s.rules = arr(o.rules, 'rules', 10_000).map((r, i) => rule(r, `rules[${i}]`))
   if (o.transitions !== undefined) s.transitions = stamps(o.transitions, 'transitions')
   if (o.debts !== undefined) s.debts = arr(o.debts, 'debts', 100_000).map((d, i) => debt(d, `debts[${i}]`))
+  if (o.peers !== undefined) {
+    s.peers = arr(o.peers, 'peers', 1_000_000).map((e, i) => {
+      const path = `peers[${i}]`
+      if (!Array.isArray(e) || e.length !== 4) throw new Bad(path, 'must be [node, epoch, key, tokens]')
+      const n = e[3]
+      if (typeof n !== 'number' || !Number.isFinite(n) || Math.abs(n) > MAX_TOKENS) throw new Bad(`${path}[3]`, `must be a number of tokens, got ${JSON.stringify(n)}`)
+      return [str(e[0], `${path}[0]`, 256), str(e[1], `${path}[1]`, 256), str(e[2], `${path}[2]`), n] as [string, string, string, number]
+    })
+  }
   return s
 }
 

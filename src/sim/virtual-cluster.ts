@@ -168,8 +168,8 @@ export class VirtualCluster {
       this.dispatch(name, core.tick(this.mono(name)))
       this.poll(n, core) // deferred credits fall due on ticks
       if (core.snapshot !== null) { this.finishStop(n, core); return }
-      // Reclaimed (a quorum of voters attests it dead): the daemon exits and its supervisor restarts it.
-      if (core.reclaim.reclaimed) { this.crash(name); this.at(this.now + RESTART_RECLAIMED_MS, () => this.start(name)); return }
+      // Reclaimed (a quorum of voters attests it dead): the daemon stops cleanly, exits, and its supervisor starts it again.
+      if (core.reclaim.reclaimed && n.state === 'up') { this.stop(name); this.startWhenStopped(name) }
       this.at(this.now + tickMs, tick)
     }
     this.at(this.now + this.rng.next() * tickMs, tick)
@@ -195,6 +195,13 @@ export class VirtualCluster {
     n.state = 'crashed'
     n.core = null
     this.cores.delete(name)
+  }
+
+  /** Start `name` again once its stop has finished (a supervisor restarting a daemon that exited). */
+  private startWhenStopped (name: string): void {
+    const n = this.nodes.get(name)
+    if (n?.state === 'stopping') { this.at(this.now + 20, () => this.startWhenStopped(name)); return }
+    if (n?.state === 'stopped') this.at(this.now + RESTART_RECLAIMED_MS, () => this.start(name))
   }
 
   /** SIGTERM: the core's own stop machine runs on the node's ticks until it hands over its snapshot. */

@@ -65,6 +65,10 @@ export const ErrorCodes = {
   JOURNAL_INVALID: 'E_JOURNAL_INVALID',
   /** The books journal cannot be written: the node stops giving tokens until it can (a give must be durable before it leaves). */
   JOURNAL_UNWRITABLE: 'E_JOURNAL_UNWRITABLE',
+  /** A quorum of seeds attests this incarnation dead: what it held is credited to its peers; quotad exits (status 3) to start again as a new incarnation. */
+  RECLAIMED: 'E_RECLAIMED',
+  /** A seed's attestations file (`quotad-attest.json`) cannot be written: gossip waits until it can. */
+  ATTEST_UNWRITABLE: 'E_ATTEST_UNWRITABLE',
   /** Another quotad process runs with this data directory. */
   DATA_DIR_LOCKED: 'E_DATA_DIR_LOCKED',
   /** A command-line usage error. */

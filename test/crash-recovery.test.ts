@@ -26,13 +26,17 @@ async function wholeStock (c: TestCluster, names: string[], want: number): Promi
   }, 60_000, () => last)
 }
 
-/** Demand at `node` for a while, so that it asks for (and gets) more than it has. */
+/**
+ * Demand at `node` for at least `ms`, and on until it has been given some
+ * (a member starts with nothing; on a busy machine its first transfer can
+ * take a while): it asks for, and gets, more than it has.
+ */
 async function busy (c: TestCluster, node: string, ms: number): Promise<number> {
   const q = await QuotadClient.connect({ socketPath: c.sockets[node] })
   let got = 0
   try {
-    const end = Date.now() + ms
-    while (Date.now() < end) if ((await q.acquire('api', { waitMs: 50 })).allowed) got++
+    const start = Date.now()
+    while (Date.now() - start < ms || (got === 0 && Date.now() - start < 60_000)) if ((await q.acquire('api', { waitMs: 50 })).allowed) got++
   } finally {
     await q.close()
   }

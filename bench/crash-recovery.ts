@@ -187,18 +187,21 @@ async function rttPart (): Promise<void> {
   try {
     pairs.push(await startPair(path.join(tmp, 'after'), 'after', NEW_CLI))
     if (oldCli !== undefined) pairs.push(await startPair(path.join(tmp, 'before'), 'before', oldCli))
-    for (const p of pairs) await rttTrial(p, 100) // warm-up (JIT, connections)
-    const pooled = pairs.map(() => new LatencyLog())
-    const trialP50 = pairs.map(() => [] as number[])
-    const denied = pairs.map(() => 0)
+    for (const p of pairs) { await rttTrial(p, 100); await rttTrial(p, 100, true) } // warm-up (JIT, connections)
+    // Rows: per build, the want -> grant acquire and the local one (no transfer), trials interleaved.
+    const rows = pairs.flatMap(p => [{ p, local: false }, { p, local: true }])
+    const pooled = rows.map(() => new LatencyLog())
+    const trialP50 = rows.map(() => [] as number[])
+    const denied = rows.map(() => 0)
     const other: number[] = []
     for (let t = 0; t < rttTrials; t++) {
-      for (let i = 0; i < pairs.length; i++) {
-        const pids = pairs[i].procs.map(x => x.pid)
+      for (let i = 0; i < rows.length; i++) {
+        const { p, local } = rows[i]
+        const pids = p.procs.map(x => x.pid)
         const busy0 = machineBusyMs()
         const own0 = cpuMs(null) + pids.reduce((a, pid) => a + cpuMs(pid), 0)
         const t0 = performance.now()
-        const r = await rttTrial(pairs[i], rttKeys)
+        const r = await rttTrial(p, rttKeys, local)
         const own = cpuMs(null) + pids.reduce((a, pid) => a + cpuMs(pid), 0) - own0
         other.push((machineBusyMs() - busy0 - own) / (performance.now() - t0) * 100)
         const trial = new LatencyLog(rttKeys)
@@ -207,16 +210,20 @@ async function rttPart (): Promise<void> {
         denied[i] += r.denied
       }
     }
-    const rows = pairs.map((p, i) => {
-      const s = pooled[i].summary()
-      return [p.label === 'after' ? `after (${describe(NEW_ROOT)})` : `before (${describe(oldRoot as string)})`,
-        String(s.n), String(denied[i]), fmtUs(median(trialP50[i])), fmtUs(s.p50Us), fmtUs(s.p99Us), fmtUs(s.maxUs)]
-    })
-    process.stdout.write(renderTable(['build', 'n', 'denied', 'median of trial p50 µs', 'pooled p50 µs', 'pooled p99 µs', 'max µs'], rows))
+    const build = (p: RttPair): string => p.label === 'after' ? `after (${describe(NEW_ROOT)})` : `before (${describe(oldRoot as string)})`
+    process.stdout.write(renderTable(['build', 'acquire at a', 'n', 'denied', 'median of trial p50 µs', 'pooled p50 µs', 'p99 µs', 'mean µs', 'max µs'],
+      rows.map(({ p, local }, i) => {
+        const s = pooled[i].summary()
+        return [build(p), local ? 'local key (no transfer)' : 'want -> grant', String(s.n), String(denied[i]), fmtUs(median(trialP50[i])),
+          fmtUs(s.p50Us), fmtUs(s.p99Us), fmtUs(s.meanUs), fmtUs(s.maxUs)]
+      })))
     if (pairs.length === 2) {
       const a = pooled[0].summary()
-      const b = pooled[1].summary()
-      process.stdout.write(`\nafter/before: p50 ${fmtRatio(a.p50Us / b.p50Us)} (+${fmtUs(a.p50Us - b.p50Us)} µs), p99 ${fmtRatio(a.p99Us / b.p99Us)} (+${fmtUs(a.p99Us - b.p99Us)} µs)\n`)
+      const b = pooled[2].summary()
+      const d = (x: number, y: number): string => `${x >= y ? '+' : ''}${fmtUs(x - y)}`
+      process.stdout.write(`\nwant -> grant, after/before: median of trial p50 ${fmtRatio(median(trialP50[0]) / median(trialP50[2]))} ` +
+        `(${d(median(trialP50[0]), median(trialP50[2]))} µs), pooled p50 ${fmtRatio(a.p50Us / b.p50Us)} (${d(a.p50Us, b.p50Us)} µs), ` +
+        `p99 ${fmtRatio(a.p99Us / b.p99Us)} (${d(a.p99Us, b.p99Us)} µs), mean ${fmtRatio(a.meanUs / b.meanUs)} (${d(a.meanUs, b.meanUs)} µs)\n`)
     }
     process.stdout.write(`other processes used ${median(other).toFixed(0)}% of a core during the median trial (max ${Math.max(...other).toFixed(0)}%)\n`)
   } finally {

@@ -20,7 +20,8 @@
  * and 3 run this build only. A scenario the old build lacks is `n/a` there.
  */
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { constants as fsc, existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { open } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -50,12 +51,13 @@ const { values } = parseCli({
     'no-sim': { type: 'boolean' },
     'no-fsync': { type: 'boolean' },
     'no-rtt': { type: 'boolean' },
+    'no-tmpfs': { type: 'boolean' },
     help: { type: 'boolean', short: 'h' }
   }
 })
 if (values.help === true) {
   process.stdout.write('usage: node dist/bench/crash-recovery.js [--old DIR] [--seeds 10] [--nodes 10,50] [--scenarios churn,crash-restart,heal-settle,crash-forever]\n' +
-    '  [--writes 2000] [--dir TMPPARENT] [--rtt-trials 10] [--rtt-keys 200] [--no-sim] [--no-fsync] [--no-rtt]\n' +
+    '  [--writes 2000] [--dir TMPPARENT] [--rtt-trials 20] [--rtt-keys 200] [--no-sim] [--no-fsync] [--no-rtt] [--no-tmpfs]\n' +
     '  --old DIR (or QUOTAD_OLD_BUILD): a built checkout of the commit before the journal\n')
   process.exit(0)
 }
@@ -63,7 +65,7 @@ const seeds = intFlag('seeds', values.seeds, 10, 1)
 const sizes = (values.nodes ?? '10,50').split(',').map(Number)
 const scenarios = (values.scenarios ?? 'churn,crash-restart,heal-settle,crash-forever').split(',')
 const writes = intFlag('writes', values.writes, 2000, 10)
-const rttTrials = intFlag('rtt-trials', values['rtt-trials'], 10, 1)
+const rttTrials = intFlag('rtt-trials', values['rtt-trials'], 20, 1)
 const rttKeys = intFlag('rtt-keys', values['rtt-keys'], 200, 1)
 const oldRoot = values.old ?? process.env.QUOTAD_OLD_BUILD
 const oldCli = oldRoot === undefined ? undefined : path.resolve(oldRoot, 'dist/src/cli/quotad.js')
@@ -133,17 +135,22 @@ async function fsyncPart (): Promise<void> {
     fsLine = execFileSync('df', ['-T', dir], { encoding: 'utf8' }).trim().split('\n').slice(-1)[0].replace(/\s+/g, ' ')
   } catch { /* no df: say so */ }
   process.stdout.write(`\n## 2. JournalFile.write (src/cluster/journal-file.ts) of one batch, in ${dir}\n   df -T: ${fsLine}\n\n`)
-  const rowsSpec = [
-    { label: 'append, 1 key (sync: false)', keys: 1, sync: false },
-    { label: 'append + fdatasync, 1 key (sync: true)', keys: 1, sync: true },
-    { label: 'append, 10 keys (sync: false)', keys: 10, sync: false },
-    { label: 'append + fdatasync, 10 keys (sync: true)', keys: 10, sync: true }
-  ]
   const file = new JournalFile(dir)
+  // For comparison, not JournalFile: the append and the sync in one write() on an O_DSYNC descriptor (one thread-pool
+  // hop, where JournalFile.write makes two: write, then datasync; each hop is an event-loop wake-up in a daemon).
+  const dsync = await open(path.join(dir, 'dsync.jsonl'), fsc.O_WRONLY | fsc.O_APPEND | fsc.O_CREAT | fsc.O_DSYNC, 0o600)
+  const journal = (keys: number, sync: boolean) => async (i: number) => { await file.write({ checkpoint: null, batch: batchLine(keys, i), sync }) }
+  const rowsSpec = [
+    { label: 'append, 1 key (sync: false)', write: journal(1, false) },
+    { label: 'append + fdatasync, 1 key (sync: true)', write: journal(1, true) },
+    { label: 'append, 10 keys (sync: false)', write: journal(10, false) },
+    { label: 'append + fdatasync, 10 keys (sync: true)', write: journal(10, true) },
+    { label: 'not JournalFile: one write() on an O_DSYNC fd, 1 key', write: async (i: number) => { await dsync.write(`${batchLine(1, i)}\n`) } }
+  ]
   const logs = rowsSpec.map(() => new LatencyLog(writes))
   try {
-    // Warm-up (JIT, the file's first blocks), not counted.
-    for (let i = 0; i < 50; i++) for (const r of rowsSpec) await file.write({ checkpoint: null, batch: batchLine(r.keys, i), sync: r.sync })
+    // Warm-up (JIT, the files' first blocks), not counted.
+    for (let i = 0; i < 50; i++) for (const r of rowsSpec) await r.write(i)
     // Rounds of 50 writes per row, interleaved, so background load hits every row alike.
     const busy0 = machineBusyMs()
     const own0 = cpuMs(null)
@@ -152,9 +159,8 @@ async function fsyncPart (): Promise<void> {
       for (let ri = 0; ri < rowsSpec.length; ri++) {
         const r = rowsSpec[ri]
         for (let i = done; i < Math.min(writes, done + 50); i++) {
-          const w = { checkpoint: null, batch: batchLine(r.keys, i), sync: r.sync }
           const s = performance.now()
-          await file.write(w)
+          await r.write(i)
           logs[ri].push(performance.now() - s)
         }
       }
@@ -171,6 +177,7 @@ async function fsyncPart (): Promise<void> {
       `other processes used ${other.toFixed(0)}% of a core meanwhile\n`)
   } finally {
     await file.close()
+    await dsync.close()
     rmSync(dir, { recursive: true, force: true })
   }
 }
@@ -180,29 +187,31 @@ async function fsyncPart (): Promise<void> {
 
 async function rttPart (): Promise<void> {
   const tmp = mkdtempSync(path.join(values.dir ?? os.tmpdir(), 'quotad-rtt-bench-'))
-  process.stdout.write(`\n## 3. want -> grant round trip, two real quotad processes (a, b) on loopback, data dirs in ${tmp}\n` +
-    '   c=1 acquire at a of a fresh glob key homed at b (a holds none: the acquire waits for a want to b and its grant); ' +
-    `${rttTrials} trials x ${rttKeys} keys per build, builds alternating\n\n`)
-  const pairs: RttPair[] = []
+  // The same build with its data dirs on tmpfs, where fdatasync costs next to nothing: splits what the journal adds into
+  // the disk's flush and the rest of the code path (the extra writes, thread-pool hops and awaits).
+  const shm = values['no-tmpfs'] !== true && existsSync('/dev/shm') ? mkdtempSync('/dev/shm/quotad-rtt-bench-') : null
+  process.stdout.write(`\n## 3. want -> grant round trip, two real quotad processes (a, b) on loopback, data dirs in ${tmp}${shm !== null ? ` (tmpfs row: ${shm})` : ''}\n` +
+    '   c=1 acquire at a of a fresh glob key homed at b (a holds none: the acquire waits for a want to b and its grant), and of a key a holds (no transfer); ' +
+    `${rttTrials} trials x ${rttKeys} acquires per row, rows alternating, every pair running throughout\n\n`)
+  const pairs: Array<{ p: RttPair, name: string }> = []
   try {
-    pairs.push(await startPair(path.join(tmp, 'after'), 'after', NEW_CLI))
-    if (oldCli !== undefined) pairs.push(await startPair(path.join(tmp, 'before'), 'before', oldCli))
-    for (const p of pairs) { await rttTrial(p, 100); await rttTrial(p, 100, true) } // warm-up (JIT, connections)
-    // Rows: per build, the want -> grant acquire and the local one (no transfer), trials interleaved.
-    const rows = pairs.flatMap(p => [{ p, local: false }, { p, local: true }])
+    pairs.push({ p: await startPair(path.join(tmp, 'after'), 'after', NEW_CLI), name: `after (${describe(NEW_ROOT)})` })
+    if (shm !== null) pairs.push({ p: await startPair(path.join(shm, 'after'), 'tmpfs', NEW_CLI), name: 'after, data dirs on tmpfs' })
+    if (oldCli !== undefined) pairs.push({ p: await startPair(path.join(tmp, 'before'), 'before', oldCli), name: `before (${describe(oldRoot as string)})` })
+    for (const { p } of pairs) { await rttTrial(p, 100); await rttTrial(p, 100, true) } // warm-up (JIT, connections)
+    const rows = pairs.flatMap(x => [{ ...x, local: false }, { ...x, local: true }])
     const pooled = rows.map(() => new LatencyLog())
     const trialP50 = rows.map(() => [] as number[])
     const denied = rows.map(() => 0)
     const other: number[] = []
+    const allPids = pairs.flatMap(x => x.p.procs.map(y => y.pid))
     for (let t = 0; t < rttTrials; t++) {
       for (let i = 0; i < rows.length; i++) {
-        const { p, local } = rows[i]
-        const pids = p.procs.map(x => x.pid)
         const busy0 = machineBusyMs()
-        const own0 = cpuMs(null) + pids.reduce((a, pid) => a + cpuMs(pid), 0)
+        const own0 = cpuMs(null) + allPids.reduce((a, pid) => a + cpuMs(pid), 0)
         const t0 = performance.now()
-        const r = await rttTrial(p, rttKeys, local)
-        const own = cpuMs(null) + pids.reduce((a, pid) => a + cpuMs(pid), 0) - own0
+        const r = await rttTrial(rows[i].p, rttKeys, rows[i].local)
+        const own = cpuMs(null) + allPids.reduce((a, pid) => a + cpuMs(pid), 0) - own0
         other.push((machineBusyMs() - busy0 - own) / (performance.now() - t0) * 100)
         const trial = new LatencyLog(rttKeys)
         for (const ms of r.samples) { trial.push(ms); pooled[i].push(ms) }
@@ -210,25 +219,29 @@ async function rttPart (): Promise<void> {
         denied[i] += r.denied
       }
     }
-    const build = (p: RttPair): string => p.label === 'after' ? `after (${describe(NEW_ROOT)})` : `before (${describe(oldRoot as string)})`
     process.stdout.write(renderTable(['build', 'acquire at a', 'n', 'denied', 'median of trial p50 µs', 'pooled p50 µs', 'p99 µs', 'mean µs', 'max µs'],
-      rows.map(({ p, local }, i) => {
+      rows.map(({ name, local }, i) => {
         const s = pooled[i].summary()
-        return [build(p), local ? 'local key (no transfer)' : 'want -> grant', String(s.n), String(denied[i]), fmtUs(median(trialP50[i])),
+        return [name, local ? 'local key (no transfer)' : 'want -> grant', String(s.n), String(denied[i]), fmtUs(median(trialP50[i])),
           fmtUs(s.p50Us), fmtUs(s.p99Us), fmtUs(s.meanUs), fmtUs(s.maxUs)]
       })))
-    if (pairs.length === 2) {
-      const a = pooled[0].summary()
-      const b = pooled[2].summary()
-      const d = (x: number, y: number): string => `${x >= y ? '+' : ''}${fmtUs(x - y)}`
-      process.stdout.write(`\nwant -> grant, after/before: median of trial p50 ${fmtRatio(median(trialP50[0]) / median(trialP50[2]))} ` +
-        `(${d(median(trialP50[0]), median(trialP50[2]))} µs), pooled p50 ${fmtRatio(a.p50Us / b.p50Us)} (${d(a.p50Us, b.p50Us)} µs), ` +
-        `p99 ${fmtRatio(a.p99Us / b.p99Us)} (${d(a.p99Us, b.p99Us)} µs), mean ${fmtRatio(a.meanUs / b.meanUs)} (${d(a.meanUs, b.meanUs)} µs)\n`)
+    const base = rows.findIndex(r => r.p.label === 'before' && !r.local)
+    const d = (x: number, y: number): string => `${x >= y ? '+' : '-'}${fmtUs(Math.abs(x - y))}`
+    for (let i = 0; i < rows.length && base >= 0; i++) {
+      if (i === base || rows[i].local) continue
+      const a = pooled[i].summary()
+      const b = pooled[base].summary()
+      const ma = median(trialP50[i])
+      const mb = median(trialP50[base])
+      process.stdout.write(`\nwant -> grant, ${rows[i].p.label === 'tmpfs' ? 'after on tmpfs' : 'after'} / before: median of trial p50 ${fmtRatio(ma / mb)} (${d(ma, mb)} µs), ` +
+        `pooled p50 ${fmtRatio(a.p50Us / b.p50Us)} (${d(a.p50Us, b.p50Us)} µs), p99 ${fmtRatio(a.p99Us / b.p99Us)} (${d(a.p99Us, b.p99Us)} µs), ` +
+        `mean ${fmtRatio(a.meanUs / b.meanUs)} (${d(a.meanUs, b.meanUs)} µs)`)
     }
-    process.stdout.write(`other processes used ${median(other).toFixed(0)}% of a core during the median trial (max ${Math.max(...other).toFixed(0)}%)\n`)
+    process.stdout.write(`\nother processes used ${median(other).toFixed(0)}% of a core during the median trial (max ${Math.max(...other).toFixed(0)}%)\n`)
   } finally {
-    await Promise.all(pairs.map(stopPair))
+    await Promise.all(pairs.map(async x => await stopPair(x.p)))
     rmSync(tmp, { recursive: true, force: true })
+    if (shm !== null) rmSync(shm, { recursive: true, force: true })
   }
 }
 

@@ -32,7 +32,8 @@ async function wholeStock (c: TestCluster, names: string[], want: number): Promi
  * take a while): it asks for, and gets, more than it has.
  */
 async function busy (c: TestCluster, node: string, ms: number): Promise<number> {
-  const q = await QuotadClient.connect({ socketPath: c.sockets[node] })
+  // A generous reply timeout: on a loaded machine a daemon can stall for seconds (what is measured is the count).
+  const q = await QuotadClient.connect({ socketPath: c.sockets[node], timeoutMs: 30_000 })
   let got = 0
   try {
     const start = Date.now()

@@ -22,6 +22,18 @@ test('simulate prints a row per scenario with both baselines and exits 0', async
   t.is(cells[14], 'ok')
 })
 
+test('simulate --seed-nodes runs a member-heavy cluster and says so', async t => {
+  const r = await run(QUOTAD, ['simulate', '--scenario', 'moving-hot', '--nodes', '6', '--seed-nodes', '2', '--seconds', '3'])
+  t.is(r.code, 0, r.stderr)
+  t.regex(r.stdout, /6 nodes \(2 seeds, 4 members\), 3 s per run/)
+  const cells = (r.stdout.split('\n').find(l => l.startsWith('| moving-hot')) ?? '').split('|').map(c => c.trim())
+  t.is(cells[2], '6 (2 seeds)', r.stdout)
+  t.is(cells[5], '0') // overshoot
+  t.is(cells[14], 'ok')
+  const bad = await run(QUOTAD, ['simulate', '--scenario', 'zipf', '--nodes', '6', '--seed-nodes', '7'])
+  t.regex(bad.stderr, /E_USAGE.*--seed-nodes must be at most --nodes \(6\)/)
+})
+
 test('simulate replays a trace file and a property-test case', async t => {
   const dir = tempDir()
   const trace = join(dir, 'trace.csv')

@@ -21,6 +21,8 @@ export const SIMULATE_HELP = `usage: quotad simulate [options]
   --config FILE      simulate this cluster file's rules (default: one rule "api", 1000 per 1s)
   --rule NAME        only this rule of the file
   --nodes N          nodes at the start, 2..1000 (default: the file's node count, else 10)
+  --seed-nodes K     of those, only the first K are seeds; the rest are members listed from the start,
+                     holding nothing of their own (default: all N are seeds)
   --scenario NAME    ${SCENARIOS.map(s => s.name).join(', ')}, or all (default: all)
   --mode hard|soft   override the rules' mode (default: each rule's own)
   --seconds S        virtual seconds per run (default 10)
@@ -76,6 +78,7 @@ export async function simulate (argv: string[]): Promise<void> {
       config: { type: 'string', short: 'c' },
       rule: { type: 'string' },
       nodes: { type: 'string' },
+      'seed-nodes': { type: 'string' },
       scenario: { type: 'string' },
       mode: { type: 'string' },
       seconds: { type: 'string' },
@@ -97,6 +100,8 @@ export async function simulate (argv: string[]): Promise<void> {
   const t = await target(values)
   const nodes = intFlag('nodes', values.nodes, t.nodes, 2)
   if (nodes > 1000) throw usage('--nodes must be at most 1000')
+  const seedNodes = intFlag('seed-nodes', values['seed-nodes'], nodes, 1)
+  if (seedNodes > nodes) throw usage(`--seed-nodes must be at most --nodes (${nodes})`)
   const seconds = intFlag('seconds', values.seconds, 10, 1)
   const seed = intFlag('seed', values.seed, 1)
   const seeds = intFlag('seeds', values.seeds, 1, 1)
@@ -133,7 +138,7 @@ export async function simulate (argv: string[]): Promise<void> {
       const results: SimResult[] = []
       for (let s = seed; s < seed + seeds; s++) {
         const r = runSim({
-          scenario: sc, nodes, seed: s, mode: mode ?? rule.mode, rule, durationMs: seconds * 1000, gossipIntervalMs: gossipMs,
+          scenario: sc, nodes, seedNodes, seed: s, mode: mode ?? rule.mode, rule, durationMs: seconds * 1000, gossipIntervalMs: gossipMs,
           limits: t.limits, ...(trace !== undefined ? { trace, tracePath: values.trace } : {}), ...(t.configPath !== undefined ? { configPath: t.configPath } : {})
         })
         if (values.json === true) process.stdout.write(JSON.stringify(r) + '\n')
@@ -147,7 +152,7 @@ export async function simulate (argv: string[]): Promise<void> {
     }
     if (values.json === true) continue
     process.stdout.write(`\nrule ${rule.name}: ${rule.algorithm} ${rule.limit}/${rule.per}${rule.algorithm === 'token-bucket' ? ` burst ${rule.burst}` : ''}, ` +
-      `${nodes} nodes, ${seconds} s per run, gossip ${gossipMs} ms, seeds ${seed}..${seed + seeds - 1}\n`)
+      `${nodes} nodes${seedNodes < nodes ? ` (${seedNodes} seeds, ${nodes - seedNodes} members)` : ''}, ${seconds} s per run, gossip ${gossipMs} ms, seeds ${seed}..${seed + seeds - 1}\n`)
     process.stdout.write(table(HEADER, rows) + '\n')
     for (const n of notes) process.stdout.write(n + '\n')
   }

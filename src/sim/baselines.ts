@@ -6,7 +6,12 @@
  *   network would give). It is the production Limiter on one node.
  * - static: the stock split evenly over the nodes once (floor(stock / n),
  *   the first `stock mod n` nodes one more), each node alone, no gossip:
- *   what "divide the limit by the instance count" gives.
+ *   what "divide the limit by the instance count" gives. The nodes are the
+ *   ones running from the start, members as well as seeds: an operator who
+ *   splits a limit by hand splits it over every instance, and seed or member
+ *   is the cluster's notion, not the split's (so in a member-heavy run the
+ *   static figure is the same as with every node a seed). A node that joins
+ *   later gets nothing (the split was fixed before it came).
  *
  * Each returns, per arrival, whether it was admitted.
  */

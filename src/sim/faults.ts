@@ -38,8 +38,14 @@ export function scaledRule (rule: RuleConfig, factor: number): RuleConfig {
   return { ...rule, limit, burst }
 }
 
-/** Schedules the faults. */
-export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, seeds: readonly string[], joiners: readonly string[],
+/**
+ * Schedules the faults. `nodes`: the nodes running from the start (all seeds,
+ * or in a member-heavy run the seeds and the members listed with them):
+ * crashes, stops, partitions, clock steps, restarts and rule changes fall on
+ * any of them. Only the long cut is about the seeds (quorums): it reads them
+ * from `vc.seeds`.
+ */
+export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonly string[], joiners: readonly string[],
   startMs: number, durationMs: number, rng: Rng, reclaimMs = 5000): Scheduled {
   const within = (lo: number, hi: number): number => startMs + durationMs * (lo + rng.next() * Math.max(0, hi - lo))
   const restart = f.restartAfterMs ?? 1500
@@ -50,21 +56,21 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, seeds: readonl
   const latest = (ms: number): number => calmAt === null ? 0.7 : f.calmAt as number - ms / durationMs
   // Nodes that crash for good take no other fault (a restart would bring them back).
   const gone = new Set<string>()
-  if (seeds.length > 1) {
-    for (let i = 0; i < (f.crashesForever ?? 0) && gone.size < seeds.length - 1; i++) {
-      const node = rng.pick(seeds.filter(n => !gone.has(n)))
+  if (nodes.length > 1) {
+    for (let i = 0; i < (f.crashesForever ?? 0) && gone.size < nodes.length - 1; i++) {
+      const node = rng.pick(nodes.filter(n => !gone.has(n)))
       gone.add(node)
       vc.at(within(0.1, latest(0)), () => vc.crash(node))
     }
   }
-  const pool = seeds.filter(n => !gone.has(n))
+  const pool = nodes.filter(n => !gone.has(n))
   const p = f.partitions
-  if (p !== undefined && seeds.length > 1) {
+  if (p !== undefined && nodes.length > 1) {
     const end = calmAt ?? startMs + 0.8 * durationMs
     let t = startMs + rng.exp(p.everyMs)
     while (t < end) {
-      const group = rng.shuffle([...seeds])
-      const cut = 1 + Math.floor(rng.next() * Math.floor(seeds.length / 2))
+      const group = rng.shuffle([...nodes])
+      const cut = 1 + Math.floor(rng.next() * Math.floor(nodes.length / 2))
       const a = group.slice(0, cut)
       const b = group.slice(cut)
       const oneWay = rng.chance(p.oneWay)
@@ -86,7 +92,7 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, seeds: readonl
     const t = within(0.1, latest(restart + 3500))
     // The peers do not hear the stopping node's gossip (its pubsub links are mute), so they never hear
     // "leaving" and keep asking it for tokens: their wants reach it while, and after, it stops.
-    const deaf = f.muteDuringStop === true ? seeds.filter(n => n !== node) : []
+    const deaf = f.muteDuringStop === true ? nodes.filter(n => n !== node) : []
     vc.at(t, () => {
       for (const d of deaf) vc.cuts.muteGossip(node, d, true)
       vc.stop(node)
@@ -115,46 +121,48 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, seeds: readonl
   }
   const steps = f.wallSteps ?? []
   if (steps.length > 0) {
-    const node = rng.pick(seeds)
+    const node = rng.pick(nodes)
     const perMs = vc.file[0].perMs
     steps.forEach((k, i) => vc.at(startMs + durationMs * (0.2 + 0.5 * i / steps.length), () => vc.stepWall(node, k * perMs)))
   }
-  if (f.restartAllAt !== undefined) restartAll(vc, seeds, startMs + durationMs * f.restartAllAt, () => {})
+  if (f.restartAllAt !== undefined) restartAll(vc, nodes, startMs + durationMs * f.restartAllAt, () => {})
   let cut: Cut | null = null
-  if (f.cut !== undefined && seeds.length > 1) {
+  if (f.cut !== undefined && vc.seeds.length > 1) {
     const from = startMs + durationMs * f.cut.atFraction
-    cut = { from, to: from + f.cut.reclaims * reclaimMs, sides: cutSides(vc, f.cut.sides, seeds, joiners) }
+    cut = { from, to: from + f.cut.reclaims * reclaimMs, sides: cutSides(vc, f.cut.sides, nodes, joiners) }
     const sides = cut.sides
     vc.at(from, () => { for (let i = 0; i < sides.length; i++) for (let j = i + 1; j < sides.length; j++) vc.cuts.split(sides[i], sides[j]) })
     vc.at(cut.to, () => vc.heal())
   }
-  s.change = f.ruleChange === undefined ? null : scheduleRuleChange(vc, f.ruleChange, seeds, startMs + durationMs * f.ruleChange.atFraction, rng)
+  s.change = f.ruleChange === undefined ? null : scheduleRuleChange(vc, f.ruleChange, nodes, startMs + durationMs * f.ruleChange.atFraction, rng)
   s.cut = cut
   return s
 }
 
-function cutSides (vc: VirtualCluster, kind: 'minority' | 'no-quorum', seeds: readonly string[], joiners: readonly string[]): string[][] {
-  const order = [...seeds].sort()
-  if (kind === 'minority') return [[order[order.length - 1], ...joiners], order.slice(0, -1)]
+/** The cut's sides over the seeds; members (listed from the start, then joiners) go where the joiners go. */
+function cutSides (vc: VirtualCluster, kind: 'minority' | 'no-quorum', nodes: readonly string[], joiners: readonly string[]): string[][] {
+  const order = [...vc.seeds].sort()
+  const members = [...nodes.filter(n => !vc.seeds.includes(n)), ...joiners]
+  if (kind === 'minority') return [[order[order.length - 1], ...members], order.slice(0, -1)]
   const isQuorum = (names: string[]): boolean => vc.leases?.isQuorum(names) ?? false
   let groups = [0, 1, 2].map(g => order.filter((_, i) => i % 3 === g)).filter(g => g.length > 0)
   if (groups.some(isQuorum)) groups = order.map(s => [s])
-  joiners.forEach((j, i) => groups[i % groups.length].push(j))
+  members.forEach((j, i) => groups[i % groups.length].push(j))
   return groups
 }
 
 /** SIGTERM every node at `at`; once all have stopped, `then()` (which may change the file), and start them all. */
-function restartAll (vc: VirtualCluster, seeds: readonly string[], at: number, then: () => void, start: (n: string) => void = n => vc.start(n)): void {
-  vc.at(at, () => { for (const n of seeds) vc.stop(n) })
+function restartAll (vc: VirtualCluster, nodes: readonly string[], at: number, then: () => void, start: (n: string) => void = n => vc.start(n)): void {
+  vc.at(at, () => { for (const n of nodes) vc.stop(n) })
   const startAll = (): void => {
-    if (seeds.some(n => vc.nodes.get(n)?.state === 'stopping')) { vc.at(vc.now + 20, startAll); return }
+    if (nodes.some(n => vc.nodes.get(n)?.state === 'stopping')) { vc.at(vc.now + 20, startAll); return }
     then()
-    for (const n of seeds) start(n)
+    for (const n of nodes) start(n)
   }
   vc.at(at + 20, startAll)
 }
 
-function scheduleRuleChange (vc: VirtualCluster, rc: NonNullable<FaultSpec['ruleChange']>, seeds: readonly string[], at: number, rng: Rng): RuleChange {
+function scheduleRuleChange (vc: VirtualCluster, rc: NonNullable<FaultSpec['ruleChange']>, nodes: readonly string[], at: number, rng: Rng): RuleChange {
   const next = vc.file.map(r => scaledRule(r, rc.factor))
   const change: RuleChange = { from: Infinity, to: -Infinity, rules: next }
   const applied = (): void => {
@@ -164,7 +172,7 @@ function scheduleRuleChange (vc: VirtualCluster, rc: NonNullable<FaultSpec['rule
   if (rc.how === 'reload') {
     // The operator edits the file, then sends SIGHUP to each node: a node that starts later reads the new file.
     vc.at(at, () => { vc.file = next })
-    for (const n of seeds) {
+    for (const n of nodes) {
       vc.at(at + rng.next() * rc.spreadMs, () => {
         vc.reload(n, next)
         applied()
@@ -173,7 +181,7 @@ function scheduleRuleChange (vc: VirtualCluster, rc: NonNullable<FaultSpec['rule
     return change
   }
   // Every node stops; once all have, the file changes and each starts again.
-  restartAll(vc, seeds, at, () => { vc.file = next }, n => vc.at(vc.now + rng.next() * rc.spreadMs, () => {
+  restartAll(vc, nodes, at, () => { vc.file = next }, n => vc.at(vc.now + rng.next() * rc.spreadMs, () => {
     vc.start(n)
     applied()
   }))

@@ -9,6 +9,8 @@ import type { SimResult } from './run.js'
 export interface Summary {
   scenario: string
   nodes: number
+  /** Of `nodes`, the seeds (the rest: members listed from the start). */
+  seedNodes: number
   mode: string
   rule: string
   algorithm: string
@@ -47,6 +49,7 @@ export function summarize (rs: readonly SimResult[]): Summary {
   return {
     scenario: r0.scenario,
     nodes: r0.nodes,
+    seedNodes: r0.seedNodes,
     mode: r0.mode,
     rule: r0.rule,
     algorithm: r0.algorithm,
@@ -80,7 +83,7 @@ export function row (s: Summary): string[] {
     ? '-'
     : `${num(s.follow.median)}/${num(s.follow.max)}${s.follow.missed > 0 ? ` (${s.follow.missed} missed)` : ''}`
   return [
-    s.scenario, String(s.nodes), s.mode, num(s.runs), s.mode === 'soft' ? `${num(s.overshoot)} (debt ${num(s.overdraft)})` : num(s.overshoot),
+    s.scenario, s.seedNodes < s.nodes ? `${s.nodes} (${s.seedNodes} seeds)` : String(s.nodes), s.mode, num(s.runs), s.mode === 'soft' ? `${num(s.overshoot)} (debt ${num(s.overdraft)})` : num(s.overshoot),
     `${pct(s.utilization.median)} (${pct(s.utilization.min)})`, pct(s.staticUtilization), pct(s.centralUtilization),
     `${s.fairness.toFixed(2)}/${s.staticFairness.toFixed(2)}/${s.centralFairness.toFixed(2)}`, follow,
     num(s.bytesPerNodeSec), num(s.messagesPerNodeSec, 1), num(s.stranded, 1), s.failed === 0 ? 'ok' : `FAILED ${s.failed}`

@@ -34,8 +34,15 @@ import { checkShortfall } from './shortfall-check.js'
 
 export interface SimSpec {
   scenario: Scenario
-  /** Seed nodes at the start (joiners come on top). */
+  /** Nodes at the start, listed in the cluster file (joiners come on top). */
   nodes: number
+  /**
+   * Of `nodes`, how many are seeds (pre-allocated shares): the first ones by
+   * name. The rest are members listed from the start: they hold nothing of
+   * their own and get tokens only from peers (a member-heavy cluster).
+   * @default nodes (every node a seed)
+   */
+  seedNodes?: number
   seed: number
   mode: Mode
   rule: RuleConfig
@@ -59,6 +66,8 @@ export interface SimSpec {
 export interface SimResult extends Figures {
   scenario: string
   nodes: number
+  /** Of `nodes`, the seeds. */
+  seedNodes: number
   seed: number
   mode: Mode
   rule: string
@@ -101,6 +110,7 @@ export function keysFor (rule: RuleConfig, count: number): string[] {
 export function replayCommand (spec: SimSpec): string {
   const parts = ['quotad simulate', `--scenario ${spec.scenario.name}`, `--nodes ${spec.nodes}`, `--seed ${spec.seed}`, `--mode ${spec.mode}`,
     `--seconds ${spec.durationMs / 1000}`, `--gossip-ms ${spec.gossipIntervalMs}`]
+  if (spec.seedNodes !== undefined && spec.seedNodes !== spec.nodes) parts.push(`--seed-nodes ${spec.seedNodes}`)
   if (spec.tracePath !== undefined) parts.push(`--trace ${spec.tracePath}`)
   if (spec.configPath !== undefined) parts.push(`--config ${spec.configPath}`, `--rule ${spec.rule.name}`)
   else {
@@ -114,7 +124,11 @@ export function runSim (spec: SimSpec): SimResult {
   const sc = spec.scenario
   const limits = spec.limits ?? DEFAULT_LIMITS
   const rule: RuleConfig = { ...spec.rule, mode: spec.mode }
-  const seeds = nodeNames(spec.nodes)
+  // The file's nodes: the seeds first, then the members listed with them.
+  const listed = nodeNames(spec.nodes)
+  const seedNodes = spec.seedNodes ?? spec.nodes
+  if (!Number.isInteger(seedNodes) || seedNodes < 1 || seedNodes > spec.nodes) throw new Error(`seedNodes must be a whole number from 1 to nodes (${spec.nodes}), got ${seedNodes}`)
+  const seeds = listed.slice(0, seedNodes)
   const joiners = joinerNames(sc)
   // The audited keys: the trace's own, or the scenario's.
   const keys = spec.trace !== undefined ? [...new Set(spec.trace.map(a => a.key))] : keysFor(rule, sc.keys)
@@ -130,11 +144,11 @@ export function runSim (spec: SimSpec): SimResult {
     arrivals = spec.trace.map(a => ({ ...a, at: a.at + startMs })).filter(a => a.at < endMs)
   } else {
     const ratePerKey = sc.demand * rule.limit * 1000 / Math.min(rule.perMs, durationMs)
-    const load = generateLoad({ kind: sc.load, nodes: [...seeds, ...joiners], keys, ratePerKey, startMs, durationMs }, stream(spec.seed, 1))
+    const load = generateLoad({ kind: sc.load, nodes: [...listed, ...joiners], keys, ratePerKey, startMs, durationMs }, stream(spec.seed, 1))
     arrivals = load.arrivals
     moves = load.moves
   }
-  const allNodes = [...new Set([...seeds, ...joiners, ...arrivals.map(a => a.node)])]
+  const allNodes = [...new Set([...listed, ...joiners, ...arrivals.map(a => a.node)])]
 
   const skewRng = stream(spec.seed, 2)
   const skewMs: Record<string, number> = {}
@@ -142,11 +156,11 @@ export function runSim (spec: SimSpec): SimResult {
   // Each node's monotonic clock starts near zero, far from its wall clock (as performance.now does): mixing them would show.
   const monoOffsetMs = (n: string): number => -startMs + 100_003 * (1 + allNodes.indexOf(n))
   const vc = new VirtualCluster({
-    nodes: seeds, seeds, rules: [rule], limits, seed: stream(spec.seed, 3).int(0, 0xffffffff), startMs, network: sc.network, skewMs, monoOffsetMs,
+    nodes: listed, seeds, listed, rules: [rule], limits, seed: stream(spec.seed, 3).int(0, 0xffffffff), startMs, network: sc.network, skewMs, monoOffsetMs,
     tuning: { gossipIntervalMs: spec.gossipIntervalMs, aliveTimeoutMs: Math.max(1000, 4 * spec.gossipIntervalMs), tickMs: Math.min(50, spec.gossipIntervalMs), ...lease, ...spec.tuning }
   })
   spec.sabotage?.(vc, startMs)
-  const sched = scheduleFaults(vc, sc.faults, seeds, joiners, startMs, durationMs, stream(spec.seed, 4), lease.reclaimMs)
+  const sched = scheduleFaults(vc, sc.faults, listed, joiners, startMs, durationMs, stream(spec.seed, 4), lease.reclaimMs)
   const { joinAt, change, cut } = sched
   const probe = new SettleProbe(vc, sched, startMs, endMs)
 
@@ -232,7 +246,7 @@ export function runSim (spec: SimSpec): SimResult {
   failures.push(...positionErrors)
 
   const f = figures({
-    arrivals, admitted, central: central(rule, limits, arrivals, changed), static: staticSplit(rule, limits, seeds, arrivals, changed),
+    arrivals, admitted, central: central(rule, limits, arrivals, changed), static: staticSplit(rule, limits, listed, arrivals, changed),
     moves, startMs, endMs, vc, keys, overshoot, overdraft, gossipIntervalMs: spec.gossipIntervalMs
   })
   // Last: it runs the cluster on past the end (idle), after every figure above was taken.
@@ -241,6 +255,7 @@ export function runSim (spec: SimSpec): SimResult {
     ...f,
     scenario: sc.name,
     nodes: spec.nodes,
+    seedNodes,
     seed: spec.seed,
     mode: spec.mode,
     rule: rule.name,

@@ -48,6 +48,8 @@ export interface VirtualClusterOptions {
   nodes: string[]
   /** The cluster file's seeds (pre-allocated shares). @default nodes */
   seeds?: string[]
+  /** The cluster file's nodes (seeds and members), pinned to their ids; any other node is a joiner the seeds admit. @default seeds */
+  listed?: string[]
   rules: RuleConfig[]
   limits: LimitsConfig
   seed: number
@@ -78,6 +80,8 @@ export class VirtualCluster {
   /** The leases as the network saw them (lease-check.ts); null with leases off. */
   readonly leases: LeaseWitness | null
   readonly seeds: string[]
+  /** The cluster file's nodes: the seeds, and members listed from the start. */
+  readonly listed: string[]
   now: number
   network: NetworkModel
   readonly cuts = new Cuts()
@@ -94,6 +98,7 @@ export class VirtualCluster {
     this.now = opts.startMs
     this.network = opts.network ?? PERFECT
     this.seeds = opts.seeds ?? opts.nodes
+    this.listed = opts.listed ?? this.seeds
     this.file = opts.rules
     this.audit = new TokenAudit(this.seeds, opts.rules)
     this.positions = new PositionAudit(this.seeds)
@@ -144,8 +149,8 @@ export class VirtualCluster {
       cluster: 'sim',
       clusterHash: 'sim',
       seeds: this.seeds,
-      // Seeds are pinned to their ids; joiners are members the seeds admit.
-      listed: new Map(this.seeds.map(s => [s, idOf(s)])),
+      // The file's nodes are pinned to their ids; joiners are members the seeds admit.
+      listed: new Map(this.listed.map(s => [s, idOf(s)])),
       limits: this.opts.limits,
       tuning: this.opts.tuning,
       wallMs: this.clock(name),

@@ -21,7 +21,7 @@ import type { CalendarView } from '../core/calendar.js'
  * array of doubles); the value read back is the very double written.
  */
 export class KeyExt {
-  private readonly n: number[] = [0, 0, 0, -Infinity, -Infinity, -Infinity, 0, -Infinity, 0, 0, 0, -Infinity, 0, 0, 0, 0, 0, NaN, NaN, NaN, NaN, NaN, 0, NaN]
+  private readonly n: number[] = [0, 0, 0, -Infinity, -Infinity, -Infinity, 0, -Infinity, 0, 0, 0, -Infinity, 0, 0, 0, 0, 0, NaN, NaN, NaN, NaN, NaN, 0, NaN, -Infinity]
   deferred: Array<[amount: number, at: number]> | null = null
   /** Tightening: cluster-wide remaining below the low-water mark. */
   tight = false
@@ -96,6 +96,9 @@ export class KeyExt {
   /** held + outstanding + deferred + in transit out, as last gossiped (shortfall.ts). */
   get sentCustody (): number { return this.n[23] }
   set sentCustody (v: number) { this.n[23] = v }
+  /** When a node without a share last returned surplus of this key to its lenders (rebalance.ts). */
+  get lastReturnAt (): number { return this.n[24] }
+  set lastReturnAt (v: number) { this.n[24] = v }
 }
 
 export function ext (ks: KeyState): KeyExt {

@@ -1,6 +1,7 @@
 /**
- * A key's rebalancing step on a tick: a glob key idle away from its home
- * goes home; otherwise, if the node expects to run out within its horizon
+ * A key's rebalancing step on a tick: a node without a share returns what
+ * it won't use to its lenders; a glob key idle away from its home goes home;
+ * otherwise, if the node expects to run out within its horizon
  * (or owes a burn), it asks one donor for tokens. Pure; the core calls it
  * for every active key while the node is running, not isolated and not
  * fenced (a fenced node gives nothing and asks for nothing).
@@ -8,11 +9,14 @@
 import type { KeyState } from '../core/limiter.js'
 import { homeNode } from '../core/share.js'
 import type { ClusterCore, Outbound } from './cluster-core.js'
-import { horizon, needRate, type KeyExt } from './key-ext.js'
+import { horizon, keepRate, needRate, type KeyExt } from './key-ext.js'
+import type { Peer } from './peers.js'
 import { CLUSTER_VERSION, type Want } from './messages.js'
 
 export function rebalance (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: number, out: Outbound[]): void {
   if (nowMs - x.wantSentAt < c.tuning.wantTimeoutMs) return
+  // A node without a share can give back only to its lenders (no relay, reclaim.ts): it does so by itself.
+  if (!c.reclaim.hasBase && c.tuning.leases && returnToLenders(c, ks, x, nowMs, out)) return
   if (c.view.shouldReturnHome(ks, x, nowMs)) {
     const home = homeNode(ks.key, c.seeds) as string
     const p = c.peers.get(home)
@@ -36,4 +40,41 @@ export function rebalance (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: numbe
   const w: Want = { v: CLUSTER_VERSION, t: 'want', node: c.node, epoch: c.epoch, inc: c.incarnation, key: ks.key, want }
   c.transfers.noteWant(donor.name, w, nowMs)
   c.request(out, donor.name, w)
+}
+
+/**
+ * A node without a share may give a peer only what it holds of that peer's
+ * tokens, and no one else can ask it for them (cluster-view.ts `mayAsk`). So
+ * it returns what it will not use to the peers it got it from: a glob key
+ * idle here, all of it (its home could not take it); any other key, what it
+ * holds above twice what it expects to need (a node asks for twice its need,
+ * so this does not ping-pong). Without it, a hot spot that moved on left its
+ * tokens at the old hot member, where no one could reach them (the simulator
+ * measured moving-hot at 38% with 3 seeds of 50 nodes). At most once per
+ * want timeout per key. Returns whether it gave anything.
+ */
+function returnToLenders (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: number, out: Outbound[]): boolean {
+  if (nowMs - x.lastReturnAt < c.tuning.wantTimeoutMs) return false
+  const held = Math.floor(ks.bucket.held + 1e-9)
+  if (held < 1) return false
+  const idleGlob = c.view.shouldReturnHome(ks, x, nowMs)
+  const keep = idleGlob ? 0 : 2 * (keepRate(x) * horizon(ks, c.tuning.horizonMs, nowMs, c.calendar) / 1000 + x.debt)
+  let surplus = Math.floor(held - keep)
+  if (surplus < 1) return false
+  const lenders: Array<[Peer, number]> = []
+  for (const p of c.peers.alive(nowMs)) {
+    if (p.leaving || p.fenced || !c.agrees(p, ks)) continue
+    const cap = Math.floor(c.reclaim.giveCap(p, ks.key) + 1e-9)
+    if (cap >= 1) lenders.push([p, cap])
+  }
+  if (lenders.length === 0) return false
+  lenders.sort((a, b) => b[1] - a[1])
+  x.lastReturnAt = nowMs
+  for (const [p, cap] of lenders) {
+    const n = Math.min(surplus, cap)
+    c.transfers.push(ks, x, p, n, nowMs, out)
+    surplus -= n
+    if (surplus < 1) break
+  }
+  return true
 }

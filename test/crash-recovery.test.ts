@@ -91,7 +91,10 @@ async function killAndRecover (t: import('ava').ExecutionContext, c: TestCluster
 
 test.serial('kill -9 of a member, then of a seed: each restarts and recovers what it had, never more, spendable again after the horizon', async t => {
   t.timeout(300_000)
-  const c = await makeCluster(['a', 'b', 'c'], API, { extraNodes: [{ name: 'm', seed: false }] })
+  // A long reclaimMs: this test is about the journal. With the default 5 s, a busy machine can take longer than
+  // that from the kill to the restart, the seeds then settle the member (reclaim.ts) and the restart drops what it
+  // carried: the cluster is back to 100, a different (and correct) outcome, tested below and in the simulator.
+  const c = await makeCluster(['a', 'b', 'c'], API, { extraNodes: [{ name: 'm', seed: false }], cluster: { reclaimMs: 120_000 } })
   t.teardown(async () => await c.stopAll())
   for (const n of c.names) await c.start(n)
   await waitForPeers(c, c.names, 3, 60_000)

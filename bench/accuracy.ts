@@ -3,12 +3,16 @@
  * every scenario at N = 3, 10, 50 and 200, hard mode, with both baselines
  * (static even split, exact central limiter) on the same arrivals.
  *
- *   npm run build && node dist/bench/accuracy.js [--quick] [--workers 2] [--json FILE]
+ *   npm run build && node dist/bench/accuracy.js [--quick] [--workers 2] [--json FILE] [--scenarios a,b,c]
+ *
+ * --scenarios runs only the named scenarios (comma-separated, in the order of
+ * SCENARIOS; default: all), at the same sizes and seed counts.
  *
  * Rules: one exact key, fixed window 1000 per 1 s; the keys100 scenarios
  * use a glob rule, 100 per 1 s per key, 100 keys. The safety scenarios
  * (stops, rule changes, clock steps) take the four algorithms in turn. Runs last 10 virtual
- * seconds (6 at N = 200); gossip every 250 ms. Seeds per cell shrink with
+ * seconds (6 at N = 200), or a scenario's minGossips intervals if longer (run.ts: 22.5 s for the
+ * long cuts and member-crash-forever, at every N); gossip every 250 ms. Seeds per cell shrink with
  * N (a run's cost grows about as N^2); the keys100 cells get few seeds at
  * N = 50 and none at N = 200, where one run takes minutes.
  *
@@ -18,11 +22,11 @@
 import { writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads'
-import { intFlag, parseCli } from '../src/cli/common.js'
+import { fail, intFlag, parseCli, usage } from '../src/cli/common.js'
 import { ALGORITHMS, type RuleConfig } from '../src/config/types.js'
 import { failureText, HEADER, row, summarize, table, type Summary } from '../src/sim/report.js'
 import { runSim, type SimResult } from '../src/sim/run.js'
-import { SCENARIOS, scenario } from '../src/sim/scenario.js'
+import { SCENARIOS, scenario, type Scenario } from '../src/sim/scenario.js'
 import { machineInfo, printMachine } from './lib/machine.js'
 
 const SIZES = [3, 10, 50, 200]
@@ -50,6 +54,16 @@ function runCell (c: Cell, first: number): SimResult[] {
   return out
 }
 
+/** The scenarios --scenarios names, in SCENARIOS order; all of them without the flag. Unknown names are a usage error. */
+function pickScenarios (flag: string | undefined): readonly Scenario[] {
+  if (flag === undefined) return SCENARIOS
+  const names = flag.split(',').map(n => n.trim()).filter(n => n !== '')
+  if (names.length === 0) throw usage('--scenarios must name at least one scenario')
+  const unknown = names.filter(n => !SCENARIOS.some(s => s.name === n))
+  if (unknown.length > 0) throw usage(`--scenarios: unknown scenario(s) ${unknown.join(', ')} (one of: ${SCENARIOS.map(s => s.name).join(', ')})`)
+  return SCENARIOS.filter(s => names.includes(s.name))
+}
+
 if (!isMainThread) {
   const { cells } = workerData as { cells: Array<{ cell: Cell, first: number, id: number }> }
   for (const { cell, first, id } of cells) parentPort?.postMessage({ id, results: runCell(cell, first) })
@@ -57,11 +71,12 @@ if (!isMainThread) {
 }
 
 async function main (): Promise<void> {
-  const { values } = parseCli({ args: process.argv.slice(2), options: { quick: { type: 'boolean' }, workers: { type: 'string' }, json: { type: 'string' } } })
+  const { values } = parseCli({ args: process.argv.slice(2), options: { quick: { type: 'boolean' }, workers: { type: 'string' }, json: { type: 'string' }, scenarios: { type: 'string' } } })
   const quick = values.quick === true
   const workers = intFlag('workers', values.workers, 2, 1)
+  const picked = pickScenarios(values.scenarios)
   const cells: Cell[] = []
-  for (const sc of SCENARIOS) {
+  for (const sc of picked) {
     for (const n of SIZES) {
       const seeds = Math.ceil((sc.keys > 1 ? KEYS_SEEDS[n] : SEEDS[n]) / (quick ? 25 : 1))
       if (seeds > 0) cells.push({ scenario: sc.name, nodes: n, seeds })
@@ -69,7 +84,7 @@ async function main (): Promise<void> {
   }
   const total = cells.reduce((n, c) => n + c.seeds, 0)
   printMachine(machineInfo())
-  process.stdout.write(`accuracy: ${total} seeded runs, ${cells.length} cells, ${workers} worker(s), hard mode, gossip ${GOSSIP_MS} ms\n`)
+  process.stdout.write(`accuracy: ${total} seeded runs, ${cells.length} cells, ${workers} worker(s), hard mode, gossip ${GOSSIP_MS} ms${picked === SCENARIOS ? '' : `; scenarios: ${picked.map(s => s.name).join(', ')}`}\n`)
   const t0 = performance.now()
 
   // Split every cell into chunks and deal them round-robin, heaviest first, so workers finish together.
@@ -97,7 +112,7 @@ async function main (): Promise<void> {
   if (process.stderr.isTTY) process.stderr.write('\n')
 
   const summaries: Summary[] = results.map(summarize)
-  for (const sc of SCENARIOS) {
+  for (const sc of picked) {
     const rule = ruleFor(sc.name)
     const rows = summaries.filter(s => s.scenario === sc.name)
     if (rows.length === 0) continue
@@ -141,4 +156,4 @@ async function main (): Promise<void> {
   if (failed > 0) process.exitCode = 1
 }
 
-main().catch(err => { console.error(err); process.exit(1) })
+main().catch(err => fail(err))

@@ -3,10 +3,12 @@
  * every scenario at N = 3, 10, 50 and 200, hard mode, with both baselines
  * (static even split, exact central limiter) on the same arrivals.
  *
- *   npm run build && node dist/bench/accuracy.js [--quick] [--workers 2] [--json FILE] [--scenarios a,b,c]
+ *   npm run build && node dist/bench/accuracy.js [--quick] [--workers 2] [--json FILE] [--scenarios a,b,c] [--seeds N=S,...]
  *
  * --scenarios runs only the named scenarios (comma-separated, in the order of
- * SCENARIOS; default: all), at the same sizes and seed counts.
+ * SCENARIOS; default: all), at the same sizes and seed counts. --seeds sets the
+ * seeds per cell at a size, for every scenario (--seeds 50=20,200=0: 20 at
+ * N = 50, none at N = 200), for a partial run on a busy machine; --quick still divides.
  *
  * Rules: one exact key, fixed window 1000 per 1 s; the keys100 scenarios
  * use a glob rule, 100 per 1 s per key, 100 keys. The safety scenarios
@@ -64,6 +66,18 @@ function pickScenarios (flag: string | undefined): readonly Scenario[] {
   return SCENARIOS.filter(s => names.includes(s.name))
 }
 
+/** --seeds N=S,...: seeds per cell at size N for every scenario, or a usage error naming the bad part. */
+function seedOverrides (flag: string | undefined): Map<number, number> {
+  const out = new Map<number, number>()
+  if (flag === undefined) return out
+  for (const part of flag.split(',').map(p => p.trim()).filter(p => p !== '')) {
+    const m = /^(\d+)=(\d+)$/.exec(part)
+    if (m === null || !SIZES.includes(Number(m[1]))) throw usage(`--seeds: "${part}" is not N=S with N one of ${SIZES.join(', ')} and S a whole number`)
+    out.set(Number(m[1]), Number(m[2]))
+  }
+  return out
+}
+
 if (!isMainThread) {
   const { cells } = workerData as { cells: Array<{ cell: Cell, first: number, id: number }> }
   for (const { cell, first, id } of cells) parentPort?.postMessage({ id, results: runCell(cell, first) })
@@ -71,20 +85,21 @@ if (!isMainThread) {
 }
 
 async function main (): Promise<void> {
-  const { values } = parseCli({ args: process.argv.slice(2), options: { quick: { type: 'boolean' }, workers: { type: 'string' }, json: { type: 'string' }, scenarios: { type: 'string' } } })
+  const { values } = parseCli({ args: process.argv.slice(2), options: { quick: { type: 'boolean' }, workers: { type: 'string' }, json: { type: 'string' }, scenarios: { type: 'string' }, seeds: { type: 'string' } } })
   const quick = values.quick === true
   const workers = intFlag('workers', values.workers, 2, 1)
   const picked = pickScenarios(values.scenarios)
+  const override = seedOverrides(values.seeds)
   const cells: Cell[] = []
   for (const sc of picked) {
     for (const n of SIZES) {
-      const seeds = Math.ceil((sc.keys > 1 ? KEYS_SEEDS[n] : SEEDS[n]) / (quick ? 25 : 1))
+      const seeds = Math.ceil((override.get(n) ?? (sc.keys > 1 ? KEYS_SEEDS[n] : SEEDS[n])) / (quick ? 25 : 1))
       if (seeds > 0) cells.push({ scenario: sc.name, nodes: n, seeds })
     }
   }
   const total = cells.reduce((n, c) => n + c.seeds, 0)
   printMachine(machineInfo())
-  process.stdout.write(`accuracy: ${total} seeded runs, ${cells.length} cells, ${workers} worker(s), hard mode, gossip ${GOSSIP_MS} ms${picked === SCENARIOS ? '' : `; scenarios: ${picked.map(s => s.name).join(', ')}`}\n`)
+  process.stdout.write(`accuracy: ${total} seeded runs, ${cells.length} cells, ${workers} worker(s), hard mode, gossip ${GOSSIP_MS} ms${picked === SCENARIOS ? '' : `; scenarios: ${picked.map(s => s.name).join(', ')}`}${override.size === 0 ? '' : `; seeds per cell set: ${[...override].map(([n, k]) => `N=${n}: ${k}`).join(', ')}`}\n`)
   const t0 = performance.now()
 
   // Split every cell into chunks and deal them round-robin, heaviest first, so workers finish together.

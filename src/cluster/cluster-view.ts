@@ -77,30 +77,51 @@ export class ClusterView {
     return ks.bucket.held + n
   }
 
-  /**
-   * The alive, agreeing peer with the largest surplus (for a burn owed here,
-   * counting what it keeps in reserve for burns like it) over what its own rate
-   * needs within the horizon. Peers gossip the rate they keep for (the lower
-   * of their two averages), so a node that just went quiet shows its surplus
-   * at once.
-   */
   /** Whether `p` may give this node any of `key` (a peer without a share gives only what it owes: reclaim.ts). */
   mayAsk: (p: Peer, key: string) => boolean = () => true
 
-  chooseDonor (ks: KeyState, nowMs: number, forBurn = false): Peer | undefined {
-    let best: Peer | undefined
-    let bestSurplus = 0.999
+  /**
+   * The donors to ask together for `deficit` tokens: alive, agreeing peers
+   * by surplus (for a burn owed here, counting what they keep in reserve for
+   * burns like it) over what their own rate needs within the horizon,
+   * largest first, as many as it takes for their surpluses to cover the
+   * deficit, at most `max`. Peers gossip the rate they keep for (the lower
+   * of their two averages), so a node that just went quiet shows its
+   * surplus at once. One pass over the peers; only those with a surplus of
+   * at least one token are sorted.
+   *
+   * If they do not cover the deficit, the peer holding the most among the
+   * others is asked too (with surplus 0: for what is left). Its gossip may
+   * be a gossip interval old: a hot spot that just moved away from it has
+   * not said so yet, but its answer is made with its own fresh rates (a
+   * `none` makes this node believe it needs all it holds, rate Infinity,
+   * until it gossips the key again: it is then neither asked nor probed).
+   * Without the probe a moved hot spot was followed only after the old one's
+   * next gossip.
+   */
+  chooseDonors (ks: KeyState, nowMs: number, deficit: number, max: number, forBurn = false): Array<[Peer, number]> {
+    const found: Array<[Peer, number]> = []
+    const h = horizon(ks, this.tuning.horizonMs, nowMs, this.calendar) / 1000
+    let probe: Peer | undefined
+    let probeHeld = 0.999
     for (const p of this.peers.alive(nowMs)) {
       // A fenced peer gives nothing (fence.ts): asking it would only wait out a `none`.
       if (p.leaving || p.fenced || !agrees(p, ks) || !this.mayAsk(p, ks.key)) continue
       const e = p.keys.get(ks.key)
-      const rate = e?.rate ?? 0
-      let surplus = this.peerHeld(p, ks) - rate * horizon(ks, this.tuning.horizonMs, nowMs, this.calendar) / 1000
+      const held = this.peerHeld(p, ks)
+      let surplus = held - (e?.rate ?? 0) * h
       // A burn is paid from what peers hold in reserve for it, however busy they are (transfers.ts).
       if (forBurn && e !== undefined && e.debts > 0) surplus = Math.max(surplus, Math.min(e.held, e.debts))
-      if (surplus > bestSurplus) { best = p; bestSurplus = surplus }
+      if (surplus > 0.999) found.push([p, surplus])
+      else if (held > probeHeld) { probe = p; probeHeld = held }
     }
-    return best
+    found.sort((a, b) => b[1] - a[1])
+    let covered = 0
+    let n = 0
+    while (n < found.length && n < max && covered < deficit) covered += found[n++][1]
+    found.length = n
+    if (n < max && probe !== undefined && deficit - covered >= probeHeld / 2) found.push([probe, 0])
+    return found
   }
 
   /**

@@ -123,10 +123,7 @@ export function onReply (c: ClusterCore, req: Want | Grant, reply: Grant | Ack |
 /** A request got no reply. A want may be retried elsewhere; a grant is resent by the ledger. */
 export function onRequestFailed (c: ClusterCore, req: Want | Grant, _nowMs: number): void {
   settled(c)
-  if (req.t === 'want') {
-    const ks = c.limiter.existing(req.key)
-    if (ks !== undefined) ext(ks).wantSentAt = -Infinity
-  }
+  if (req.t === 'want') c.transfers.wantAnswered(req)
 }
 
 function settled (c: ClusterCore): void {

@@ -30,6 +30,7 @@ import type { Gossip } from './messages.js'
 export interface PeerKey {
   held: number
   outstanding: number
+  /** Tokens per second it keeps for; Infinity once it answered a want with `none`, until its next line for the key. */
   rate: number
   /** Tokens of this key the peer still owes to burn. */
   owed: number

@@ -2,7 +2,7 @@
  * A key's rebalancing step on a tick: a node without a share returns what
  * it won't use to its lenders; a glob key idle away from its home goes home;
  * otherwise, if the node expects to run out within its horizon
- * (or owes a burn), it asks one donor for tokens. Pure; the core calls it
+ * (or owes a burn), it asks the donors that can cover its deficit, together. Pure; the core calls it
  * for every active key while the node is running, not isolated and not
  * fenced (a fenced node gives nothing and asks for nothing).
  */
@@ -14,7 +14,9 @@ import type { Peer } from './peers.js'
 import { CLUSTER_VERSION, type Want } from './messages.js'
 
 export function rebalance (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: number, out: Outbound[]): void {
-  if (nowMs - x.wantSentAt < c.tuning.wantTimeoutMs) return
+  // One round of wants at a time; a round whose answers did not all come is over after the want timeout.
+  if (x.wantsOut > 0 && nowMs - x.wantSentAt < c.tuning.wantTimeoutMs) return
+  x.wantsOut = 0
   // A node without a share can give back only to its lenders (no relay, reclaim.ts): it does so by itself.
   if (!c.reclaim.hasBase && c.tuning.leases && returnToLenders(c, ks, x, nowMs, out)) return
   if (c.view.shouldReturnHome(ks, x, nowMs)) {
@@ -23,7 +25,7 @@ export function rebalance (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: numbe
     if (p !== undefined) c.transfers.push(ks, x, p, Math.floor(ks.bucket.held), nowMs, out)
     return
   }
-  // After a want that got nothing, one per gap: fruitless wants are bounded by the key count, not the request rate.
+  // After a round that got nothing, one per gap: fruitless wants are bounded by the key count, not the request rate.
   if (nowMs - x.lastWantAt < c.tuning.wantGapMs) return
   const rate = needRate(x)
   // A burn owed is asked for too: tokens that should not exist are paid off where they sit.
@@ -31,15 +33,24 @@ export function rebalance (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: numbe
   const need = rate * horizon(ks, c.tuning.horizonMs, nowMs, c.calendar) / 1000
   const held = ks.bucket.held
   if (x.burn <= 0 && held >= need && held >= 1) return
-  const donor = c.view.chooseDonor(ks, nowMs, x.burn > 0)
-  if (donor === undefined) return
-  const want = Math.max(1, Math.ceil(2 * need - held + x.burn))
+  const deficit = Math.max(1, Math.ceil(2 * need - held + x.burn))
+  // The donors whose surpluses cover the deficit, asked together: each for its surplus as this node sees it, the
+  // last for all that is left (its view may be stale, and a donor gives no more than it can spare).
+  const donors = c.view.chooseDonors(ks, nowMs, deficit, c.tuning.maxWantFanout, x.burn > 0)
+  if (donors.length === 0) return
   x.wantSentAt = nowMs
   x.lastWantAt = nowMs
-  c.counters.wantsSent++
-  const w: Want = { v: CLUSTER_VERSION, t: 'want', node: c.node, epoch: c.epoch, inc: c.incarnation, key: ks.key, want }
-  c.transfers.noteWant(donor.name, w, nowMs)
-  c.request(out, donor.name, w)
+  let left = deficit
+  for (let i = 0; i < donors.length && left >= 1; i++) {
+    const [donor, surplus] = donors[i]
+    const want = i === donors.length - 1 ? left : Math.min(left, Math.max(1, Math.floor(surplus)))
+    left -= want
+    x.wantsOut++
+    c.counters.wantsSent++
+    const w: Want = { v: CLUSTER_VERSION, t: 'want', node: c.node, epoch: c.epoch, inc: c.incarnation, key: ks.key, want }
+    c.transfers.noteWant(donor.name, w, nowMs)
+    c.request(out, donor.name, w)
+  }
 }
 
 /**

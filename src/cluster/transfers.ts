@@ -238,14 +238,15 @@ export class Transfers {
       c.burn(ks, x, nowMs)
       c.limiter.touched(ks, nowMs)
     }
-    // Tokens came: asking again at once is progress. Only wants that got nothing wait out the gap.
-    x.wantSentAt = -Infinity
+    // Tokens came: asking again (once the round's other answers are in) is progress. Only rounds that got nothing
+    // wait out the gap.
     x.lastWantAt = -Infinity
     c.active.add(ks)
   }
 
   onReply (req: Want | Grant, reply: Grant | Ack | None, nowMs: number): void {
     const c = this.core
+    if (req.t === 'want') this.wantAnswered(req)
     if (reply.t === 'grant') {
       this.onGrant(reply, nowMs, req.t === 'want' ? req : undefined)
       // The donor holds that much less now: don't ask it again on a view its next gossip would correct.
@@ -263,12 +264,21 @@ export class Transfers {
         }
       }
     } else if (req.t === 'want') {
-      // No surplus there: forget its gossiped holding until it says otherwise.
+      // No surplus there: until it says otherwise, believe it needs all it holds (rate Infinity: ClusterView
+      // neither asks nor probes it). Its holding stays counted in the cluster-wide remaining; believing it held
+      // nothing made keys look nearly exhausted and tightened grants (the simulator: moving-hot 95.8% -> 92.5%).
       const k = c.peers.get(reply.node)?.keys.get(req.key)
-      if (k !== undefined) k.held = 0
-      const ks = c.limiter.existing(req.key)
-      if (ks !== undefined) ext(ks).wantSentAt = -Infinity
+      if (k !== undefined) k.rate = Infinity
     }
+  }
+
+  /** One want of its key's round has its answer (a reply or a failure): the round is over when all have. */
+  wantAnswered (req: Want): void {
+    const ks = this.core.limiter.existing(req.key)
+    if (ks === undefined) return
+    const x = ext(ks)
+    if (x.wantsOut > 0) x.wantsOut--
+    if (x.wantsOut === 0) x.wantSentAt = -Infinity
   }
 
   /**
@@ -288,7 +298,7 @@ export class Transfers {
       // The fastest consumers first; a node without a share hands each peer only what it holds of that peer's
       // tokens (give caps it), so the rest goes to the next.
       const takers = alive.filter(p => !p.leaving && !p.fenced && agrees(p, ks))
-        .sort((a, b) => (b.keys.get(ks.key)?.rate ?? 0) - (a.keys.get(ks.key)?.rate ?? 0))
+        .sort((a, b) => Math.min(Number.MAX_VALUE, b.keys.get(ks.key)?.rate ?? 0) - Math.min(Number.MAX_VALUE, a.keys.get(ks.key)?.rate ?? 0))
       for (const to of takers) {
         const n = Math.floor(ks.bucket.held)
         if (n < 1) break

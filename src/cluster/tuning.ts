@@ -20,6 +20,14 @@ export interface ClusterTuning extends LeaseSettings {
   wantTimeoutMs: number
   /** A node asks for a key's tokens at most once per this (so want traffic grows with keys, not requests). @default min(100, gossip interval) */
   wantGapMs: number
+  /**
+   * Most donors asked at once for one key (rebalance.ts): a node short of
+   * tokens asks the peers with the largest surplus together, as many as it
+   * takes to cover its deficit. At 200 nodes a share is 5 of 1000 tokens,
+   * and one donor at a time, one per tick, took seconds to gather a hot
+   * spot's tokens. @default 32
+   */
+  maxWantFanout: number
   /** Unacked grants are resent after this. @default 1000 */
   retransmitMs: number
   /** A glob key idle this long at a node that is not its home goes back home. @default 10000 */
@@ -52,6 +60,7 @@ export function defaultTuning (gossipIntervalMs = 250): ClusterTuning {
     tightenFraction: 0.25,
     wantTimeoutMs: 1000,
     wantGapMs: Math.min(100, gossipIntervalMs),
+    maxWantFanout: 32,
     retransmitMs: 1000,
     idleReturnMs: 10_000,
     maxGossipKeys: 512,

@@ -117,3 +117,26 @@ test('a voter echoes new peers at once and each peer about every leaseMs / 4, a 
   const again = e.take([{ name: 'p0', inc: 2, seq: 1 }, { name: 'q', inc: 1, seq: 0 }], 21 * gossip)
   t.deepEqual(again, [['p0', 2, 1]])
 })
+
+test('the lease kept in echo order agrees with the definition (the newest echoes that weigh a quorum) over random echoes', t => {
+  // Brute force: the latest t such that the voters echoing at or after t (this node: always) form a quorum.
+  let x = 7
+  const rand = (n: number): number => { x = (x * 1103515245 + 12345) % 2147483648; return x % n }
+  for (let round = 0; round < 200; round++) {
+    const seeds = Array.from({ length: 1 + rand(7) }, (_, i) => `s${i}`)
+    const me = rand(3) === 0 ? 'member' : seeds[rand(seeds.length)]
+    const quorum = new Quorum(seeds)
+    const l = new Lease({ me, quorum, leaseMs: LEASE, enabled: true })
+    const latest = new Map<string, number>()
+    for (let seq = 1; seq <= 40; seq++) {
+      l.sent(seq, seq * 10)
+      const v = seeds[rand(seeds.length)]
+      const echoSeq = Math.max(1, seq - rand(5))
+      l.echoed(v, echoSeq)
+      if (v !== me) latest.set(v, Math.max(latest.get(v) ?? -Infinity, echoSeq * 10))
+      const times = [...new Set([...latest.values(), ...(quorum.isVoter(me) ? [Infinity] : [])])].sort((a, b) => b - a)
+      const expect = times.find(at => quorum.isQuorum([...latest].filter(([, e]) => e >= at).map(([n]) => n).concat(quorum.isVoter(me) ? [me] : [])))
+      t.is(l.validUntil, expect === undefined ? -Infinity : expect + LEASE, `round ${round} seq ${seq}`)
+    }
+  }
+})

@@ -88,7 +88,7 @@ export class Lease {
     if (at === undefined || at <= (this.echoes.get(voter) ?? -Infinity)) return false
     this.echoes.set(voter, at)
     const before = this.until
-    this.until = this.compute()
+    this.until = this.compute(voter, at)
     return this.until !== before
   }
 
@@ -114,20 +114,35 @@ export class Lease {
   }
 
   /**
+   * Voters with an echo (and this node, if a voter), newest echo first.
+   * Kept in order as echoes come, so each echo costs O(voters), with no sort
+   * and no allocation: at 200 seeds a node takes a few hundred echoes a
+   * second, and sorting for each was three quarters of a simulation's time.
+   */
+  private readonly order: Array<[voter: string, at: number, weight: number]> = []
+
+  /**
    * The latest time the lease holds: walk the voters from the newest echo
    * down; the echo at which their weight first makes a quorum, plus leaseMs.
+   * Voters are distinct, so their weights add up as Quorum.isQuorum counts them.
    */
-  private compute (): number {
-    const list: Array<[string, number]> = []
-    for (const v of this.quorum.voters) {
-      const at = v === this.me ? Infinity : this.echoes.get(v)
-      if (at !== undefined) list.push([v, at])
+  private compute (voter?: string, at?: number): number {
+    const o = this.order
+    if (voter === undefined) {
+      // First call (constructor): this node counts as echoing at every moment.
+      if (this.quorum.isVoter(this.me)) o.push([this.me, Infinity, this.quorum.weight(this.me)])
+    } else {
+      const i = o.findIndex(e => e[0] === voter)
+      if (i >= 0) o.splice(i, 1)
+      let j = 0
+      while (j < o.length && o[j][1] >= (at as number)) j++
+      o.splice(j, 0, [voter, at as number, this.quorum.weight(voter)])
     }
-    list.sort((a, b) => b[1] - a[1])
-    const names: string[] = []
-    for (const [v, at] of list) {
-      names.push(v)
-      if (this.quorum.isQuorum(names)) return at + this.leaseMs
+    let w = 0
+    const half = this.quorum.total / 2
+    for (let k = 0; k < o.length; k++) {
+      w += o[k][2]
+      if (w > half) return o[k][1] + this.leaseMs
     }
     return -Infinity
   }

@@ -100,7 +100,12 @@ export class Transfers {
   /** Give, and send the grant as a request of ours (a push: return-home, handoff). */
   push (ks: KeyState, x: KeyExt, p: Peer, n: number, nowMs: number, out: Outbound[]): void {
     const g = this.give(ks, x, p, n, nowMs)
-    if (g !== undefined) this.core.request(out, p.name, g)
+    if (g === undefined) return
+    this.core.request(out, p.name, g)
+    // It holds that much more now. A belief lowered by its grant to us stays low until it gossips the key again,
+    // and it may not (tokens given and pushed back leave its held as it last said it): without this the view's
+    // custody of it, so the shortfall, stayed short by what moved back and forth (the simulator: 37 of 60 at a member).
+    this.core.view.believeHeld(p.name, ks, g.items[0][1])
   }
 
   /**
@@ -264,9 +269,9 @@ export class Transfers {
         }
       }
     } else if (req.t === 'want') {
-      // No surplus there: until it says otherwise, believe it needs all it holds (rate Infinity: ClusterView
-      // neither asks nor probes it). Its holding stays counted in the cluster-wide remaining; believing it held
-      // nothing made keys look nearly exhausted and tightened grants (the simulator: moving-hot 95.8% -> 92.5%).
+      // No surplus there: until it says otherwise, believe it needs all it holds (rate Infinity: ClusterView does
+      // not ask it). Its holding stays counted in the cluster-wide remaining and its custody (shortfall.ts):
+      // believing it held nothing made keys look nearer exhaustion than they were, and could tighten grants.
       const k = c.peers.get(reply.node)?.keys.get(req.key)
       if (k !== undefined) k.rate = Infinity
     }

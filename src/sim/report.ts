@@ -76,7 +76,7 @@ const pct = (x: number): string => Number.isNaN(x) ? '-' : `${(100 * x).toFixed(
 const num = (x: number, d = 0): string => Number.isNaN(x) ? '-' : x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d })
 
 export const HEADER = ['scenario', 'N', 'mode', 'runs', 'overshoot', 'util (min)', 'static', 'central', 'fairness q/s/c', 'follow p50/max ms',
-  'ctl B/s/node', 'msg/s/node', 'stranded', 'result']
+  'ctl kbit/s sent/recv', 'msg/s/node', 'stranded', 'result']
 
 export function row (s: Summary): string[] {
   const follow = s.follow.moves === 0
@@ -86,7 +86,7 @@ export function row (s: Summary): string[] {
     s.scenario, s.seedNodes < s.nodes ? `${s.nodes} (${s.seedNodes} seeds)` : String(s.nodes), s.mode, num(s.runs), s.mode === 'soft' ? `${num(s.overshoot)} (debt ${num(s.overdraft)})` : num(s.overshoot),
     `${pct(s.utilization.median)} (${pct(s.utilization.min)})`, pct(s.staticUtilization), pct(s.centralUtilization),
     `${s.fairness.toFixed(2)}/${s.staticFairness.toFixed(2)}/${s.centralFairness.toFixed(2)}`, follow,
-    num(s.bytesPerNodeSec), num(s.messagesPerNodeSec, 1), num(s.stranded, 1), s.failed === 0 ? 'ok' : `FAILED ${s.failed}`
+    `${num(s.bytesPerNodeSec * 8 / 1000, 1)}/${num(s.recvBytesPerNodeSec * 8 / 1000, 1)}`, num(s.messagesPerNodeSec, 1), num(s.stranded, 1), s.failed === 0 ? 'ok' : `FAILED ${s.failed}`
   ]
 }
 

@@ -4,6 +4,10 @@
  * (static even split, exact central limiter) on the same arrivals.
  *
  *   npm run build && node dist/bench/accuracy.js [--quick] [--workers 2] [--json FILE] [--scenarios a,b,c] [--seeds N=S,...]
+ *     [--sizes 10,50,200,1000] [--seed-nodes K]
+ *
+ * --sizes picks the node counts (default 3, 10, 50, 200); --seed-nodes K makes only the first K nodes seeds,
+ * the rest members (default: every node a seed).
  *
  * --scenarios runs only the named scenarios (comma-separated, in the order of
  * SCENARIOS; default: all), at the same sizes and seed counts. --seeds sets the

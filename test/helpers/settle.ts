@@ -21,6 +21,8 @@ export interface KeyBooks {
   transfersIn: number
   transfersOut: number
   inTransitOut: number
+  /** Of inTransitOut, grants to receivers not alive (waiting for a restart or a reclaim). */
+  inTransitToDead?: number
   stranded: number
 }
 
@@ -45,7 +47,10 @@ export function keyBooks (s: NodeStatus, key: string): KeyBooks {
 }
 
 /** What every listed node holds of `key`, from a snapshot taken while none of its tokens moved. */
-export async function settledHeld (sockets: Record<string, string>, key: string, ms = PROC_DEADLINE_MS): Promise<{ total: number, held: Record<string, number> }> {
+export async function settledHeld (sockets: Record<string, string>, key: string, ms = PROC_DEADLINE_MS, opts: { toDead?: boolean } = {}): Promise<{ total: number, held: Record<string, number> }> {
+  // With toDead, grants to a receiver that is not alive may stay in transit (a node killed while one was on its
+  // way to it): they are in neither side's held, and do not move until it restarts or is reclaimed.
+  const moving = (b: KeyBooks): number => b.inTransitOut - (opts.toDead === true ? b.inTransitToDead ?? 0 : 0)
   const names = Object.keys(sockets)
   const read = async (): Promise<NodeStatus[]> => {
     const all: NodeStatus[] = []
@@ -60,7 +65,7 @@ export async function settledHeld (sockets: Record<string, string>, key: string,
     const still = names.every((_, i) => {
       const a = keyBooks(first[i], key)
       const b = keyBooks(second[i], key)
-      return a.inTransitOut === 0 && b.inTransitOut === 0 &&
+      return moving(a) === 0 && moving(b) === 0 && a.inTransitOut === b.inTransitOut &&
         a.transfersIn === b.transfersIn && a.transfersOut === b.transfersOut &&
         first[i].cluster.epoch === second[i].cluster.epoch && first[i].cluster.incarnation === second[i].cluster.incarnation
     })

@@ -182,7 +182,8 @@ test.serial('SIGTERM: a stopping node hands its tokens to its peers', async t =>
     // A receiver may refuse a push it can't check against a's last word (its gossip came late on a busy
     // machine): a takes those tokens back and keeps them in its state file, so that stop is not complete.
     const refusedNow = await refusals(['b', 'c']) - refusedBefore
-    attempts.push({ attempt, before: before.held, refused: refusedNow, ...log })
+    const why = ['b', 'c'].flatMap(n => c.procs[n].stderr().split('\n').filter(l => l.includes('refused a grant')).slice(-2))
+    attempts.push({ attempt, before: before.held, refused: refusedNow, why, ...log })
     const complete = log.handedOff === before.held.a && log.unacked === 0 && refusedNow === 0
     // b and c now hold everything a held: a's tokens moved, none were created.
     const seen: number[] = []

@@ -315,6 +315,8 @@ export class ClusterNode {
     }
     if (m.t === 'grant') {
       const ack = this.core.onGrant(m, from, now)
+      // A refused push goes back to its giver (which keeps the tokens): say why, the giver's operator will ask.
+      if (ack.refused === true) this.opts.log.warn('refused a grant', { node: this.core.node, from: m.node, why: this.core.lastRefusal })
       this.opts.onTokens?.()
       void this.disk.persistJournal()
       return packr.pack(ack)

@@ -302,8 +302,9 @@ export class Transfers {
       if (ks.bucket.held < 1) continue
       // The fastest consumers first; a node without a share hands each peer only what it holds of that peer's
       // tokens (give caps it), so the rest goes to the next.
-      const takers = alive.filter(p => !p.leaving && !p.fenced && agrees(p, ks))
-        .sort((a, b) => Math.min(Number.MAX_VALUE, b.keys.get(ks.key)?.rate ?? 0) - Math.min(Number.MAX_VALUE, a.keys.get(ks.key)?.rate ?? 0))
+      // A rate of Infinity (it answered a want with `none`) sorts first; capped, so two of them compare equal, not NaN.
+      const rate = (p: Peer): number => Math.min(Number.MAX_VALUE, p.keys.get(ks.key)?.rate ?? 0)
+      const takers = alive.filter(p => !p.leaving && !p.fenced && agrees(p, ks)).sort((a, b) => rate(b) - rate(a))
       for (const to of takers) {
         const n = Math.floor(ks.bucket.held)
         if (n < 1) break

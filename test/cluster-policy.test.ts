@@ -146,6 +146,25 @@ test('handoff: a stopping node grants its held tokens to live peers, none create
   t.deepEqual(a.snapshot?.keys.map(k => [k.key, k.held, k.tokens]), [['day', 0, 0]])
 })
 
+test('handoff: a gossip that overtakes the pushed grant (a slow stream) does not get the grant refused', t => {
+  // Direct messages take 300 ms more than pubsub: a's scheduled gossips after the push arrive first and say
+  // "held 0, 30 in transit". The receivers judge the push against that whole custody (peers.ts `said`);
+  // judged against held alone they refused it (seen on a loaded CI machine), and a kept its tokens.
+  const network = { minLatencyMs: 1, maxLatencyMs: 3, loss: 0, duplicate: 0, directExtraMs: 300 }
+  const vc = new VirtualCluster({ nodes: ['a', 'b', 'c'], rules: [rule({ name: 'day', match: 'day', limit: 90, perMs: 86_400_000 })], limits: limits(), seed: 5, startMs: T0, network })
+  vc.runUntil(T0 + 2000, 10)
+  const a = vc.cores.get('a')
+  if (a === undefined) return t.fail()
+  vc.stop('a')
+  vc.runUntil(T0 + 6000, 10)
+  t.is(vc.nodes.get('a')?.state, 'stopped')
+  const refused = ['b', 'c'].map(n => vc.cores.get(n)?.counters.grantsRefused)
+  t.deepEqual(refused, [0, 0], `refusals: ${['b', 'c'].map(n => vc.cores.get(n)?.lastRefusal).join('; ')}`)
+  t.is(a.counters.handedOff, 30)
+  t.is(vc.held('day'), 90)
+  t.is(vc.audit.account('day').error, 0)
+})
+
 test('a stopping node that is fenced hands off nothing: its tokens stay in its snapshot, none created or lost', t => {
   const vc = new VirtualCluster({ nodes: ['a', 'b', 'c'], rules: [rule({ name: 'day', match: 'day', limit: 90, perMs: 86_400_000 })], limits: limits(), seed: 5, startMs: T0 })
   isolateA(vc)

@@ -40,9 +40,11 @@ export interface PeerKey {
   deferred: number
   inTransitOut: number
   /**
-   * held + outstanding exactly as the peer last said (beliefs corrected
-   * between gossips change `held`, never this): what a pushed grant from it
-   * is checked against.
+   * Its custody exactly as it last said (held + outstanding + deferred +
+   * in transit out; beliefs corrected between gossips change `held`, never
+   * this): what a pushed grant from it is checked against. In transit
+   * counts: a giver's gossip sent after a push and before the push arrives
+   * (gossip and grants travel apart) shows the pushed tokens only there.
    */
   said: number
   /** The peer's rules (name -> hash) when it sent this entry. */
@@ -153,7 +155,7 @@ export class Peers {
       if (old === undefined && p.keys.size >= this.keep.maxKeys) continue
       if (old !== undefined && (old.owed > 0 || old.debts > 0)) this.owingEntries--
       if (owed > 0 || debts > 0) this.owingEntries++
-      p.keys.set(k, { held, outstanding, rate, owed, debts, deferred, inTransitOut, said: held + outstanding, gen: p.rules, seq: g.seq })
+      p.keys.set(k, { held, outstanding, rate, owed, debts, deferred, inTransitOut, said: held + outstanding + deferred + inTransitOut, gen: p.rules, seq: g.seq })
       // A debt of this epoch restored from our own state file is superseded by what the epoch says now.
       const restored = p.legacy?.get(p.epoch)
       if (restored?.delete(k) === true) {

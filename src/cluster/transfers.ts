@@ -141,9 +141,11 @@ export class Transfers {
    * Why a grant can't be what an honest giver sends, or null. Every amount is
    * a whole number from 1 to the key's stock. A grant that answers our want
    * gives that key and at most what we asked. A pushed grant (a handoff, a
-   * return home, a resend) gives no more than the giver last said it held
-   * and had outstanding, plus a tolerance of a quarter of the stock (tokens
-   * it may have received since), unless it matches a want we sent it lately
+   * return home, a resend) gives no more than the giver last said it had in
+   * custody (held, outstanding, deferred and in its unacked grants: a
+   * gossip sent after the push may arrive first and show the pushed tokens
+   * in transit), plus a tolerance of a quarter of the stock (tokens it may
+   * have received since), unless it matches a want we sent it lately
    * (a reply that was lost and resent). So a member that lies about grants
    * can give away no more than it claims to hold; what it claims is its own
    * word (see the threat model in operations.md).
@@ -169,10 +171,15 @@ export class Transfers {
       const ks = c.limiter.existing(key)
       const e = p?.keys.get(key)
       const stock = ks?.rule.stock ?? c.limiter.ruleFor(key)?.stock ?? 0
-      // What it said in gossip (not this node's belief since, which may be lower), or, never having said,
-      // the share it would create the key with.
-      const said = e !== undefined && !Number.isNaN(e.said) ? e.said : (p !== undefined && ks !== undefined ? c.view.peerShare(p, ks) : stock)
-      if (amount > said + Math.max(1, Math.ceil(PUSH_TOLERANCE * stock))) return `pushes ${amount}, said it had ${said}`
+      // What it said in gossip, or, never having said, the share it would create the key with; or this node's
+      // belief since, if higher: a belief rises only by what this node pushed it (which it may push straight back).
+      const believed = e === undefined ? 0 : e.held + e.outstanding + e.deferred + e.inTransitOut
+      const said = Math.max(believed, e !== undefined && !Number.isNaN(e.said) ? e.said : (p !== undefined && ks !== undefined ? c.view.peerShare(p, ks) : stock))
+      if (amount > said + Math.max(1, Math.ceil(PUSH_TOLERANCE * stock))) {
+        // The line it was judged by, so that a refusal in a log says which gossip it trusted.
+        const line = e === undefined ? 'never said' : `gossip ${e.seq} of epoch ${p?.epoch ?? '?'}: held ${e.held}, outstanding ${e.outstanding}, deferred ${e.deferred}, in transit ${e.inTransitOut}`
+        return `pushes ${amount}, said it had ${said} (${line})`
+      }
     }
     return null
   }

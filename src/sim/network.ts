@@ -24,6 +24,12 @@ export interface NetworkModel {
   reorder?: number
   /** The extra delay of a reordered message is uniform in [0, reorderMs]. @default 200 */
   reorderMs?: number
+  /**
+   * Extra latency of direct messages (wants, grants and their replies), ms:
+   * a stream that is slow to open while pubsub flows, so a gossip sent after
+   * a grant can arrive before it. @default 0
+   */
+  directExtraMs?: number
 }
 
 export const PERFECT: NetworkModel = { minLatencyMs: 1, maxLatencyMs: 3, loss: 0, duplicate: 0 }

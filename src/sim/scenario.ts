@@ -138,6 +138,14 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     ...base,
+    name: 'slow-streams',
+    summary: 'Zipf load; direct messages 300 ms slower than gossip (a later gossip overtakes a grant); two graceful stops, restarted 1 s later',
+    load: 'zipf',
+    network: { ...LAN, directExtraMs: 300 },
+    faults: { stops: 2, restartAfterMs: 1000 }
+  },
+  {
+    ...base,
     name: 'reload-lower',
     summary: 'Zipf load; every node reloads (SIGHUP, over 300 ms) a limit lowered to 40%',
     load: 'zipf',

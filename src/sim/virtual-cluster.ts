@@ -303,7 +303,8 @@ export class VirtualCluster {
     const copies = this.rng.chance(this.network.duplicate) ? 2 : 1
     for (let i = 0; i < copies; i++) {
       if (grant !== undefined) this.audit.copies(grant, 1)
-      this.at(this.now + sampleLatency(this.network, this.rng), () => {
+      const extra = gossip ? 0 : this.network.directExtraMs ?? 0
+      this.at(this.now + sampleLatency(this.network, this.rng) + extra, () => {
         if (grant !== undefined) this.audit.copies(grant, -1)
         const n = this.nodes.get(to)
         if (n !== undefined) n.recvBytes += bytes.length

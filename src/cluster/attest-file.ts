@@ -4,6 +4,12 @@
  * restarted voter that forgot it could echo the dead incarnation again, and
  * the survivors have already credited what it held. Written atomically and
  * durably before any gossip that carries a new attestation leaves.
+ *
+ * A lost file must not pass for "attested nothing": a voter creates it
+ * (empty) before its first state file, and says so in every state file it
+ * writes (`attestKept`). A start whose state file says so and finds no file
+ * is refused (E_ATTEST_MISSING). State files written before this existed
+ * carry no mark: such a voter creates the file at its next start.
  */
 import { join } from 'node:path'
 import { ErrorCodes, QuotadError } from '../errors.js'
@@ -27,6 +33,24 @@ export async function readAttestations (dataDir: string, node: string, cluster: 
   const doc = parseJsonDoc(text, raw => check(raw, node, cluster), (path, what) =>
     new QuotadError(ErrorCodes.STATE_INVALID, `${file}: ${what}`, { file, path }))
   return new Map(doc.attested)
+}
+
+/**
+ * A voter's start: its attestations, and whether the file is missing (the
+ * driver then creates it, empty, before it writes its state file). Throws
+ * E_ATTEST_MISSING if the state file says the file was kept (`kept`).
+ */
+export async function openAttestations (dataDir: string, node: string, cluster: string, kept: boolean): Promise<{ attested: Map<string, number>, missing: boolean }> {
+  const file = join(dataDir, ATTEST_FILE)
+  const text = await readIfExists(dataDir, ATTEST_FILE, ErrorCodes.STATE_UNREADABLE)
+  if (text !== undefined) return { attested: await readAttestations(dataDir, node, cluster), missing: false }
+  if (kept) {
+    throw new QuotadError(ErrorCodes.ATTEST_MISSING,
+      `${file} is missing, but this seed kept it (its state file says so): it may have attested members dead that it ` +
+      'must never echo again. Restore the file from a backup, or see "Never delete quotad-attest.json" in docs/operations.md',
+      { file })
+  }
+  return { attested: new Map(), missing: true }
 }
 
 export async function writeAttestations (dataDir: string, node: string, cluster: string, attested: ReadonlyMap<string, number>): Promise<void> {

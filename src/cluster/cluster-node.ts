@@ -24,7 +24,7 @@ import type { ClusterCore, Outbound } from './cluster-core.js'
 import { clusterStatus } from './cluster-status.js'
 import { readState, STATE_FILE, writeState, type StartKind } from './durable-state.js'
 import { startCore, type Restored } from './persist.js'
-import { readAttestations } from './attest-file.js'
+import { openAttestations, readAttestations, writeAttestations } from './attest-file.js'
 import { NodeDisk, readJournal } from './node-disk.js'
 import { checkOwner } from './state-schema.js'
 import { clusterHash } from './cluster-hash.js'
@@ -58,6 +58,8 @@ export class ClusterNode {
   private readonly bounds: MessageBounds
   /** The journal and the attestations on disk (node-disk.ts). */
   private readonly disk: NodeDisk
+  /** A voter found no attestations file (a first start, or a state file from before `attestKept`): start() creates it. */
+  private attestMissing = false
 
   private constructor (opts: ClusterNodeOptions, core: ClusterCore, restored: Restored) {
     this.opts = opts
@@ -94,9 +96,16 @@ export class ClusterNode {
       wallMs: clock.now(),
       monoMs: clock.mono()
     }, config.rules, saved, clock.mono(), journal)
-    // A voter's attestations outlive it: it must never echo again what it attested (reclaim.ts).
-    for (const [n, inc] of await readAttestations(node.dataDir, node.name, config.cluster.name)) core.reclaim.attested.set(n, inc)
-    return new ClusterNode(opts, core, restored)
+    // A voter's attestations outlive it: it must never echo again what it attested (reclaim.ts). A lost file is
+    // refused, not taken for "none" (attest-file.ts); a voter's first start creates it, before its state file.
+    const voting = core.reclaim.voting
+    const { attested, missing } = voting
+      ? await openAttestations(node.dataDir, node.name, config.cluster.name, saved?.attestKept === true)
+      : { attested: await readAttestations(node.dataDir, node.name, config.cluster.name), missing: false }
+    for (const [n, inc] of attested) core.reclaim.attested.set(n, inc)
+    const created = new ClusterNode(opts, core, restored)
+    created.attestMissing = voting && missing
+    return created
   }
 
   async start (): Promise<void> {
@@ -104,6 +113,8 @@ export class ClusterNode {
     const r = this.restored
     if (r.dropped > 0) log.warn('saved keys of removed rules are dropped, as a reload would drop them', { keys: r.dropped })
     if (r.changed.length > 0) log.info('rules changed since the stop; keys carried over as by a reload', { rules: r.changed })
+    // The attestations file exists before a state file says it is kept (persist.ts `attestKept`).
+    if (this.attestMissing) await writeAttestations(node.dataDir, node.name, config.cluster.name, this.core.reclaim.attested)
     // Consume the saved state before serving: a crash from here on starts with nothing.
     await writeState(node.dataDir, this.core.save(this.opts.clock.mono(), 'running'))
     // This incarnation's journal starts with a checkpoint of what it has now, before it serves or gives anything.

@@ -58,6 +58,12 @@ export interface SavedState {
   epoch: string
   /** Epochs whose books this file carries (the writer's own and those it carried). */
   carries: string[]
+  /**
+   * A voter wrote it, and keeps `quotad-attest.json` beside it (created
+   * before its first state file): the next start refuses a missing one
+   * (E_ATTEST_MISSING) instead of forgetting what it attested.
+   */
+  attestKept?: true
   /** Wall-clock time of a clean stop. */
   stoppedAt?: number
   /** The rules the stopped node ran with (a clean stop only). */

@@ -40,6 +40,8 @@ export function saveState (core: ClusterCore, nowMs: number, status: 'running' |
     carries: [core.epoch, ...core.carries].slice(0, MAX_CARRIES),
     keys: []
   }
+  // The driver creates the attestations file before the first state file a voter writes (cluster-node.ts).
+  if (core.reclaim.voting) s.attestKept = true
   if (status === 'stopped') {
     s.stoppedAt = core.calendar.at(nowMs)
     s.rules = core.limiter.rules.map(r => r.config)

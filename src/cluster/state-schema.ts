@@ -131,6 +131,10 @@ function state (raw: unknown): SavedState {
     carries: o.version === 1 ? [] : arr(o.carries, 'carries', 64).map((e, i) => str(e, `carries[${i}]`, 64)),
     keys: arr(o.keys, 'keys', 10_000_000).map((k, i) => key(k, `keys[${i}]`))
   }
+  if (o.attestKept !== undefined) {
+    if (o.attestKept !== true) throw new Bad('attestKept', `must be true when present, got ${JSON.stringify(o.attestKept)}`)
+    s.attestKept = true
+  }
   if (o.stoppedAt !== undefined) s.stoppedAt = time(o.stoppedAt, 'stoppedAt')
   if (o.rules !== undefined) s.rules = arr(o.rules, 'rules', 10_000).map((r, i) => rule(r, `rules[${i}]`))
   if (o.transitions !== undefined) s.transitions = stamps(o.transitions, 'transitions')

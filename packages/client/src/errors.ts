@@ -67,6 +67,8 @@ export const ErrorCodes = {
   JOURNAL_UNWRITABLE: 'E_JOURNAL_UNWRITABLE',
   /** A quorum of seeds attests this incarnation dead: what it held is credited to its peers; quotad exits (status 3) to start again as a new incarnation. */
   RECLAIMED: 'E_RECLAIMED',
+  /** A seed's attestations file (`quotad-attest.json`) is missing while its state file says it was kept: it may have attested members it must never echo again, so the seed does not start. */
+  ATTEST_MISSING: 'E_ATTEST_MISSING',
   /** A seed's attestations file (`quotad-attest.json`) cannot be written: gossip waits until it can. */
   ATTEST_UNWRITABLE: 'E_ATTEST_UNWRITABLE',
   /** Another quotad process runs with this data directory. */

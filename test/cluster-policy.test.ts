@@ -100,6 +100,35 @@ test('hard mode: a cut-off node spends only what it holds while its lease lasts,
   t.is(spend(vc, 'a', 4), 4, 'an echo after the heal lifts the fence')
 })
 
+test('a seed\'s first start holds a start lease: cut off from the first moment, it spends its share at once and nothing after leaseMs; restarted, it waits for an echo', t => {
+  const day = [rule({ name: 'day', match: 'day', limit: 90, perMs: 86_400_000 })]
+  const vc = new VirtualCluster({ nodes: ['a', 'b', 'c'], rules: day, limits: limits(), seed: 11, startMs: T0 })
+  const a = vc.cores.get('a')
+  if (a === undefined) return t.fail()
+  const leaseMs = a.tuning.leaseMs
+  for (const x of ['b', 'c']) { vc.partition('a', x); vc.partition(x, 'a') }
+  vc.runUntil(T0 + 20, 10)
+  // No echo can have come (every link is cut): the start lease alone lets it spend its own share.
+  t.false(a.fenced(vc.now))
+  let admitted = 0
+  for (let i = 0; i < 40; i++) if (a.acquire('day', 1, vc.now).allowed) admitted++
+  t.is(admitted, 30)
+  vc.runUntil(T0 + leaseMs + 50, 10)
+  t.true(a.fenced(vc.now), 'the start lease lapses leaseMs after the start')
+  // A restart carries the stopped incarnation's books: no start lease, fenced until a quorum echoes it.
+  vc.heal()
+  vc.runUntil(vc.now + 1000, 10)
+  vc.stop('a')
+  vc.runUntil(vc.now + 3000, 10)
+  for (const x of ['b', 'c']) { vc.partition('a', x); vc.partition(x, 'a') }
+  vc.start('a')
+  vc.runUntil(vc.now + 20, 10)
+  const again = vc.cores.get('a')
+  t.true(again !== undefined && again !== a && again.carries.length > 0)
+  t.true(again?.fenced(vc.now))
+  t.is(vc.audit.account('day').error, 0)
+})
+
 test('leases off: hard mode ignores isolation, a cut-off node spends what it holds however long (the behaviour before leases)', t => {
   const vc = new VirtualCluster({ nodes: ['a', 'b', 'c'], rules: [rule({ name: 'mail', match: 'mail', limit: 30, perMs: 60_000 })], limits: limits(), seed: 1, startMs: T0, tuning: { leases: false } })
   isolateA(vc)

@@ -30,6 +30,22 @@ test('a node starts without a lease and gets one from a quorum of echoes', t => 
   t.false(l.valid(1000 + LEASE + 1))
 })
 
+test('a start lease (a seed\'s first start) holds until graceUntil without echoes, and echoes extend it past that', t => {
+  const l = new Lease({ me: 'b', quorum: new Quorum(['a', 'b', 'c']), leaseMs: LEASE, enabled: true, graceUntil: 1000 + LEASE })
+  t.true(l.valid(1000))
+  t.true(l.valid(1000 + LEASE))
+  t.false(l.valid(1000 + LEASE + 1), 'with no echo it lapses at graceUntil')
+  t.is(l.validUntil, 1000 + LEASE)
+  // An echo of a gossip sent before the grace ends changes nothing; a later one extends it.
+  l.sent(1, 1500)
+  l.echoed('a', 1)
+  t.is(l.validUntil, 1500 + LEASE)
+  const early = new Lease({ me: 'b', quorum: new Quorum(['a', 'b', 'c']), leaseMs: LEASE, enabled: true, graceUntil: 5000 })
+  early.sent(1, 100)
+  early.echoed('c', 1)
+  t.is(early.validUntil, 5000, 'an echo never shortens the start lease')
+})
+
 test('the quorum is made by the newest echoes; an old echo does not shorten it', t => {
   const l = lease('m', ['a', 'b', 'c'])
   for (let s = 1; s <= 5; s++) l.sent(s, s * 100)

@@ -151,7 +151,8 @@ export class ClusterCore {
     // A member gives only what it holds of the asker's tokens (reclaim.ts): ask it only when it owes us some.
     this.view.mayAsk = (p, key) => this.reclaim.mayAsk(p, key)
     this.stopper = new StopMachine(this.tuning)
-    this.fence = new Fence(this.node, this.seeds, this.tuning, opts.monoMs)
+    // A seed's first start (it allocates and carries nothing) holds a start lease (lease.ts).
+    this.fence = new Fence(this.node, this.seeds, this.tuning, opts.monoMs, opts.allocate && this.carries.length === 0 && this.seeds.includes(this.node))
     this.reclaim = new Reclaim(this, opts.monoMs)
     this.caution = { node: this.node, seeds: this.seeds, peers: this.peers, transitions: this.transitions, refreshMs: this.tuning.gossipIntervalMs / 2, now: 0, fenced: true }
     this.limiter = new Limiter({

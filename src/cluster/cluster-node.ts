@@ -64,6 +64,7 @@ export class ClusterNode {
   private constructor (opts: ClusterNodeOptions, core: ClusterCore, restored: Restored) {
     this.opts = opts
     this.core = core
+    this.loggedFenced = core.fence.fenced
     this.startKind = restored.kind
     this.restored = restored
     this.bounds = { ...DEFAULT_BOUNDS, maxKeyBytes: opts.config.limits.maxKeyBytes, maxMembers: opts.config.limits.maxMembers }
@@ -179,8 +180,8 @@ export class ClusterNode {
     if (this.transport !== null) void this.disk.persistJournal()
   }
 
-  /** The fence as last logged: a node starts fenced until its first quorum echo (lease.ts). */
-  private loggedFenced = true
+  /** The fence as last logged: as at the start (fenced until its first quorum echo, unless a seed's start lease, lease.ts). */
+  private loggedFenced: boolean
   private logFence (mono: number): void {
     const f = this.core.fence
     if (f.fenced === this.loggedFenced) return

@@ -38,9 +38,11 @@ export class Fence {
   /** Times it was fenced since start (the first, at start, included). */
   count = 0
 
-  constructor (node: string, seeds: readonly string[], tuning: ClusterTuning, startMs: number) {
+  /** `startLease`: a seed's first start, which holds a lease for leaseMs from `startMs` (lease.ts). */
+  constructor (node: string, seeds: readonly string[], tuning: ClusterTuning, startMs: number, startLease = false) {
     this.quorum = new Quorum(seeds)
-    this.lease = new Lease({ me: node, quorum: this.quorum, leaseMs: tuning.leaseMs, enabled: tuning.leases })
+    const graceUntil = startLease ? startMs + tuning.leaseMs : -Infinity
+    this.lease = new Lease({ me: node, quorum: this.quorum, leaseMs: tuning.leaseMs, enabled: tuning.leases, graceUntil })
     this.echoes = this.quorum.isVoter(node) ? new EchoSchedule(tuning.leaseMs, tuning.gossipIntervalMs) : null
     this.fenced = !this.lease.valid(startMs)
     this.since = this.fenced ? startMs : null

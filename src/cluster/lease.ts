@@ -24,7 +24,15 @@
  *
  * A node starts without a lease, fenced until its first quorum echo (about
  * one gossip round trip); a node that is the whole quorum (a single seed)
- * always holds one.
+ * always holds one. Except a seed's first start (it allocates and carries
+ * nothing): it holds a start lease for leaseMs from its start (`graceUntil`),
+ * so the cluster's first window is not lost to the first round trip. Safe
+ * for the same reason an echo is: a voter attests an incarnation only after
+ * reclaimMs of silence since it last heard it, so never before the node's
+ * start plus reclaimMs > leaseMs + maxClockSkewMs; and an incarnation that
+ * carries nothing has no earlier books that a quorum could have attested
+ * (a restart carries its predecessor's, and must hear a quorum first:
+ * reclaim.ts drops carried books an echoing voter attests).
  */
 import type { Quorum } from './quorum.js'
 
@@ -43,6 +51,8 @@ export interface LeaseOptions {
   leaseMs: number
   /** Leases off: never fenced (the behaviour before leases). */
   enabled: boolean
+  /** A start lease: held until this monotonic time whatever the echoes (see the header). @default -Infinity */
+  graceUntil?: number
 }
 
 export class Lease {
@@ -64,12 +74,15 @@ export class Lease {
   private readonly order: Array<[voter: string, at: number, weight: number]> = []
   /** The lease holds while nowMs <= until. */
   private until: number
+  /** The start lease's end (-Infinity: none). */
+  private readonly grace: number
 
   constructor (o: LeaseOptions) {
     this.me = o.me
     this.quorum = o.quorum
     this.leaseMs = o.leaseMs
     this.enabled = o.enabled
+    this.grace = o.graceUntil ?? -Infinity
     if (this.quorum.isVoter(this.me)) this.order.push([this.me, Infinity, this.quorum.weight(this.me)])
     this.until = this.compute()
   }
@@ -144,9 +157,9 @@ export class Lease {
     const half = this.quorum.total / 2
     for (let k = 0; k < o.length; k++) {
       w += o[k][2]
-      if (w > half) return o[k][1] + this.leaseMs
+      if (w > half) return Math.max(o[k][1] + this.leaseMs, this.grace)
     }
-    return -Infinity
+    return this.grace
   }
 }
 

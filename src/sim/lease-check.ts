@@ -5,7 +5,9 @@
  * a lease at a moment: a quorum of voters (the seeds; with an even count
  * the first in name order weighs 1.5) had each sent it, in a gossip it
  * received, an echo `[node, inc, seq]` of one of its own gossips sent no
- * more than leaseMs before that moment. A voter counts itself.
+ * more than leaseMs before that moment. A voter counts itself. Or it is a
+ * seed's first start (it allocates and carries no earlier epoch), within
+ * leaseMs of its start: that incarnation starts with a lease.
  *
  * Written apart from src/cluster/lease.ts and quorum.ts on purpose: the
  * check is that no `hard` admission happens at a time the node had no
@@ -27,6 +29,8 @@ export class LeaseWitness {
   private readonly sends = new Map<string, number>()
   /** Receiving incarnation -> voter -> newest send time of its own gossip a received echo named. */
   private readonly echoes = new WeakMap<ClusterCore, Map<string, number>>()
+  /** A seed's first start -> its true start time. */
+  private readonly firstStarts = new WeakMap<ClusterCore, number>()
 
   constructor (seeds: readonly string[], leaseMs: number) {
     this.voters = [...new Set(seeds)].sort()
@@ -34,6 +38,11 @@ export class LeaseWitness {
     const even = this.voters.length % 2 === 0
     this.weights = new Map(this.voters.map((v, i) => [v, even && i === 0 ? 1.5 : 1]))
     this.total = [...this.weights.values()].reduce((a, b) => a + b, 0)
+  }
+
+  /** `core` started at true time `at`. */
+  started (core: ClusterCore, at: number): void {
+    if (this.weights.has(core.node) && core.limiter.allocate && core.carries.length === 0) this.firstStarts.set(core, at)
   }
 
   /** `core` published gossip `g` at true time `at`. */
@@ -56,6 +65,8 @@ export class LeaseWitness {
 
   /** Whether `core` held a lease at true time `at`. */
   holds (core: ClusterCore, at: number): boolean {
+    const start = this.firstStarts.get(core)
+    if (start !== undefined && at <= start + this.leaseMs + SLACK_MS) return true
     const m = this.echoes.get(core)
     let w = 0
     for (const v of this.voters) {

@@ -166,6 +166,7 @@ export class VirtualCluster {
     this.incarnations.push(core)
     this.audit.born(core)
     this.positions.born(core)
+    this.leases?.started(core, this.now)
     const tickMs = core.tuning.tickMs
     const tick = (): void => {
       if (n.core !== core) return

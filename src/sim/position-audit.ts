@@ -166,12 +166,25 @@ export class PositionAudit {
     return false
   }
 
-  /** Whether either end of a grant settled the other's account (reclaim.ts). */
+  /**
+   * Whether either end of a grant settled the other's account (reclaim.ts):
+   * any incarnation of an end's account counts, since a restart that carries
+   * the epoch (a journal recovery) settles with the crashed one's positions.
+   */
   private settledPair (giverEpoch: string, toEpoch: string): boolean {
     const g = this.byEpoch.get(giverEpoch)
     const r = this.byEpoch.get(toEpoch)
     if (g === undefined || r === undefined) return false
-    return r.reclaim.isSettled(g.node, g.incarnation) || g.reclaim.isSettled(r.node, r.incarnation)
+    return this.accountSettled(toEpoch, g) || this.accountSettled(giverEpoch, r)
+  }
+
+  /** Whether an incarnation of the account of `epoch` settled `dead`. */
+  private accountSettled (epoch: string, dead: ClusterCore): boolean {
+    const root = this.rootOf.get(epoch) ?? epoch
+    for (const e of this.epochsOf.get(root) ?? [epoch]) {
+      if (this.byEpoch.get(e)?.reclaim.isSettled(dead.node, dead.incarnation) === true) return true
+    }
+    return false
   }
 
   /** Every (live account, key) whose positions elsewhere disagree with its books. */

@@ -33,7 +33,7 @@ test('replay: a bad line before the last, another node\'s or cluster\'s journal,
     [`${JSON.stringify(cp({ node: 'b' }))}\n`, /node: belongs to node "b"/],
     [`${JSON.stringify(cp({ cluster: 'x' }))}\n`, /cluster: belongs to cluster "x"/],
     [`${JSON.stringify({ ...cp(), inc: 0 })}\n`, /inc: must be a positive integer/],
-    [`${JSON.stringify(cp())}\n[["k","2"]]\n`, /line 2: holds an entry that is neither \[key, number\]/],
+    [`${JSON.stringify(cp())}\n[["k","2"]]\n`, /line 2: holds an entry that is not \[key, number\]/],
     ['', /line 1: the file is empty/],
     ['{"v":1\n', /line 1: is not JSON/]
   ]

@@ -40,8 +40,11 @@ import { rebalance } from './rebalance.js'
 import { Reclaim } from './reclaim.js'
 import { BooksJournal } from './journal.js'
 import { Recovery } from './recovery.js'
-import { forgetDeparted, onGossip, onGrant, onReply, onRequestFailed, onWant } from './intake.js'
+import { forgetDeparted, journalAck, onGossip, onGrant, onJournalWrite, onReply, onRequestFailed, onWant } from './intake.js'
 import { defaultTuning, type ClusterTuning } from './tuning.js'
+import { JournalReplication } from './replication.js'
+import { ReplicaStore, type ReplicaChange } from './replica-store.js'
+import type { Jack, Jrep } from './replica-messages.js'
 
 export interface ClusterCoreOptions {
   node: string
@@ -66,6 +69,8 @@ export interface ClusterCoreOptions {
   /** This start recovers a crashed predecessor's books (journal.ts): shares and restored tokens wait for the horizon (recovery.ts). */
   recovered?: boolean
   tuning?: Partial<ClusterTuning>
+  /** A seed's copies of the other seeds' journals, from its disk, by writer (replica-store.ts). @default none */
+  replicas?: ReadonlyMap<string, string>
   /** Wall and monotonic time at construction: where the calendar starts. */
   wallMs: number
   monoMs: number
@@ -74,6 +79,7 @@ export interface ClusterCoreOptions {
 export type Outbound =
   | { kind: 'gossip', msg: Gossip }
   | { kind: 'request', to: string, msg: Want | Grant }
+  | { kind: 'replicate', to: string, msg: Jrep }
 
 export class ClusterCore {
   readonly node: string
@@ -97,6 +103,10 @@ export class ClusterCore {
   readonly seeds: string[]
   /** Changes of this node's books, made durable by the driver before any grant leaves (journal.ts). */
   readonly journal = new BooksJournal()
+  /** A seed with a share: its journal, made durable at a quorum of seeds before a grant leaves (replication.ts). */
+  readonly replication: JournalReplication
+  /** A seed: its copies of the other seeds' journals (replica-store.ts). */
+  readonly replicas: ReplicaStore | null
   /** Set when this start recovered a crashed predecessor's books (recovery.ts). */
   readonly recovery: Recovery | null
   /** Keys with something to do on ticks (rate decay, wants, deferred, burns, debt, gossip). */
@@ -154,6 +164,8 @@ export class ClusterCore {
     // A seed's first start (it allocates and carries nothing) holds a start lease (lease.ts).
     this.fence = new Fence(this.node, this.seeds, this.tuning, opts.monoMs, opts.allocate && this.carries.length === 0 && this.seeds.includes(this.node))
     this.reclaim = new Reclaim(this, opts.monoMs)
+    this.replication = JournalReplication.forNode(this.node, this.epoch, this.incarnation, this.seeds, opts.allocate, this.fence.quorum, this.tuning)
+    this.replicas = this.seeds.includes(this.node) ? new ReplicaStore(opts.replicas) : null
     this.caution = { node: this.node, seeds: this.seeds, peers: this.peers, transitions: this.transitions, refreshMs: this.tuning.gossipIntervalMs / 2, now: 0, fenced: true }
     this.limiter = new Limiter({
       node: opts.node,
@@ -299,6 +311,8 @@ export class ClusterCore {
       }
     }
     for (const g of this.ledger.due(nowMs, this.tuning.retransmitMs, to => this.receiverAlive(to, nowMs))) this.request(out, g.to, g)
+    this.replication.expire(nowMs)
+    for (const r of this.replication.outbound(nowMs, true)) out.push({ kind: 'replicate', to: r.to, msg: r.msg })
     const g = this.gossip.due(nowMs)
     if (g !== null) out.push({ kind: 'gossip', msg: g })
     if (nowMs - this.lastHousekeeping >= this.tuning.gossipIntervalMs) {
@@ -307,7 +321,7 @@ export class ClusterCore {
       forgetDeparted(this, nowMs)
       this.reclaim.update(nowMs)
     }
-    if (!running) this.stopStep(nowMs, out)
+    if (!running) this.stopper.step(this, nowMs, out)
     return out
   }
 
@@ -349,6 +363,11 @@ export class ClusterCore {
   /** A request got no reply (intake.ts). */
   onRequestFailed (req: Want | Grant, nowMs: number): void { onRequestFailed(this, req, nowMs) }
 
+  /** A jrep from peer id `from` (intake.ts): what it changes in this seed's copies, or null if refused. */
+  onJournalWrite (m: Jrep, from: string): { change: ReplicaChange | null } | null { return onJournalWrite(this, m, from) }
+  /** The answer to a jrep, once its change (if any) is on disk. */
+  journalAck (writer: string): Jack { return journalAck(this, writer) }
+
   /** A peer sent something malformed: counted, dropped. */
   onBadMessage (): void {
     this.counters.badMessages++
@@ -360,27 +379,6 @@ export class ClusterCore {
   beginStop (nowMs: number): Outbound[] {
     if (!this.stopper.begin(nowMs)) return []
     return [{ kind: 'gossip', msg: this.gossip.now(nowMs) }]
-  }
-
-  private stopStep (nowMs: number, out: Outbound[]): void {
-    if (this.phase === 'draining' && this.stopper.drained(nowMs, this.inflight)) {
-      // Peers check a pushed grant against what the giver last said it holds: say it first, hand off a tick later.
-      out.push({ kind: 'gossip', msg: this.gossip.now(nowMs) })
-      this.stopper.phase = 'announced'
-      return
-    }
-    if (this.phase === 'announced') {
-      // Fenced, it may not give: its tokens stay in the snapshot, as they would with no peer to take them.
-      if (!this.fenced(nowMs)) this.transfers.handoff(nowMs, out)
-      else this.counters.handoffsFenced++
-      this.stopper.startSettling(nowMs)
-    }
-    if (this.phase === 'settling' && this.stopper.settled(nowMs, this.ledger.unackedTotal())) {
-      // The last word peers hear: what this node no longer holds. Then the snapshot, in the same step.
-      out.push({ kind: 'gossip', msg: this.gossip.now(nowMs) })
-      this.snapshot = this.save(nowMs, 'stopped')
-      this.stopper.phase = 'stopped'
-    }
   }
 
   /** The state file's content as of now (persist.ts). */

@@ -26,6 +26,8 @@ import { readState, STATE_FILE, writeState, type StartKind } from './durable-sta
 import { startCore, type Restored } from './persist.js'
 import { openAttestations, readAttestations, writeAttestations } from './attest-file.js'
 import { NodeDisk, readJournal } from './node-disk.js'
+import { readReplicas } from './replica-file.js'
+import { sendReplica, sendReplicas } from './replica-link.js'
 import { checkOwner } from './state-schema.js'
 import { clusterHash } from './cluster-hash.js'
 import { DEFAULT_BOUNDS, gossipTopic, parseMessage, type Grant, type MessageBounds, type Want } from './messages.js'
@@ -69,6 +71,7 @@ export class ClusterNode {
     this.restored = restored
     this.bounds = { ...DEFAULT_BOUNDS, maxKeyBytes: opts.config.limits.maxKeyBytes, maxMembers: opts.config.limits.maxMembers }
     this.disk = new NodeDisk(core, opts.node.dataDir, opts.config.cluster.name, opts.log, opts.clock)
+    this.disk.onWaiting = () => { if (this.transport !== null) sendReplicas(this.core, this.transport, this.bounds, opts.clock, opts.log, true) }
   }
 
   /** Read the durable state and build the state machine (nothing runs, nothing is written yet). */
@@ -77,12 +80,16 @@ export class ClusterNode {
     const saved = await readState(node.dataDir)
     if (saved !== undefined) checkOwner(saved, join(node.dataDir, STATE_FILE), node.name, config.cluster.name)
     const journal = saved?.status === 'running' ? await readJournal(node.dataDir, node.name, config.cluster.name, opts.log) : undefined
+    const seeds = config.nodes.filter(n => n.seed).map(n => n.name)
+    // A seed keeps copies of the other seeds' journals (replica-store.ts): what a heir would read.
+    const replicas = seeds.includes(node.name) ? await readReplicas(node.dataDir, seeds.filter(s => s !== node.name)) : undefined
     const { core, restored } = startCore({
       node: node.name,
       epoch: randomBytes(8).toString('hex'),
       cluster: config.cluster.name,
       clusterHash: clusterHash(config),
-      seeds: config.nodes.filter(n => n.seed).map(n => n.name),
+      seeds,
+      replicas,
       listed: new Map(config.nodes.map(n => [n.name, n.peerId])),
       maxMembers: config.limits.maxMembers,
       limits: config.limits,
@@ -211,6 +218,9 @@ export class ClusterNode {
         // An attestation is on disk before any gossip carries it.
         if (this.disk.attestationsWritten) this.publish(t, o.msg)
         else void this.disk.persistAttestations().then(ok => { if (ok) this.publish(t, o.msg) })
+      } else if (o.kind === 'replicate') {
+        if (t === null) this.core.replication.onFailed(o.to, this.opts.clock.mono())
+        else void sendReplica(this.core, t, o.to, o.msg, this.bounds, this.opts.clock, this.opts.log)
       } else if (t === null) {
         this.core.onRequestFailed(o.msg, this.opts.clock.mono())
       } else if (o.msg.t === 'grant') {
@@ -220,9 +230,9 @@ export class ClusterNode {
       }
     }
     if (grants === null || t === null) return
-    // A grant leaves only once its give is on disk (journal.ts).
+    // A grant leaves only once its give is on disk (journal.ts), and at a quorum of seeds for a seed with a share (replication.ts).
     const ready = grants
-    void this.disk.persistJournal().then(ok => {
+    void this.disk.persistForGrant(ready.flatMap(g => g.msg.items.map(i => i[0]))).then(ok => {
       for (const g of ready) {
         if (ok) void this.request(t, g.to, g.msg)
         else this.core.onRequestFailed(g.msg, this.opts.clock.mono())
@@ -321,9 +331,14 @@ export class ClusterNode {
     }
     if (m.t === 'want') {
       const reply = this.core.onWant(m, from, now)
-      // The grant leaves only once its give is on disk; if it can't be written, the asker gets no answer (the ledger resends it later).
-      if (reply.t === 'grant' && !await this.disk.persistJournal()) throw new QuotadError(ErrorCodes.JOURNAL_UNWRITABLE, 'the journal cannot be written')
+      // The grant leaves only once its give is durable; if it can't be, the asker gets no answer (the ledger resends it later).
+      if (reply.t === 'grant' && !await this.disk.persistForGrant(reply.items.map(i => i[0]))) throw new QuotadError(ErrorCodes.JOURNAL_UNWRITABLE, 'the journal cannot be made durable')
       return packr.pack(reply)
+    }
+    if (m.t === 'jrep') {
+      const ack = await this.disk.storeReplica(m.node, () => this.core.onJournalWrite(m, from))
+      if (ack === null) { this.core.onBadMessage(); throw new Error(`jrep from ${m.node} refused`) }
+      return packr.pack(ack)
     }
     if (m.t === 'grant') {
       const ack = this.core.onGrant(m, from, now)

@@ -87,6 +87,9 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
       // Attestations and settlements of dead accounts without a share (reclaim.ts).
       reclaim: core.reclaim.status(),
       allocate: core.limiter.allocate,
+      // A seed with a share: its journal's copies at the other seeds (replication.ts); a seed: the copies it keeps (replica-store.ts).
+      replication: core.replication.status(),
+      replicas: core.replicas?.status() ?? null,
       // A restart after a crash that recovered its predecessor's books from the journal (journal.ts, recovery.ts).
       recovery: core.recovery === null ? null : { restoredTokens: core.recovery.restoredTokens, deferredShares: core.recovery.deferredShares, startedAt: new Date(core.recovery.calStartMs).toISOString() },
       strandedInLedger: core.ledger.stranded,

@@ -21,7 +21,9 @@
 import type { ClusterCore } from './cluster-core.js'
 import { ext } from './key-ext.js'
 import type { HeardEntry } from './lease.js'
-import type { Ack, Gossip, Grant, None, Want } from './messages.js'
+import { CLUSTER_VERSION, type Ack, type Gossip, type Grant, type None, type Want } from './messages.js'
+import type { Jack, Jrep } from './replica-messages.js'
+import type { ReplicaChange } from './replica-store.js'
 import type { Peer } from './peers.js'
 import type { Verdict } from './membership.js'
 
@@ -128,4 +130,20 @@ export function onRequestFailed (c: ClusterCore, req: Want | Grant, _nowMs: numb
 
 function settled (c: ClusterCore): void {
   if (c.inflight > 0) c.inflight--
+}
+
+/**
+ * A jrep from peer id `from` (replica-store.ts): taken only by a seed, only
+ * from another seed bound to `from`. The driver writes the change, then
+ * commits it and answers with `journalAck`. Null: refused (the driver
+ * answers nothing and counts a bad message).
+ */
+export function onJournalWrite (c: ClusterCore, m: Jrep, from: string): { change: ReplicaChange | null } | null {
+  if (c.replicas === null || m.node === c.node || !c.seeds.includes(m.node) || c.membership.check(m.node, from) !== 'ok') return null
+  return { change: c.replicas.accept(m) }
+}
+
+export function journalAck (c: ClusterCore, writer: string): Jack {
+  if (c.replicas === null) throw new Error('not a seed: it keeps no journal copies')
+  return c.replicas.ack(writer, c.node, c.epoch, CLUSTER_VERSION)
 }

@@ -32,7 +32,10 @@
  *     [[key, delta], ..]
  *
  * The first line is the checkpoint (written atomically, replacing the file);
- * each following line is one batch of deltas.
+ * each following line is one batch of deltas. A seed that copies its
+ * journal to the other seeds (replication.ts) also writes, for a heir only,
+ * `["gave", key, n]` and `["ceil", key, ceiling]` entries, and `gen` and
+ * `reserved` in its checkpoints; a recovery ignores them.
  */
 import type { RuleConfig } from '../config/types.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
@@ -49,6 +52,8 @@ export interface JournalCheckpoint {
   cluster: string
   /** The incarnation writing the journal (the running state file's). */
   inc: number
+  /** Its generation: checkpoints written by this incarnation so far, this one included (replication.ts). */
+  gen?: number
   epoch: string
   /** Epochs whose books this incarnation carries. */
   carries: string[]
@@ -56,6 +61,11 @@ export interface JournalCheckpoint {
   rules: RuleConfig[]
   /** Keys whose books differ from their initial share under `rules`. */
   keys: Array<[key: string, books: number]>
+  /**
+   * Gives still allowed under the reservations copied to the seeds, per key
+   * (replication.ts): a heir credits the books less these. Non-zero only.
+   */
+  reserved?: Array<[key: string, remaining: number]>
   /** What this node holds of each peer account's tokens, per key (non-zero only). */
   peers?: Array<[node: string, epoch: string, key: string, tokens: number]>
   /** Rule versions still being changed from, and burns others owed (as a clean stop saves them: caution.ts). */
@@ -80,6 +90,8 @@ export class BooksJournal {
   private pending = new Map<string, number>()
   /** `${node}\0${epoch}\0${key}` -> change of what this node holds of that account's tokens. */
   private pendingPeers = new Map<string, number>()
+  /** Replication's entries (replication.ts): ['gave', key, n] and ['ceil', key, ceiling]. */
+  private pendingCopy = new Map<string, number>()
   private syncNeeded = false
   private batches = 0
   /** The next take() writes a checkpoint (at start and after a rule change). */
@@ -104,6 +116,17 @@ export class BooksJournal {
     if (sync) this.syncNeeded = true
   }
 
+  /**
+   * An entry only a heir reads (replication.ts): `gave` adds n to the key's
+   * tokens given since the checkpoint, `ceil` raises its reservation. A
+   * recovery from this journal ignores both: the books deltas say it all.
+   */
+  note (kind: 'gave' | 'ceil', key: string, n: number): void {
+    if (!this.enabled) return
+    const id = `${kind}\u0000${key}`
+    this.pendingCopy.set(id, kind === 'gave' ? (this.pendingCopy.get(id) ?? 0) + n : n)
+  }
+
   /** Whether a give is waiting to be made durable. */
   get mustSync (): boolean {
     return this.syncNeeded
@@ -122,19 +145,25 @@ export class BooksJournal {
       this.batches = 0
       this.pending.clear()
       this.pendingPeers.clear()
+      this.pendingCopy.clear()
       this.syncNeeded = false
       return { checkpoint: JSON.stringify(checkpoint()), batch: null, sync }
     }
-    if (this.pending.size === 0 && this.pendingPeers.size === 0) return null
-    const entries: Array<[string, number] | [string, string, string, number]> = [...this.pending]
+    if (this.pending.size === 0 && this.pendingPeers.size === 0 && this.pendingCopy.size === 0) return null
+    const entries: Array<[string, number] | [string, string, number] | [string, string, string, number]> = [...this.pending]
     for (const [id, n] of this.pendingPeers) {
       const [node, epoch, key] = id.split('\u0000')
       entries.push([node, epoch, key, n])
+    }
+    for (const [id, n] of this.pendingCopy) {
+      const [kind, key] = id.split('\u0000')
+      entries.push([kind, key, n])
     }
     const batch = JSON.stringify(entries)
     const sync = this.syncNeeded
     this.pending.clear()
     this.pendingPeers.clear()
+    this.pendingCopy.clear()
     this.syncNeeded = false
     this.batches++
     return { checkpoint: null, batch, sync }
@@ -153,6 +182,8 @@ export interface Replayed {
   books: Map<string, { base: number | undefined, delta: number }>
   /** What the crashed node held of each peer account's tokens: node -> epoch -> key -> tokens. */
   peers: Map<string, Map<string, Map<string, number>>>
+  /** Per key: the reservation copied to the seeds and what was given under it since the checkpoint (replication.ts). */
+  reserved: Map<string, { ceiling: number, given: number }>
   /** A torn last line was ignored. */
   torn: boolean
 }
@@ -188,6 +219,8 @@ export function replayJournal (text: string, where: string, node: string, cluste
     if (byKey === undefined) byEpoch.set(epoch, byKey = new Map())
     byKey.set(key, (byKey.get(key) ?? 0) + n)
   }
+  const reserved = new Map<string, { ceiling: number, given: number }>()
+  for (const [k, n] of checkpoint.reserved ?? []) reserved.set(k, { ceiling: n, given: 0 })
   for (const [k, n] of checkpoint.keys) books.set(k, { base: n, delta: 0 })
   for (const [node, epoch, k, n] of checkpoint.peers ?? []) addPeer(node, epoch, k, n)
   for (let i = 1; i < parsed.length; i++) {
@@ -195,13 +228,20 @@ export function replayJournal (text: string, where: string, node: string, cluste
     if (!Array.isArray(batch)) bad(where, `line ${i + 1}`, 'is not a batch of deltas')
     for (const r of batch) {
       if (isPeerEntry(r)) { addPeer(r[0], r[1], r[2], r[3]); continue }
-      if (!isEntry(r)) bad(where, `line ${i + 1}`, 'holds an entry that is neither [key, number] nor [node, epoch, key, number]')
+      if (isCopyEntry(r)) {
+        const e = reserved.get(r[1]) ?? { ceiling: 0, given: 0 }
+        if (r[0] === 'gave') e.given += r[2]
+        else e.ceiling = r[2]
+        reserved.set(r[1], e)
+        continue
+      }
+      if (!isEntry(r)) bad(where, `line ${i + 1}`, 'holds an entry that is not [key, number], [node, epoch, key, number] or [gave|ceil, key, number]')
       const e = books.get(r[0])
       if (e === undefined) books.set(r[0], { base: undefined, delta: r[1] })
       else e.delta += r[1]
     }
   }
-  return { checkpoint, books, peers, torn }
+  return { checkpoint, books, peers, reserved, torn }
 }
 
 function checkCheckpoint (v: unknown, where: string): JournalCheckpoint {
@@ -215,11 +255,17 @@ function checkCheckpoint (v: unknown, where: string): JournalCheckpoint {
   if (!Array.isArray(o.rules)) bad(where, 'rules', 'must be a list of rules')
   if (!Array.isArray(o.keys) || !o.keys.every(isEntry)) bad(where, 'keys', 'must be a list of [key, number]')
   if (o.peers !== undefined && (!Array.isArray(o.peers) || !o.peers.every(isPeerEntry))) bad(where, 'peers', 'must be a list of [node, epoch, key, number]')
+  if (o.reserved !== undefined && (!Array.isArray(o.reserved) || !o.reserved.every(isEntry))) bad(where, 'reserved', 'must be a list of [key, number]')
+  if (o.gen !== undefined && !Number.isSafeInteger(o.gen)) bad(where, 'gen', 'must be a whole number')
   return o as unknown as JournalCheckpoint
 }
 
 function isEntry (r: unknown): r is [string, number] {
   return Array.isArray(r) && r.length === 2 && typeof r[0] === 'string' && typeof r[1] === 'number' && Number.isFinite(r[1])
+}
+
+function isCopyEntry (r: unknown): r is ['gave' | 'ceil', string, number] {
+  return Array.isArray(r) && r.length === 3 && (r[0] === 'gave' || r[0] === 'ceil') && typeof r[1] === 'string' && typeof r[2] === 'number' && Number.isFinite(r[2])
 }
 
 function isPeerEntry (r: unknown): r is [string, string, string, number] {

@@ -28,6 +28,8 @@
  * phase has a deadline, so a stop always finishes.
  */
 
+import type { ClusterCore, Outbound } from './cluster-core.js'
+
 export type Phase = 'running' | 'draining' | 'announced' | 'settling' | 'stopped'
 
 export interface StopTimes {
@@ -74,5 +76,27 @@ export class StopMachine {
 
   get since (): number {
     return this.drainFrom
+  }
+
+  /** One tick of a stop in progress: the phases after draining began (the core's tick calls it). */
+  step (core: ClusterCore, nowMs: number, out: Outbound[]): void {
+    if (this.phase === 'draining' && this.drained(nowMs, core.inflight)) {
+      // Peers check a pushed grant against what the giver last said it holds: say it first, hand off a tick later.
+      out.push({ kind: 'gossip', msg: core.gossip.now(nowMs) })
+      this.phase = 'announced'
+      return
+    }
+    if (this.phase === 'announced') {
+      // Fenced, it may not give: its tokens stay in the snapshot, as they would with no peer to take them.
+      if (!core.fenced(nowMs)) core.transfers.handoff(nowMs, out)
+      else core.counters.handoffsFenced++
+      this.startSettling(nowMs)
+    }
+    if (this.phase === 'settling' && this.settled(nowMs, core.ledger.unackedTotal())) {
+      // The last word peers hear: what this node no longer holds. Then the snapshot, in the same step.
+      out.push({ kind: 'gossip', msg: core.gossip.now(nowMs) })
+      core.snapshot = core.save(nowMs, 'stopped')
+      this.phase = 'stopped'
+    }
   }
 }

@@ -18,15 +18,16 @@
  */
 import { ErrorCodes, QuotadError } from '../errors.js'
 import type { HeardEntry } from './lease.js'
+import { parseJack, parseJrep, type Jack, type Jrep } from './replica-messages.js'
 
 /**
  * The cluster protocol version. 3: want, grant, ack and none carry their
  * sender's `inc` (new-epoch evidence, intake.ts), and a gossip key line has
  * 8 fields (deferred and inTransitOut, for the shortfall). Nodes of another
  * version share no gossip topic (`gossipTopic`) and refuse each other's
- * requests.
+ * requests. 4: jrep and jack, the seeds' journal copies (replica-messages.ts).
  */
-export const CLUSTER_VERSION = 3
+export const CLUSTER_VERSION = 4
 
 /** The gossip topic of a cluster: versioned, so nodes of another protocol version never hear each other. */
 export function gossipTopic (cluster: string): string {
@@ -172,7 +173,7 @@ export interface None {
   inc: number
 }
 
-export type ClusterMessage = Gossip | Want | Grant | Ack | None
+export type ClusterMessage = Gossip | Want | Grant | Ack | None | Jrep | Jack
 
 export interface MessageBounds {
   maxKeyBytes: number
@@ -316,6 +317,10 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
       return { v: CLUSTER_VERSION, t: 'ack', node, epoch, inc: seq(m.inc, 'inc'), applied: seq(m.applied, 'applied'), ...(m.refused === true ? { refused: true } : {}) }
     case 'none':
       return { v: CLUSTER_VERSION, t: 'none', node, epoch, inc: seq(m.inc, 'inc') }
+    case 'jrep':
+      return parseJrep(m, CLUSTER_VERSION, node, epoch)
+    case 'jack':
+      return parseJack(m, CLUSTER_VERSION, node, epoch)
     default:
       return bad(`unknown type ${String(m.t)}`)
   }

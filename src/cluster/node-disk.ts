@@ -16,6 +16,9 @@ import type { ClusterCore } from './cluster-core.js'
 import { JournalFile } from './journal-file.js'
 import { JOURNAL_FILE, replayJournal, type Replayed } from './journal.js'
 import { journalCheckpoint } from './persist.js'
+import { writeReplica } from './replica-file.js'
+import type { Jack } from './replica-messages.js'
+import type { ReplicaChange } from './replica-store.js'
 
 /** The crashed predecessor's journal, if there is a usable one: a bad one is logged and ignored (nothing is recovered). */
 export async function readJournal (dataDir: string, node: string, cluster: string, log: Logger): Promise<Replayed | undefined> {
@@ -43,6 +46,12 @@ export class NodeDisk {
   private attestTail: Promise<boolean> = Promise.resolve(true)
   private attestWrites = 0
   private attestFailedAt = -Infinity
+  private replicaTail: Promise<unknown> = Promise.resolve()
+  private replicaFailedAt = -Infinity
+  /** Grants waiting for their give to be durable (persistForGrant). */
+  private grantsWaiting = 0
+  /** Called when a grant waits for the journal's copies: the driver sends them at once (replication.ts). */
+  onWaiting: () => void = () => {}
 
   constructor (core: ClusterCore, dataDir: string, cluster: string, log: Logger, clock: Clock) {
     this.core = core
@@ -62,10 +71,13 @@ export class NodeDisk {
    */
   persistJournal (): Promise<boolean> {
     this.journalTail = this.journalTail.then(async () => {
-      const w = this.core.journal.take(() => journalCheckpoint(this.core))
-      if (w === null) return true
+      const r = this.core.replication.take(this.core.journal, () => journalCheckpoint(this.core))
+      if (r === null) return true
+      // A grant waits for this write: its copies go out now, while this disk writes it.
+      if (this.grantsWaiting > 0) this.onWaiting()
       try {
-        await this.journal.write(w)
+        await this.journal.write(r.w)
+        this.core.replication.localDone(r.pos)
         return true
       } catch (err) {
         this.core.journal.checkpointNeeded = true
@@ -78,6 +90,51 @@ export class NodeDisk {
       }
     })
     return this.journalTail
+  }
+
+  /**
+   * Before a grant of `keys` leaves: the journal, with the give, on this
+   * disk and, for a seed with a share, a reservation covering its gives at a
+   * quorum of seeds (replication.ts). False if
+   * either does not happen within the want timeout: the grant does not
+   * leave (the ledger resends it later).
+   */
+  async persistForGrant (keys: Iterable<string>): Promise<boolean> {
+    this.grantsWaiting++
+    try {
+      if (!await this.persistJournal()) return false
+      const r = this.core.replication
+      return await new Promise<boolean>(resolve => r.whenCovered(keys, this.clock.mono(), resolve))
+    } finally {
+      this.grantsWaiting--
+    }
+  }
+
+  /**
+   * A jrep, in order with the others: `accept` runs when its turn comes (the
+   * store's state is then current), its change is written, and only then
+   * committed and answered. Null: refused (the driver answers nothing).
+   */
+  storeReplica (writer: string, accept: () => { change: ReplicaChange | null } | null): Promise<Jack | null> {
+    const next = this.replicaTail.then(async () => {
+      const r = accept()
+      if (r === null) return null
+      if (r.change !== null) {
+        try {
+          await writeReplica(this.dataDir, r.change)
+          this.core.replicas?.commit(r.change)
+        } catch (err) {
+          const now = this.clock.mono()
+          if (now - this.replicaFailedAt > 60_000) {
+            this.replicaFailedAt = now
+            this.log.error('cannot write a seed\'s journal copy; that seed\'s grants wait for other seeds', { writer, err: (err as Error).message })
+          }
+        }
+      }
+      return this.core.journalAck(writer)
+    })
+    this.replicaTail = next.catch(() => {})
+    return next
   }
 
   /** No attestation is waiting to be written: a gossip may leave at once. */
@@ -115,6 +172,7 @@ export class NodeDisk {
   async close (): Promise<void> {
     await this.journalTail
     await this.attestTail
+    await this.replicaTail
     await this.journal.close()
   }
 }

@@ -85,11 +85,13 @@ export function journalCheckpoint (core: ClusterCore): JournalCheckpoint {
     node: core.node,
     cluster: core.cluster,
     inc: core.incarnation,
+    gen: core.replication.nextGen,
     epoch: core.epoch,
     carries: core.carries.slice(0, MAX_CARRIES - 1),
     allocate,
     rules: core.limiter.rules.map(r => r.config),
     keys,
+    reserved: core.replication.reserved(),
     peers: core.reclaim.held(),
     transitions: core.transitions.toJSON(),
     debts: core.peers.knownDebts()

@@ -289,6 +289,11 @@ export class Reclaim {
     return p.alloc || !this.c.tuning.leases || this.holdsOf(p, key) <= -1
   }
 
+  /** What `p` may hold of this node's tokens of `key`: what it was given, acked or not, less what it gave back. */
+  lentTo (p: Peer, key: string): number {
+    return Math.max(0, -this.holdsOf(p, key)) + this.c.ledger.inTransitTo(p.name, key)
+  }
+
   /** What this node holds of `p`'s account's tokens of `key` (negative: what p holds of ours), acked grants only. */
   private holdsOf (p: Peer, key: string): number {
     let n = 0

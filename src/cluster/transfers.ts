@@ -93,6 +93,7 @@ export class Transfers {
     c.counters.tokensOut += moved
     // Durable before the grant leaves (the driver persists the journal first): a restart must not restore it.
     c.journal.record(ks.key, -moved, true, [p.name, p.epoch])
+    c.replication.gave(c.journal, ks.key, moved, ks.rule.stock)
     c.active.add(ks)
     return c.ledger.grant(p.name, p.epoch, [[ks.key, moved, at]], nowMs)
   }
@@ -145,7 +146,8 @@ export class Transfers {
    * custody (held, outstanding, deferred and in its unacked grants: a
    * gossip sent after the push may arrive first and show the pushed tokens
    * in transit), plus a tolerance of a quarter of the stock (tokens it may
-   * have received since), unless it matches a want we sent it lately
+   * have received since) and what we lent it and did not get back, unless
+   * it matches a want we sent it lately
    * (a reply that was lost and resent). So a member that lies about grants
    * can give away no more than it claims to hold; what it claims is its own
    * word (see the threat model in operations.md).
@@ -175,7 +177,11 @@ export class Transfers {
       // belief since, if higher: a belief rises only by what this node pushed it (which it may push straight back).
       const believed = e === undefined ? 0 : e.held + e.outstanding + e.deferred + e.inTransitOut
       const said = Math.max(believed, e !== undefined && !Number.isNaN(e.said) ? e.said : (p !== undefined && ks !== undefined ? c.view.peerShare(p, ks) : stock))
-      if (amount > said + Math.max(1, Math.ceil(PUSH_TOLERANCE * stock))) {
+      // Plus what this node lent it and did not get back: it may return those at once, before a gossip says it has them
+      // (a want's grant can reach it after the gossip this node last heard, the more so while a seed's grant waits
+      // for its journal to be copied: replication.ts).
+      const lent = p === undefined ? 0 : c.reclaim.lentTo(p, key)
+      if (amount > said + lent + Math.max(1, Math.ceil(PUSH_TOLERANCE * stock))) {
         // The line it was judged by, so that a refusal in a log says which gossip it trusted.
         const line = e === undefined ? 'never said' : `gossip ${e.seq} of epoch ${p?.epoch ?? '?'}: held ${e.held}, outstanding ${e.outstanding}, deferred ${e.deferred}, in transit ${e.inTransitOut}`
         return `pushes ${amount}, said it had ${said} (${line})`

@@ -47,6 +47,13 @@ export interface ClusterTuning extends LeaseSettings {
    * reachable. 0 turns it off. @default 100
    */
   firstUseWaitMs: number
+  /**
+   * A seed that holds a share sends its books journal to the other seeds,
+   * and a grant it gives leaves only once the give is durable at a quorum of
+   * seeds (replication.ts): what a heir reads if the seed dies for good.
+   * Needs leases. Off: a grant waits for this node's disk only. @default true
+   */
+  replicateJournal: boolean
 }
 
 export function defaultTuning (gossipIntervalMs = 250): ClusterTuning {
@@ -67,6 +74,7 @@ export function defaultTuning (gossipIntervalMs = 250): ClusterTuning {
     fullSyncEvery: 20,
     forgetAfterMs: 60_000,
     handoffTimeoutMs: 3000,
+    replicateJournal: true,
     firstUseWaitMs: 100,
     // leases, leaseMs, reclaimMs, maxClockSkewMs: the cluster file's (config/lease-options.ts)
     ...leaseSettings(gossipIntervalMs)

@@ -209,6 +209,7 @@ export function runSim (spec: SimSpec): SimResult {
   vc.runUntil(endMs)
   audit()
   // (After the run: a first-use wait may be answered after the last arrival.)
+  if (vc.replicaWitness.violations.length > 0) failures.push(`grants that left before their give was at a quorum of seeds: ${vc.replicaWitness.violations.length} (first ${vc.replicaWitness.violations[0]})`)
   if (unleased.length > 0) failures.push(`hard admission without a lease: ${unleased.length} (first ${unleased.slice(0, 3).join(', ')})`)
   if (cut !== null) failures.push(...cutPromises(cut, admissions, vc, lease, rule.mode, startMs, endMs))
 

@@ -16,6 +16,8 @@ export interface SimNode {
   disk: SavedState | undefined
   /** The books journal file (journal.ts): what a restart after a crash recovers from. */
   journal: string
+  /** A seed's copies of the other seeds' journals (replica-store.ts), by writer: files on its disk. */
+  replicas: Map<string, string>
   /** A voter's attestations file (reclaim.ts): written before a gossip that carries a new one leaves. */
   attest: Map<string, number>
   /**

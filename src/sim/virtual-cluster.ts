@@ -29,6 +29,8 @@ import type { ClusterCore, Outbound } from '../cluster/cluster-core.js'
 import type { SavedState } from '../cluster/durable-state.js'
 import { parseMessage, type Ack, type Grant, type None, type Want } from '../cluster/messages.js'
 import { journalCheckpoint, startCore } from '../cluster/persist.js'
+import { ReplicaWitness } from './replica-check.js'
+import { SimReplication } from './sim-replication.js'
 import { nextJournal, replayJournal } from '../cluster/journal.js'
 import { defaultTuning, type ClusterTuning } from '../cluster/tuning.js'
 import type { Decision } from '../core/types.js'
@@ -79,6 +81,10 @@ export class VirtualCluster {
   readonly positions: PositionAudit
   /** The leases as the network saw them (lease-check.ts); null with leases off. */
   readonly leases: LeaseWitness | null
+  /** Every grant from a replicating seed left with its give at a quorum of disks (replica-check.ts). */
+  readonly replicaWitness: ReplicaWitness
+  /** The seeds' journal copies over the virtual network (sim-replication.ts). */
+  private readonly replication: SimReplication
   readonly seeds: string[]
   /** The cluster file's nodes: the seeds, and members listed from the start. */
   readonly listed: string[]
@@ -104,6 +110,8 @@ export class VirtualCluster {
     this.positions = new PositionAudit(this.seeds)
     const tuning = { ...defaultTuning(opts.tuning?.gossipIntervalMs), ...opts.tuning }
     this.leases = tuning.leases ? new LeaseWitness(this.seeds, tuning.leaseMs) : null
+    this.replicaWitness = new ReplicaWitness(this.seeds)
+    this.replication = new SimReplication(this)
     for (const name of opts.nodes) this.start(name)
   }
 
@@ -136,7 +144,7 @@ export class VirtualCluster {
     if (n === undefined) {
       n = {
         name, state: 'stopped', core: null, skewMs: this.opts.skewMs?.[name] ?? 0, monoOffsetMs: this.opts.monoOffsetMs?.(name) ?? 0,
-        disk: undefined, journal: '', attest: new Map(), lingering: null, incarnations: 0, waiters: new Map(), sentBytes: 0, sentMessages: 0, recvBytes: 0
+        disk: undefined, journal: '', replicas: new Map(), attest: new Map(), lingering: null, incarnations: 0, waiters: new Map(), sentBytes: 0, sentMessages: 0, recvBytes: 0
       }
       this.nodes.set(name, n)
     }
@@ -153,6 +161,7 @@ export class VirtualCluster {
       listed: new Map(this.listed.map(s => [s, idOf(s)])),
       limits: this.opts.limits,
       tuning: this.opts.tuning,
+      replicas: n.replicas,
       wallMs: this.clock(name),
       monoMs: mono
     }, rules, n.disk, mono, n.disk?.status === 'running' && n.journal !== '' ? replayJournal(n.journal, name, name, 'sim') : undefined)
@@ -187,7 +196,12 @@ export class VirtualCluster {
    * makes leaves, so a crash between events loses nothing.
    */
   private persist (n: SimNode, core: ClusterCore): void {
-    n.journal = nextJournal(n.journal, core.journal.take(() => journalCheckpoint(core)))
+    const r = core.replication.take(core.journal, () => journalCheckpoint(core))
+    if (r !== null) {
+      n.journal = nextJournal(n.journal, r.w)
+      core.replication.localDone(r.pos)
+      this.replication.more(n, core)
+    }
     if (core.reclaim.dirty) { n.attest = new Map(core.reclaim.attested); core.reclaim.dirty = false }
   }
 
@@ -299,7 +313,8 @@ export class VirtualCluster {
   }
 
   /** Carry one copy (or two, or none) of an encoded message from -> to. */
-  private transmit (from: string, to: string, bytes: Uint8Array, deliver: () => void, grant?: Grant, gossip = false): void {
+  /** (Internal: sim-replication.ts sends through it too.) */
+  transmit (from: string, to: string, bytes: Uint8Array, deliver: () => void, grant?: Grant, gossip = false): void {
     if ((gossip ? this.cuts.hasGossip(from, to) : this.cuts.has(from, to)) || this.rng.chance(this.network.loss)) return
     const copies = this.rng.chance(this.network.duplicate) ? 2 : 1
     for (let i = 0; i < copies; i++) {
@@ -314,7 +329,7 @@ export class VirtualCluster {
     }
   }
 
-  private count (from: string, bytes: number): void {
+  count (from: string, bytes: number): void {
     const n = this.nodes.get(from)
     if (n === undefined) return
     n.sentBytes += bytes
@@ -344,6 +359,8 @@ export class VirtualCluster {
             c.onGossip(m, idOf(from), this.mono(to))
           }, undefined, true)
         }
+      } else if (o.kind === 'replicate') {
+        this.replication.send(sender, core, o.to, o.msg)
       } else {
         this.request(sender, core, o.to, o.msg)
       }
@@ -362,7 +379,7 @@ export class VirtualCluster {
     this.at(this.now + timeout, () => { if (settle()) core.onRequestFailed(msg, this.mono(sender.name)) })
     const bytes = packr.pack(msg)
     this.count(sender.name, bytes.length)
-    this.transmit(sender.name, to, bytes, () => {
+    const send = (): void => this.transmit(sender.name, to, bytes, () => {
       const target = this.nodes.get(to)
       const tc = target?.core ?? target?.lingering
       if (target === undefined || tc == null) return
@@ -379,7 +396,7 @@ export class VirtualCluster {
       if (reply.t === 'grant') { this.audit.granted(reply); this.positions.granted(reply) }
       const back = packr.pack(reply)
       this.count(to, back.length)
-      this.transmit(to, sender.name, back, () => {
+      const answer = (): void => this.transmit(to, sender.name, back, () => {
         const r = parseMessage(packr.unpack(back))
         if (r.t !== 'grant' && r.t !== 'ack' && r.t !== 'none') return
         if (!settle()) return
@@ -387,7 +404,11 @@ export class VirtualCluster {
         this.persist(sender, core)
         if (r.t === 'grant') { this.audit.settle(); this.poll(sender, core) }
       }, reply.t === 'grant' ? reply : undefined)
+      if (reply.t === 'grant' && target.core === tc) this.replication.whenCovered(target, tc, reply, answer)
+      else answer()
     }, msg.t === 'grant' ? msg : undefined)
+    if (msg.t === 'grant') this.replication.whenCovered(sender, core, msg, send)
+    else send()
   }
 
   // ---- time --------------------------------------------------------------

@@ -1,0 +1,36 @@
+/**
+ * The daemon's side of journal replication (replication.ts): jreps go out
+ * over the request protocol, and each jack, or failure, goes back to the
+ * core exactly once. The simulator does the same over its virtual network
+ * (virtual-cluster.ts).
+ */
+import { Packr } from 'msgpackr'
+import type { Clock } from '../clock.js'
+import type { Logger } from '../util/log.js'
+import type { ClusterCore } from './cluster-core.js'
+import { parseMessage, type MessageBounds } from './messages.js'
+import type { Jrep } from './replica-messages.js'
+import type { Transport } from './transport/types.js'
+
+const packr = new Packr({ useRecords: false })
+
+/** Send what the other seeds lack of this node's journal: all of it (`now`: a grant waits), or only while a grant waits. */
+export function sendReplicas (core: ClusterCore, t: Transport, bounds: MessageBounds, clock: Clock, log: Logger, now = false): void {
+  for (const r of core.replication.outbound(clock.mono(), now)) void sendReplica(core, t, r.to, r.msg, bounds, clock, log)
+}
+
+/** One jrep; on its jack, the next part if the replica still lacks some. */
+export async function sendReplica (core: ClusterCore, t: Transport, to: string, msg: Jrep, bounds: MessageBounds, clock: Clock, log: Logger): Promise<void> {
+  const peerId = core.membership.idOf(to)
+  if (peerId === undefined) { core.replication.onFailed(to, clock.mono()); return }
+  try {
+    const a = parseMessage(packr.unpack(await t.request(peerId, packr.pack(msg), core.tuning.wantTimeoutMs)), bounds)
+    if (a.t !== 'jack' || a.node !== to) throw new Error(`unexpected reply ${a.t} from ${a.node}`)
+    core.replication.onAck(to, a, clock.mono())
+  } catch (err) {
+    core.replication.onFailed(to, clock.mono())
+    log.debug('journal copy failed', { to, err })
+    return
+  }
+  sendReplicas(core, t, bounds, clock, log)
+}

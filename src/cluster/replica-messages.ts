@@ -1,0 +1,78 @@
+/**
+ * The messages of journal replication (replication.ts, replica-store.ts),
+ * and their validation. A seed that holds a share sends its books journal
+ * to the other seeds, so that its books can be read after it dies for good
+ * (reclaim-design.md §11.4):
+ *
+ * - jrep (request, writer -> replica): `data` is the writer's journal text
+ *   of generation `gen` from character `offset` on. A generation starts
+ *   with a checkpoint line (offset 0) and grows by batches; a new checkpoint
+ *   starts the next generation.
+ * - jack (reply): what the replica has of that writer: its incarnation and
+ *   generation, how many characters of it (`have`), and whether those are
+ *   on its disk (`durable`; false only while a new generation's checkpoint
+ *   line is still arriving in parts, and then the replica's disk still holds
+ *   the previous generation).
+ *
+ * Offsets count UTF-16 code units (JavaScript string length); a chunk never
+ * splits a surrogate pair, so every stored text is valid UTF-8 on disk.
+ */
+import { ErrorCodes, QuotadError } from '../errors.js'
+
+/** Most characters of journal text in one jrep: at most 3 bytes each in UTF-8, so a jrep stays under the 64 KiB request bound. */
+export const MAX_CHUNK = 16_384
+
+export interface Jrep {
+  v: number
+  t: 'jrep'
+  /** The writer, its epoch and incarnation. */
+  node: string
+  epoch: string
+  inc: number
+  gen: number
+  offset: number
+  data: string
+}
+
+export interface Jack {
+  v: number
+  t: 'jack'
+  /** The replica. */
+  node: string
+  epoch: string
+  /** What the replica has of the writer: incarnation, generation, characters, on disk or not. */
+  inc: number
+  gen: number
+  have: number
+  durable: boolean
+}
+
+function bad (what: string): never {
+  throw new QuotadError(ErrorCodes.BAD_FRAME, `cluster message: ${what}`)
+}
+
+function whole (v: unknown, what: string): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) bad(`${what} must be a whole number`)
+  return v as number
+}
+
+/** Validate the jrep fields (node and epoch are checked by parseMessage). */
+export function parseJrep (m: Record<string, unknown>, v: number, node: string, epoch: string): Jrep {
+  if (typeof m.data !== 'string' || m.data.length === 0 || m.data.length > MAX_CHUNK) bad(`data must be a string of 1 to ${MAX_CHUNK} characters`)
+  return { v, t: 'jrep', node, epoch, inc: whole(m.inc, 'inc'), gen: whole(m.gen, 'gen'), offset: whole(m.offset, 'offset'), data: m.data as string }
+}
+
+export function parseJack (m: Record<string, unknown>, v: number, node: string, epoch: string): Jack {
+  if (typeof m.durable !== 'boolean') bad('durable must be a boolean')
+  return { v, t: 'jack', node, epoch, inc: whole(m.inc, 'inc'), gen: whole(m.gen, 'gen'), have: whole(m.have, 'have'), durable: m.durable as boolean }
+}
+
+/** The end of a chunk of `text` starting at `from`: at most MAX_CHUNK characters, never inside a surrogate pair. */
+export function chunkEnd (text: string, from: number): number {
+  let end = Math.min(text.length, from + MAX_CHUNK)
+  if (end < text.length && end > from + 1) {
+    const c = text.charCodeAt(end - 1)
+    if (c >= 0xd800 && c <= 0xdbff) end--
+  }
+  return end
+}

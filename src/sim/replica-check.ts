@@ -1,0 +1,101 @@
+/**
+ * Journal copies, judged from the virtual disks (replication.ts). When a
+ * grant leaves a seed that replicates, every give of its keys so far must
+ * be covered on the disks of a quorum of seeds (the writer's own journal and
+ * the other seeds' copies, `SimNode.replicas`): a copy of the writer's
+ * current incarnation and generation whose reservation for the key, or
+ * whose own record of gives, is at least what the writer has given of it.
+ * A heir credits a copy's books less what is left of its reservation, so it
+ * then never credits a token that left. Read here as text, not through the
+ * acks the writer counted.
+ *
+ * Written apart from replication.ts and quorum.ts: it restates the quorum
+ * rule (each seed weighs 1; with an even count the first in name order
+ * weighs 1.5) and parses the journal lines itself.
+ */
+import type { ClusterCore } from '../cluster/cluster-core.js'
+import type { SimNode } from './sim-node.js'
+
+interface Parsed {
+  inc: number
+  gen: number
+  /** Characters parsed (whole lines). */
+  len: number
+  ceiling: Map<string, number>
+  given: Map<string, number>
+}
+
+export class ReplicaWitness {
+  private readonly weights: Map<string, number>
+  private readonly total: number
+  /** Parsed copies by text owner and writer: re-read only from where the last read stopped. */
+  private readonly cache = new Map<string, Parsed>()
+  readonly violations: string[] = []
+  checked = 0
+
+  constructor (seeds: readonly string[]) {
+    const voters = [...new Set(seeds)].sort()
+    const even = voters.length % 2 === 0
+    this.weights = new Map(voters.map((v, i) => [v, even && i === 0 ? 1.5 : 1]))
+    this.total = [...this.weights.values()].reduce((a, b) => a + b, 0)
+  }
+
+  /**
+   * A grant of some keys leaves `writer`; `given`: what the writer had given
+   * of each in generation `gen` when the grant was made. A copy of a later
+   * generation covers it (its checkpoint's books hold the give).
+   */
+  leaves (writer: SimNode, core: ClusterCore, gen: number, given: ReadonlyArray<[string, number]>, nodes: ReadonlyMap<string, SimNode>, at: number): void {
+    this.checked++
+    for (const [key, g] of given) {
+      let w = 0
+      for (const [name, weight] of this.weights) {
+        const text = name === writer.name ? writer.journal : nodes.get(name)?.replicas.get(writer.name)
+        if (text === undefined) continue
+        const p = this.parse(`${name}>${writer.name}`, text)
+        if (p === undefined || p.inc !== core.incarnation || p.gen < gen) continue
+        if (p.gen > gen || g <= Math.max(p.ceiling.get(key) ?? 0, p.given.get(key) ?? 0) + 1e-9) w += weight
+      }
+      if (w * 2 <= this.total && this.violations.length < 20) {
+        this.violations.push(`${writer.name} at ${Math.round(at)} ms: a grant of ${key} left with ${g} given in generation ${gen}, covered on disks weighing ${w} of ${this.total}`)
+      }
+    }
+  }
+
+  private parse (id: string, text: string): Parsed | undefined {
+    let p = this.cache.get(id)
+    const nl = text.indexOf('\n')
+    if (nl < 0) return undefined
+    if (p === undefined || text.length < p.len || this.headChanged(p, text.slice(0, nl))) {
+      let c: { inc?: number, gen?: number, reserved?: Array<[string, number]> }
+      try { c = JSON.parse(text.slice(0, nl)) } catch { return undefined }
+      if (typeof c.inc !== 'number' || typeof c.gen !== 'number') return undefined
+      p = { inc: c.inc, gen: c.gen, len: nl + 1, ceiling: new Map(c.reserved ?? []), given: new Map() }
+      this.cache.set(id, p)
+    }
+    const end = text.lastIndexOf('\n')
+    if (end < p.len) return p
+    for (const line of text.slice(p.len, end).split('\n')) {
+      let batch: unknown
+      try { batch = JSON.parse(line) } catch { continue }
+      if (!Array.isArray(batch)) continue
+      for (const e of batch) {
+        if (!Array.isArray(e) || e.length !== 3) continue
+        if (e[0] === 'gave') p.given.set(e[1], (p.given.get(e[1]) ?? 0) + e[2])
+        else if (e[0] === 'ceil') p.ceiling.set(e[1], e[2])
+      }
+    }
+    p.len = end + 1
+    return p
+  }
+
+  /** Whether a text's checkpoint line is not the one parsed (a new generation replaced the file). */
+  private headChanged (p: Parsed, first: string): boolean {
+    try {
+      const c = JSON.parse(first) as { inc?: number, gen?: number }
+      return c.inc !== p.inc || c.gen !== p.gen
+    } catch {
+      return true
+    }
+  }
+}

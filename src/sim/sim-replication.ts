@@ -1,0 +1,90 @@
+/**
+ * The seeds' journal copies over the virtual network (replication.ts,
+ * replica-store.ts), as the daemon sends them (replica-link.ts,
+ * cluster-node.ts): a jrep is carried with latency and loss, the replica
+ * writes the change to its virtual disk before it answers, and a grant
+ * leaves its seed only once its give is durable at a quorum of seeds. The
+ * replica witness (replica-check.ts) judges each departure from the disks.
+ */
+import { Packr } from 'msgpackr'
+import type { ClusterCore } from '../cluster/cluster-core.js'
+import { parseMessage, type Grant } from '../cluster/messages.js'
+import type { Jrep } from '../cluster/replica-messages.js'
+import type { ReplicaWitness } from './replica-check.js'
+import { idOf, type SimNode } from './sim-node.js'
+
+const packr = new Packr({ useRecords: false })
+
+/** What it needs of the virtual cluster. */
+export interface SimNet {
+  readonly nodes: ReadonlyMap<string, SimNode>
+  readonly replicaWitness: ReplicaWitness
+  readonly now: number
+  mono: (name: string) => number
+  at: (t: number, f: () => void) => void
+  transmit: (from: string, to: string, bytes: Uint8Array, deliver: () => void) => void
+  count: (from: string, bytes: number) => void
+}
+
+export class SimReplication {
+  private readonly net: SimNet
+
+  constructor (net: SimNet) {
+    this.net = net
+  }
+
+  /** Send a node's pending journal text to the seeds that lack it. */
+  more (n: SimNode, core: ClusterCore): void {
+    for (const r of core.replication.outbound(this.net.mono(n.name))) this.send(n, core, r.to, r.msg)
+  }
+
+  /** One jrep and its jack: the replica writes the change to its disk, then answers. */
+  send (sender: SimNode, core: ClusterCore, to: string, msg: Jrep): void {
+    const net = this.net
+    let settled = false
+    const settle = (): boolean => {
+      if (settled) return false
+      settled = true
+      return sender.core === core
+    }
+    net.at(net.now + core.tuning.wantTimeoutMs, () => { if (settle()) core.replication.onFailed(to, net.mono(sender.name)) })
+    const bytes = packr.pack(msg)
+    net.count(sender.name, bytes.length)
+    net.transmit(sender.name, to, bytes, () => {
+      const target = net.nodes.get(to)
+      const tc = target?.core
+      if (target === undefined || tc == null) return
+      const m = parseMessage(packr.unpack(bytes))
+      if (m.t !== 'jrep') return
+      const r = tc.onJournalWrite(m, idOf(sender.name))
+      if (r === null) return
+      const c = r.change
+      if (c !== null) {
+        target.replicas.set(c.writer, c.kind === 'replace' ? c.text : (target.replicas.get(c.writer) ?? '') + c.text)
+        tc.replicas?.commit(c)
+      }
+      const back = packr.pack(tc.journalAck(m.node))
+      net.count(to, back.length)
+      net.transmit(to, sender.name, back, () => {
+        const a = parseMessage(packr.unpack(back))
+        if (a.t !== 'jack' || !settle()) return
+        core.replication.onAck(to, a, net.mono(sender.name))
+        this.more(sender, core)
+      })
+    })
+  }
+
+  /** Run `send` once grant `g` may leave `n`: its gives covered by reservations at a quorum of seeds, as the daemon sends a grant. */
+  whenCovered (n: SimNode, core: ClusterCore, g: Grant, send: () => void): void {
+    if (!core.replication.enabled) { send(); return }
+    const keys = g.items.map(i => i[0])
+    const given = keys.map(k => [k, core.replication.givenOf(k)] as [string, number])
+    const gen = core.replication.head.gen
+    core.replication.whenCovered(keys, this.net.mono(n.name), ok => {
+      if (!ok || n.core !== core) return
+      this.net.replicaWitness.leaves(n, core, gen, given, this.net.nodes, this.net.now)
+      send()
+    })
+    this.more(n, core)
+  }
+}

@@ -24,18 +24,20 @@
  *
  * Then the resident set size of a fresh process holding 1M fixed-window keys
  * (and of one holding none): what the operating system sees, heap slack and
- * Node itself included.
+ * Node itself included; under node's defaults and two ways to cap the young
+ * generation, the median of a few runs each (bench/lib/memory-rss.ts).
  *
  * Run: node --expose-gc dist/bench/memory.js [--n 100000,1000000] [--rss-keys 1000000] [--json FILE]
  */
-import { spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
+import v8 from 'node:v8'
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { Limiter } from '../src/core/limiter.js'
 import type { ClusterCore } from '../src/cluster/cluster-core.js'
 import { ALGORITHMS, DEFAULT_LIMITS, type Algorithm, type RuleConfig } from '../src/config/types.js'
 import { machineInfo, printMachine } from './lib/machine.js'
+import { RSS_CONFIGS, RSS_RUNS, rssLine, rssRuns, rssSample, type RssSample } from './lib/memory-rss.js'
 
 const KEY_PREFIX = 'mem:user:'
 
@@ -185,27 +187,12 @@ function measure (algorithm: Algorithm, n: number, keyStringBytes: number, limit
   return { algorithm: name, keys: n, heapBytes, bytesPerKey, coreBytesPerKey: bytesPerKey - keyStringBytes, keysPerSec: n / ms * 1000 }
 }
 
-/** In a child of its own (a fresh heap): fill N fixed-window keys, gc, and print the RSS in bytes. */
+/** In a child of its own (a fresh heap): fill N fixed-window keys, gc, and print what it holds (memory-rss.ts). */
 function rssChild (n: number): void {
   warmUp()
   const limiter = n > 0 ? fill('fixed-window', n, 1000, new KeyMaker(KEY_PREFIX)) : null
   gc()
-  process.stdout.write(`${process.memoryUsage().rss} ${limiter?.keyCount ?? 0}\n`)
-}
-
-/**
- * V8 flags the RSS is measured under: node's defaults, and a 1 MiB semi-space
- * (the young generation V8 otherwise grows to 2 x 16 MiB, resident for good).
- * It works only on node's command line or in NODE_OPTIONS (docs/operations.md):
- * v8.setFlagsFromString at run time leaves the young generation as it was.
- */
-const RSS_FLAGS: string[][] = [[], ['--max-semi-space-size=1']]
-
-function rssOf (n: number, v8Flags: string[]): number {
-  const r = spawnSync(process.execPath, ['--expose-gc', ...v8Flags, fileURLToPath(import.meta.url), '--rss-child', String(n)], { encoding: 'utf8' })
-  const [rss, keys] = r.stdout.trim().split(' ').map(Number)
-  if (r.status !== 0 || keys !== n) throw new Error(`rss child failed (status ${r.status}): ${r.stderr}`)
-  return rss
+  process.stdout.write(JSON.stringify(rssSample(limiter?.keyCount ?? 0)) + '\n')
 }
 
 function count (flag: string, v: string | undefined, min: number): number {
@@ -220,7 +207,10 @@ function parseArgs (argv: string[]): { sizes: number[], rssKeys: number, json: s
   let json: string | undefined
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
-    if (a === '--rss-child') {
+    if (a === '--rss-runtime-flag') {
+      // A child of rssRuns: set the flag before anything grows, as a daemon would at startup.
+      v8.setFlagsFromString(argv[++i] ?? '')
+    } else if (a === '--rss-child') {
       rssChild(count(a, argv[++i], 0))
       process.exit(0)
     } else if (a === '--rss-keys') {
@@ -281,13 +271,15 @@ async function main (): Promise<void> {
       line([r.algorithm, fmt(n), fmt(r.heapBytes / 1048576, 1), fmt(r.bytesPerKey, 1), fmt(r.coreBytesPerKey ?? 0, 1), fmt(r.keysPerSec)])
     }
   }
-  const rss: Array<{ v8Flags: string[], keys: number, bytes: number, emptyBytes: number }> = []
+  const rss: Array<{ config: string, nodeArgs: string[], runtimeFlag: string | null, keys: RssSample[], empty: RssSample[] }> = []
   if (rssKeys > 0) {
-    process.stdout.write(`\nRSS of a fresh process (after gc), ${fmt(rssKeys)} fixed-window keys, and with no keys:\n`)
-    for (const v8Flags of RSS_FLAGS) {
-      const r = { v8Flags, keys: rssKeys, bytes: rssOf(rssKeys, v8Flags), emptyBytes: rssOf(0, v8Flags) }
-      rss.push(r)
-      process.stdout.write(`  ${(v8Flags.join(' ') || 'node defaults').padEnd(38)} ${fmt(r.bytes / 1e6, 1)} MB (${fmt(r.bytes / 1048576, 1)} MiB); no keys ${fmt(r.emptyBytes / 1e6, 1)} MB\n`)
+    process.stdout.write(`\nRSS of a fresh process (after gc), ${fmt(rssKeys)} fixed-window keys, median of ${RSS_RUNS} runs (range), and with no keys:\n`)
+    const script = fileURLToPath(import.meta.url)
+    for (const cfg of RSS_CONFIGS) {
+      const keys = rssRuns(script, cfg, rssKeys, RSS_RUNS)
+      const empty = rssRuns(script, cfg, 0, RSS_RUNS)
+      rss.push({ config: cfg.label, nodeArgs: cfg.nodeArgs, runtimeFlag: cfg.runtimeFlag ?? null, keys, empty })
+      process.stdout.write(rssLine(cfg, keys, empty))
     }
   }
   if (json !== undefined) {

@@ -32,6 +32,7 @@ import { WaitQueue } from './wait-queue.js'
 import { IDENTITY_CALENDAR, type CalendarView } from './calendar.js'
 import { checkKey, decision, spend } from './decide.js'
 import { snapshotKeys, type KeySnapshot, type KeyState, type Resolution, type Waiter } from './key-state.js'
+import { KeyTable } from './key-table.js'
 
 export type LimiterLimits = Pick<LimitsConfig, 'maxKeys' | 'maxKeyBytes' | 'maxWaitersPerKey' | 'maxWaiters'>
 
@@ -84,7 +85,8 @@ export class Limiter {
   private readonly limits: LimiterLimits
   private readonly node: string
   private readonly seeds: string[]
-  private readonly table = new Map<string, KeyState>()
+  /** The key table, in shards (key-table.ts: one `Map` of a million keys costs more resident memory). */
+  private readonly table = new KeyTable()
   private readonly waits: WaitQueue
   /** Each rule's bucket spec, shared by its keys (cleared when the rules change). */
   private readonly specs = new Map<CompiledRule, BucketSpec>()

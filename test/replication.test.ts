@@ -8,7 +8,7 @@ import { BooksJournal, replayJournal, type JournalCheckpoint } from '../src/clus
 import { Quorum } from '../src/cluster/quorum.js'
 import { MAX_CHUNK, type Jrep } from '../src/cluster/replica-messages.js'
 import { ReplicaStore } from '../src/cluster/replica-store.js'
-import { JournalReplication } from '../src/cluster/replication.js'
+import { JournalReplication, replicaGroup } from '../src/cluster/replication.js'
 
 const V = 4
 
@@ -240,4 +240,21 @@ test('reservations: a give under a copied reservation leaves at once, one past i
   pump(r, stores, 0)
   const c2 = replayJournal(stores.get('b')!.get('a')!.text, 'copy', 'a', 'c')
   t.deepEqual(c2.reserved.get('k'), { ceiling: left[0][1], given: 0 })
+})
+
+test('replica groups: the next four seeds in name order, wrapping; a grant waits for two of them, not for 20 of 39 seeds', t => {
+  const seeds = Array.from({ length: 40 }, (_, i) => `s${String(i).padStart(2, '0')}`)
+  t.deepEqual(replicaGroup('s10', seeds), ['s11', 's12', 's13', 's14'])
+  t.deepEqual(replicaGroup('s38', seeds), ['s39', 's00', 's01', 's02'])
+  t.deepEqual(replicaGroup('b', ['c', 'a', 'b']), ['c', 'a'])
+  t.deepEqual(replicaGroup('a', ['a']), [])
+  t.deepEqual(replicaGroup('m', ['a', 'b']), [], 'not a seed')
+  // With 40 seeds a writer waits for two of its four, not for 20 of 39.
+  const r = JournalReplication.forNode('s10', 's10.1', 1, seeds, true, { leases: true, replicateJournal: true, wantTimeoutMs: 1000, gossipIntervalMs: 250 })
+  const j = new BooksJournal()
+  const w = r.take(j, () => ({ v: 1, node: 's10', cluster: 'c', inc: 1, gen: r.nextGen, epoch: 's10.1', carries: [], allocate: true, rules: [], keys: [] }))!
+  r.localDone(w.pos)
+  r.whenDurable(w.pos, 0, () => {})
+  t.deepEqual(r.outbound(0).map(o => o.to).sort(), ['s11', 's12'], 'a grant waits: a quorum of five is three, itself and two')
+  t.deepEqual(r.outbound(0, true).map(o => o.to).sort(), ['s13', 's14'], 'the rest of the group catches up on a tick')
 })

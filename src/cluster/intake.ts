@@ -24,6 +24,7 @@ import type { HeardEntry } from './lease.js'
 import { CLUSTER_VERSION, type Ack, type Gossip, type Grant, type None, type Want } from './messages.js'
 import type { Jack, Jrep } from './replica-messages.js'
 import type { ReplicaChange } from './replica-store.js'
+import { replicaGroup } from './replication.js'
 import type { Peer } from './peers.js'
 import type { Verdict } from './membership.js'
 
@@ -139,7 +140,7 @@ function settled (c: ClusterCore): void {
  * answers nothing and counts a bad message).
  */
 export function onJournalWrite (c: ClusterCore, m: Jrep, from: string): { change: ReplicaChange | null } | null {
-  if (c.replicas === null || m.node === c.node || !c.seeds.includes(m.node) || c.membership.check(m.node, from) !== 'ok') return null
+  if (c.replicas === null || m.node === c.node || !replicaGroup(m.node, c.seeds).includes(c.node) || c.membership.check(m.node, from) !== 'ok') return null
   return { change: c.replicas.accept(m) }
 }
 

@@ -20,7 +20,8 @@
  */
 import type { BooksJournal, JournalCheckpoint, JournalWrite } from './journal.js'
 import { CLUSTER_VERSION } from './messages.js'
-import type { Quorum } from './quorum.js'
+import { Quorum } from './quorum.js'
+import { seedOrder } from '../core/share.js'
 import type { ClusterTuning } from './tuning.js'
 import { chunkEnd, type Jack, type Jrep } from './replica-messages.js'
 
@@ -78,15 +79,21 @@ export class JournalReplication {
   /** Counters for status. */
   readonly counters = { sent: 0, sentChars: 0, acks: 0, failures: 0, timedOut: 0 }
 
-  /** A node's replication: on for a seed that holds a share, with other seeds, leases on and `replicateJournal`. */
-  static forNode (node: string, epoch: string, inc: number, seeds: readonly string[], allocate: boolean, quorum: Quorum,
+  /**
+   * A node's replication: on for a seed that holds a share, with other
+   * seeds, leases on and `replicateJournal`. Its copies go to its replica
+   * group (`replicaGroup`), and a write is durable at a quorum of the
+   * writer and that group: the cost stays that of five seeds however many
+   * seeds there are.
+   */
+  static forNode (node: string, epoch: string, inc: number, seeds: readonly string[], allocate: boolean,
     tuning: Pick<ClusterTuning, 'leases' | 'replicateJournal' | 'wantTimeoutMs' | 'gossipIntervalMs'>): JournalReplication {
     return new JournalReplication({
       node,
       epoch,
       inc,
       enabled: seeds.includes(node) && allocate && seeds.length > 1 && tuning.leases && tuning.replicateJournal,
-      quorum,
+      quorum: new Quorum([node, ...replicaGroup(node, seeds)]),
       version: CLUSTER_VERSION,
       timeoutMs: tuning.wantTimeoutMs,
       retryMs: tuning.gossipIntervalMs
@@ -280,8 +287,10 @@ export class JournalReplication {
     }
     candidates.sort((a, b) => a[1].rttMs - b[1].rttMs)
     for (const [to, p] of candidates) {
-      const needed = urgent && !this.o.quorum.isQuorum(covered)
-      if (!needed && !(tick && nowMs - p.sentAt >= this.o.retryMs)) continue
+      // Needed for a quorum of the head (now, for a waiting grant; once per retryMs on a tick); the rest of the
+      // group catches up once per four retryMs, so that a quorum without it is not slow to form later.
+      const needed = !this.o.quorum.isQuorum(covered) && (urgent || nowMs - p.sentAt >= this.o.retryMs)
+      if (!needed && !(tick && nowMs - p.sentAt >= 4 * this.o.retryMs)) continue
       const from = p.inc === this.o.inc && p.gen === this.gen ? p.have : 0
       if (from >= this.text.length) continue
       const data = this.text.slice(from, chunkEnd(this.text, from))
@@ -332,6 +341,26 @@ export class JournalReplication {
     }
     return { enabled: this.enabled, gen: this.gen, end: this.end, localEnd: this.local.gen === this.gen ? this.local.end : 0, waiting: this.waiters.length, replicas, ...this.counters }
   }
+}
+
+/** Most seeds that keep a copy of one seed's journal. */
+export const REPLICA_GROUP = 4
+
+/**
+ * The seeds that keep copies of `writer`'s journal: the next REPLICA_GROUP
+ * seeds after it in name order, wrapping (all the others with five seeds or
+ * fewer). A write is durable at a majority of the writer and its group
+ * (quorum.ts weights); with the writer dead, a heir must read a set of the
+ * group that meets every such majority in a seed other than the writer
+ * (with a group of four: three of them), and so sees every durable write.
+ */
+export function replicaGroup (writer: string, seeds: readonly string[]): string[] {
+  const ring = seedOrder(seeds)
+  const i = ring.indexOf(writer)
+  if (i < 0) return []
+  const out: string[] = []
+  for (let k = 1; k < ring.length && out.length < REPLICA_GROUP; k++) out.push(ring[(i + k) % ring.length])
+  return out
 }
 
 /** Whether position `a` is after `b`. */

@@ -1,7 +1,8 @@
 /**
  * Journal copies, judged from the virtual disks (replication.ts). When a
  * grant leaves a seed that replicates, every give of its keys so far must
- * be covered on the disks of a quorum of seeds (the writer's own journal and
+ * be covered on the disks of a quorum of its replica group (the writer and
+ * the next four seeds in name order: the writer's own journal and
  * the other seeds' copies, `SimNode.replicas`): a copy of the writer's
  * current incarnation and generation whose reservation for the key, or
  * whose own record of gives, is at least what the writer has given of it.
@@ -26,18 +27,31 @@ interface Parsed {
 }
 
 export class ReplicaWitness {
-  private readonly weights: Map<string, number>
-  private readonly total: number
+  private readonly ring: string[]
+  /** Per writer: its group's weights (the writer included) and their total. */
+  private readonly groups = new Map<string, { weights: Map<string, number>, total: number }>()
   /** Parsed copies by text owner and writer: re-read only from where the last read stopped. */
   private readonly cache = new Map<string, Parsed>()
   readonly violations: string[] = []
   checked = 0
 
   constructor (seeds: readonly string[]) {
-    const voters = [...new Set(seeds)].sort()
-    const even = voters.length % 2 === 0
-    this.weights = new Map(voters.map((v, i) => [v, even && i === 0 ? 1.5 : 1]))
-    this.total = [...this.weights.values()].reduce((a, b) => a + b, 0)
+    this.ring = [...new Set(seeds)].sort()
+  }
+
+  /** The writer and the (at most) four seeds after it in name order; with an even count the first in name order weighs 1.5. */
+  private group (writer: string): { weights: Map<string, number>, total: number } {
+    let g = this.groups.get(writer)
+    if (g !== undefined) return g
+    const i = this.ring.indexOf(writer)
+    const members = [writer]
+    for (let k = 1; k < this.ring.length && members.length < 5; k++) members.push(this.ring[(i + k) % this.ring.length])
+    members.sort()
+    const even = members.length % 2 === 0
+    const weights = new Map(members.map((v, j) => [v, even && j === 0 ? 1.5 : 1]))
+    g = { weights, total: [...weights.values()].reduce((a, b) => a + b, 0) }
+    this.groups.set(writer, g)
+    return g
   }
 
   /**
@@ -47,17 +61,18 @@ export class ReplicaWitness {
    */
   leaves (writer: SimNode, core: ClusterCore, gen: number, given: ReadonlyArray<[string, number]>, nodes: ReadonlyMap<string, SimNode>, at: number): void {
     this.checked++
+    const group = this.group(writer.name)
     for (const [key, g] of given) {
       let w = 0
-      for (const [name, weight] of this.weights) {
+      for (const [name, weight] of group.weights) {
         const text = name === writer.name ? writer.journal : nodes.get(name)?.replicas.get(writer.name)
         if (text === undefined) continue
         const p = this.parse(`${name}>${writer.name}`, text)
         if (p === undefined || p.inc !== core.incarnation || p.gen < gen) continue
         if (p.gen > gen || g <= Math.max(p.ceiling.get(key) ?? 0, p.given.get(key) ?? 0) + 1e-9) w += weight
       }
-      if (w * 2 <= this.total && this.violations.length < 20) {
-        this.violations.push(`${writer.name} at ${Math.round(at)} ms: a grant of ${key} left with ${g} given in generation ${gen}, covered on disks weighing ${w} of ${this.total}`)
+      if (w * 2 <= group.total && this.violations.length < 20) {
+        this.violations.push(`${writer.name} at ${Math.round(at)} ms: a grant of ${key} left with ${g} given in generation ${gen}, covered on disks weighing ${w} of ${group.total}`)
       }
     }
   }

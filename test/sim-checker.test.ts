@@ -137,3 +137,15 @@ test('positions: a node that forgets a take-back is caught', t => {
   const r = runSim({ ...found, sabotage: breakPositions(p => { p.takenBack = () => {} }) })
   t.true(r.failures.some(f => f.startsWith('positions: ')), r.failures.join('\n'))
 })
+
+test('a seed whose grants leave before their reservations are copied is caught by the replica check, from the disks', t => {
+  const honest = runSim(spec())
+  t.deepEqual(honest.failures, [])
+  const r = runSim(spec({
+    sabotage: vc => {
+      // Grants leave at once: the bug the copies' quorum wait exists to prevent (a heir could credit a give that left).
+      for (const core of vc.cores.values()) core.replication.whenCovered = (_keys, _now, cb) => cb(true)
+    }
+  }))
+  t.true(r.failures.some(f => f.startsWith('grants that left before their give was at a quorum of seeds')), r.failures.join('\n'))
+})

@@ -83,8 +83,14 @@ export class Transfers {
     // Without a share, only what it holds of p's tokens (no relay: reclaim.ts).
     const whole = Math.min(Math.floor(n), Math.floor(ks.bucket.held + 1e-9), Math.floor(c.reclaim.giveCap(p, ks.key) + 1e-9))
     if (whole < 1) return undefined
-    const moved = ks.bucket.debit(whole)
-    if (moved <= 0) return undefined
+    const debited = ks.bucket.debit(whole)
+    // `held` a hair under a whole number (0.9999999999999998 after float sums) debits that; the grant carries
+    // the whole token (a receiver refuses fractions): the hair is float error, not a token. Anything more is put back.
+    if (debited < whole - 1e-9) {
+      if (debited > 0) ks.bucket.credit(debited)
+      return undefined
+    }
+    const moved = whole
     const rule = ks.rule.config
     // Tagged in calendar time (the one clock nodes share), never earlier than now.
     const t = c.calendar.at(nowMs)

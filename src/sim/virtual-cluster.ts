@@ -27,10 +27,11 @@ import { Packr } from 'msgpackr'
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import type { ClusterCore, Outbound } from '../cluster/cluster-core.js'
 import type { SavedState } from '../cluster/durable-state.js'
-import { parseMessage, type Ack, type Grant, type None, type Want } from '../cluster/messages.js'
+import { parseMessage, type Grant } from '../cluster/messages.js'
 import { journalCheckpoint, startCore } from '../cluster/persist.js'
 import { ReplicaWitness } from './replica-check.js'
 import { SimReplication } from './sim-replication.js'
+import { sendRequest } from './sim-requests.js'
 import { nextJournal, replayJournal } from '../cluster/journal.js'
 import { defaultTuning, type ClusterTuning } from '../cluster/tuning.js'
 import type { Decision } from '../core/types.js'
@@ -96,7 +97,7 @@ export class VirtualCluster {
   /** The cluster file's rules: what a node starts with (a reload may give a node other rules). */
   file: RuleConfig[]
   private readonly queue = new EventQueue()
-  private readonly opts: VirtualClusterOptions
+  readonly opts: VirtualClusterOptions
 
   constructor (opts: VirtualClusterOptions) {
     this.opts = opts
@@ -195,7 +196,8 @@ export class VirtualCluster {
    * after every event that can move a node's books and before any grant it
    * makes leaves, so a crash between events loses nothing.
    */
-  private persist (n: SimNode, core: ClusterCore): void {
+  /** (Internal: sim-requests.ts calls it too.) */
+  persist (n: SimNode, core: ClusterCore): void {
     const r = core.replication.take(core.journal, () => journalCheckpoint(core))
     if (r !== null) {
       n.journal = nextJournal(n.journal, r.w)
@@ -288,7 +290,8 @@ export class VirtualCluster {
   }
 
   /** Answer a node's waiters that its limiter can now decide (LocalQuota's kick and timer). */
-  private poll (n: SimNode, core: ClusterCore): void {
+  /** (Internal: sim-requests.ts calls it too.) */
+  poll (n: SimNode, core: ClusterCore): void {
     if (n.core !== core || n.state !== 'up' || n.waiters.size === 0) return
     for (const r of core.limiter.poll(this.mono(n.name))) {
       n.waiters.delete(r.ref)
@@ -362,53 +365,9 @@ export class VirtualCluster {
       } else if (o.kind === 'replicate') {
         this.replication.send(sender, core, o.to, o.msg)
       } else {
-        this.request(sender, core, o.to, o.msg)
+        sendRequest(this, this.replication, sender, core, o.to, o.msg)
       }
     }
-  }
-
-  private request (sender: SimNode, core: ClusterCore, to: string, msg: Want | Grant): void {
-    if (msg.t === 'grant') { this.audit.granted(msg); this.positions.granted(msg) }
-    let settled = false
-    const settle = (): boolean => {
-      if (settled) return false
-      settled = true
-      return sender.core === core
-    }
-    const timeout = this.opts.requestTimeoutMs ?? core.tuning.wantTimeoutMs
-    this.at(this.now + timeout, () => { if (settle()) core.onRequestFailed(msg, this.mono(sender.name)) })
-    const bytes = packr.pack(msg)
-    this.count(sender.name, bytes.length)
-    const send = (): void => this.transmit(sender.name, to, bytes, () => {
-      const target = this.nodes.get(to)
-      const tc = target?.core ?? target?.lingering
-      if (target === undefined || tc == null) return
-      const m = parseMessage(packr.unpack(bytes))
-      let reply: Grant | Ack | None | undefined
-      if (m.t === 'want') reply = tc.onWant(m, idOf(sender.name), this.mono(to))
-      else if (m.t === 'grant') reply = tc.onGrant(m, idOf(sender.name), this.mono(to))
-      if (target.core === tc) this.persist(target, tc)
-      if (m.t === 'grant') {
-        this.audit.settle()
-        if (target.core === tc) this.poll(target, tc)
-      }
-      if (reply === undefined) return
-      if (reply.t === 'grant') { this.audit.granted(reply); this.positions.granted(reply) }
-      const back = packr.pack(reply)
-      this.count(to, back.length)
-      const answer = (): void => this.transmit(to, sender.name, back, () => {
-        const r = parseMessage(packr.unpack(back))
-        if (r.t !== 'grant' && r.t !== 'ack' && r.t !== 'none') return
-        if (!settle()) return
-        core.onReply(msg, r, this.mono(sender.name))
-        this.persist(sender, core)
-        if (r.t === 'grant') { this.audit.settle(); this.poll(sender, core) }
-      }, reply.t === 'grant' ? reply : undefined)
-      if (reply.t === 'grant' && target.core === tc) this.replication.whenCovered(target, tc, reply, answer)
-      else answer()
-    }, msg.t === 'grant' ? msg : undefined)
-    if (msg.t === 'grant') this.replication.whenCovered(sender, core, msg, send)
-    else send()
   }
 
   // ---- time --------------------------------------------------------------

@@ -1,0 +1,60 @@
+/**
+ * A want or a pushed grant over the virtual network, and its reply, as the
+ * daemon's transport carries them (cluster-node.ts): latency, loss and
+ * duplicates from the network model; the receiver persists its journal
+ * before it answers, and a grant leaves its giver only once its give is
+ * covered by the journal copies (sim-replication.ts). Every request gets
+ * exactly one onReply or onRequestFailed.
+ */
+import { Packr } from 'msgpackr'
+import type { ClusterCore } from '../cluster/cluster-core.js'
+import { parseMessage, type Ack, type Grant, type None, type Want } from '../cluster/messages.js'
+import { idOf, type SimNode } from './sim-node.js'
+import type { SimReplication } from './sim-replication.js'
+import type { VirtualCluster } from './virtual-cluster.js'
+
+const packr = new Packr({ useRecords: false })
+
+export function sendRequest (vc: VirtualCluster, replication: SimReplication, sender: SimNode, core: ClusterCore, to: string, msg: Want | Grant): void {
+  if (msg.t === 'grant') { vc.audit.granted(msg); vc.positions.granted(msg) }
+  let settled = false
+  const settle = (): boolean => {
+    if (settled) return false
+    settled = true
+    return sender.core === core
+  }
+  const timeout = vc.opts.requestTimeoutMs ?? core.tuning.wantTimeoutMs
+  vc.at(vc.now + timeout, () => { if (settle()) core.onRequestFailed(msg, vc.mono(sender.name)) })
+  const bytes = packr.pack(msg)
+  vc.count(sender.name, bytes.length)
+  const send = (): void => vc.transmit(sender.name, to, bytes, () => {
+    const target = vc.nodes.get(to)
+    const tc = target?.core ?? target?.lingering
+    if (target === undefined || tc == null) return
+    const m = parseMessage(packr.unpack(bytes))
+    let reply: Grant | Ack | None | undefined
+    if (m.t === 'want') reply = tc.onWant(m, idOf(sender.name), vc.mono(to))
+    else if (m.t === 'grant') reply = tc.onGrant(m, idOf(sender.name), vc.mono(to))
+    if (target.core === tc) vc.persist(target, tc)
+    if (m.t === 'grant') {
+      vc.audit.settle()
+      if (target.core === tc) vc.poll(target, tc)
+    }
+    if (reply === undefined) return
+    if (reply.t === 'grant') { vc.audit.granted(reply); vc.positions.granted(reply) }
+    const back = packr.pack(reply)
+    vc.count(to, back.length)
+    const answer = (): void => vc.transmit(to, sender.name, back, () => {
+      const r = parseMessage(packr.unpack(back))
+      if (r.t !== 'grant' && r.t !== 'ack' && r.t !== 'none') return
+      if (!settle()) return
+      core.onReply(msg, r, vc.mono(sender.name))
+      vc.persist(sender, core)
+      if (r.t === 'grant') { vc.audit.settle(); vc.poll(sender, core) }
+    }, reply.t === 'grant' ? reply : undefined)
+    if (reply.t === 'grant' && target.core === tc) replication.whenCovered(target, tc, reply, answer)
+    else answer()
+  }, msg.t === 'grant' ? msg : undefined)
+  if (msg.t === 'grant') replication.whenCovered(sender, core, msg, send)
+  else send()
+}

@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { QuotadClient } from '@quotad/client'
 import { replayJournal } from '../src/cluster/journal.js'
+import { initialShare } from '../src/core/share.js'
 import { replicaFileName } from '../src/cluster/replica-file.js'
 import { makeCluster, waitForPeers } from './helpers/cluster-procs.js'
 import { eventually } from './helpers/proc.js'
@@ -74,13 +75,15 @@ test.serial('each seed\'s journal is copied to the other seeds; after kill -9 th
   await c.procs[giver].exited
   await idle()
   const own = readFileSync(join(c.dir, 'data', giver, 'quotad-journal.jsonl'), 'utf8')
-  const copies = others.map(o => readFileSync(join(c.dir, 'data', o, replicaFileName(giver)), 'utf8'))
+  const held = others.map(o => ({ holder: o, text: readFileSync(join(c.dir, 'data', o, replicaFileName(giver)), 'utf8') }))
+  const copies = held.map(h => h.text)
   for (const copy of copies) {
     const r = replayJournal(copy, 'copy', giver, 'test')
     t.is(r.checkpoint.node, giver, 'a copy replays as the writer\'s journal')
   }
   // The longest copy (newest generation, then longest) is the heir's read.
-  const best = copies.sort((x, y) => genOf(y) - genOf(x) || y.length - x.length)[0]
+  held.sort((x, y) => genOf(y.text) - genOf(x.text) || y.text.length - x.text.length)
+  const best = held[0].text
   t.is(genOf(best), genOf(own), 'the copy is of the journal\'s current generation')
   const shorter = best.length <= own.length ? best : own
   const longer = best.length <= own.length ? own : best
@@ -92,4 +95,15 @@ test.serial('each seed\'s journal is copied to the other seeds; after kill -9 th
   const b = replayJournal(best, 'copy', giver, 'test').books.get('api')
   t.log(`api books: journal ${JSON.stringify(a)}, copy ${JSON.stringify(b)}`)
   t.truthy(b, 'the copy names api')
+
+  // What a heir would credit (estate.ts), as the survivor with the best copy shows it: never more than the dead
+  // seed's own journal says it had (its books less nothing), less at most what was left of its reservation.
+  const holder = held[0].holder
+  const shown = (await repl(c.sockets[holder])).replicas?.[giver] as unknown as { estate: { tokens: number, keys: Record<string, number> } }
+  const ownBooks = (a?.base ?? initialShare(100, false, 'api', giver, ['a', 'b', 'c'])) + (a?.delta ?? 0)
+  const res = replayJournal(best, 'copy', giver, 'test').reserved.get('api')
+  const left = res === undefined ? 0 : Math.max(0, res.ceiling - res.given)
+  t.log(`${holder} shows ${giver}'s estate: ${JSON.stringify(shown.estate)}; its own journal's books ${ownBooks}, reservation left ${left}`)
+  t.true(shown.estate.keys.api <= ownBooks + 1e-9, 'a heir would never credit more than the seed had')
+  t.true(shown.estate.keys.api >= ownBooks - left - 1e-9 || best.length < own.length, 'and less only by what was left of its reservation (or a write the copy lacked)')
 })

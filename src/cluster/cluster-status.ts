@@ -13,6 +13,7 @@
 import type { ClusterCore } from './cluster-core.js'
 import { deferredTotal, type KeyExt } from './key-ext.js'
 import { keyShortfall } from './shortfall.js'
+import { estateOf } from './estate.js'
 
 const r3 = (n: number): number => Math.round(n * 1000) / 1000
 
@@ -89,7 +90,7 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
       allocate: core.limiter.allocate,
       // A seed with a share: its journal's copies at the other seeds (replication.ts); a seed: the copies it keeps (replica-store.ts).
       replication: core.replication.status(),
-      replicas: core.replicas?.status() ?? null,
+      replicas: replicaStatus(core),
       // A restart after a crash that recovered its predecessor's books from the journal (journal.ts, recovery.ts).
       recovery: core.recovery === null ? null : { restoredTokens: core.recovery.restoredTokens, deferredShares: core.recovery.deferredShares, startedAt: new Date(core.recovery.calStartMs).toISOString() },
       strandedInLedger: core.ledger.stranded,
@@ -111,4 +112,22 @@ function strandedAtDeadPeers (core: ClusterCore, key: string, nowMs: number): nu
     if (k !== undefined) n += k.held + k.outstanding
   }
   return n
+}
+
+/** A seed's copies of other seeds' journals, each with the estate a heir would credit from it (estate.ts): at most 16 keys listed. */
+function replicaStatus (core: ClusterCore): Record<string, unknown> | null {
+  const st = core.replicas?.status()
+  if (st === undefined) return null
+  for (const writer of Object.keys(st)) {
+    const copy = core.replicas?.get(writer)
+    if (copy === undefined) continue
+    try {
+      const e = estateOf(copy.text, writer, core.cluster, core.limiter.rules, core.seeds)
+      const keys = [...e.credits].sort((a, b) => b[1] - a[1]).slice(0, 16)
+      Object.assign(st[writer] as object, { estate: { tokens: e.tokens, keys: Object.fromEntries(keys), listed: keys.length, total: e.credits.size } })
+    } catch (err) {
+      Object.assign(st[writer] as object, { estate: { error: (err as Error).message } })
+    }
+  }
+  return st
 }

@@ -4,7 +4,10 @@
  * come back, with loss, reordering and restarts where the cases need them.
  */
 import test from 'ava'
+import { estateOf } from '../src/cluster/estate.js'
 import { BooksJournal, replayJournal, type JournalCheckpoint } from '../src/cluster/journal.js'
+import { compileRule } from '../src/core/rules.js'
+import { rule } from './helpers/rules.js'
 import { Quorum } from '../src/cluster/quorum.js'
 import { MAX_CHUNK, type Jrep } from '../src/cluster/replica-messages.js'
 import { ReplicaStore } from '../src/cluster/replica-store.js'
@@ -257,4 +260,20 @@ test('replica groups: the next four seeds in name order, wrapping; a grant waits
   r.whenDurable(w.pos, 0, () => {})
   t.deepEqual(r.outbound(0).map(o => o.to).sort(), ['s11', 's12'], 'a grant waits: a quorum of five is three, itself and two')
   t.deepEqual(r.outbound(0, true).map(o => o.to).sort(), ['s13', 's14'], 'the rest of the group catches up on a tick')
+})
+
+test('estate: a copy\'s books less what is left of its reservation; an exact key it never changed at its initial share; never below zero', t => {
+  const rules = [compileRule(rule({ name: 'api', limit: 90, perMs: 1000 })), compileRule(rule({ name: 'day', limit: 30, perMs: 86_400_000 })), compileRule(rule({ name: 'sig', match: 'sig:*', limit: 5, perMs: 1000 }))]
+  const seeds = ['a', 'b', 'c']
+  const cp = { v: 1, node: 'a', cluster: 'c', inc: 1, gen: 1, epoch: 'a.1', carries: [], allocate: true, rules: [], keys: [['api', 50], ['sig:x', 5]], reserved: [['api', 4]] }
+  const text = `${JSON.stringify(cp)}\n${JSON.stringify([['api', -8], ['gave', 'api', 8], ['ceil', 'api', 20], ['sig:x', -5], ['gave', 'sig:x', 5], ['ceil', 'sig:x', 9]])}\n`
+  const e = estateOf(text, 'a', 'c', rules, seeds)
+  // api: 50 − 8 = 42 books; reservation 20 of which 8 given: 12 left → 30.
+  t.is(e.credits.get('api'), 30)
+  // day: never in the copy, a's initial share of 30 over 3 seeds.
+  t.is(e.credits.get('day'), 10)
+  // sig:x: 0 books, 4 left of its reservation: nothing, never negative.
+  t.is(e.credits.get('sig:x'), 0)
+  t.is(e.tokens, 40)
+  t.throws(() => estateOf(text, 'b', 'c', rules, seeds), { code: 'E_JOURNAL_INVALID' }, 'a copy of another seed is refused')
 })

@@ -114,20 +114,32 @@ function strandedAtDeadPeers (core: ClusterCore, key: string, nowMs: number): nu
   return n
 }
 
+/** Estates by copy (core, writer -> the copy's incarnation, generation, length and the rules, and what it showed): a copy is replayed once per change, not per status. */
+const estates = new WeakMap<ClusterCore, Map<string, { at: string, shown: unknown }>>()
+
 /** A seed's copies of other seeds' journals, each with the estate a heir would credit from it (estate.ts): at most 16 keys listed. */
 function replicaStatus (core: ClusterCore): Record<string, unknown> | null {
   const st = core.replicas?.status()
   if (st === undefined) return null
+  let cache = estates.get(core)
+  if (cache === undefined) estates.set(core, cache = new Map())
   for (const writer of Object.keys(st)) {
     const copy = core.replicas?.get(writer)
     if (copy === undefined) continue
-    try {
-      const e = estateOf(copy.text, writer, core.cluster, core.limiter.rules, core.seeds)
-      const keys = [...e.credits].sort((a, b) => b[1] - a[1]).slice(0, 16)
-      Object.assign(st[writer] as object, { estate: { tokens: e.tokens, keys: Object.fromEntries(keys), listed: keys.length, total: e.credits.size } })
-    } catch (err) {
-      Object.assign(st[writer] as object, { estate: { error: (err as Error).message } })
+    const at = `${copy.inc}/${copy.gen}/${copy.text.length}/${core.limiter.rules.map(r => r.hash).join()}`
+    let hit = cache.get(writer)
+    if (hit?.at !== at) {
+      let shown: unknown
+      try {
+        const e = estateOf(copy.text, writer, core.cluster, core.limiter.rules, core.seeds)
+        const keys = [...e.credits].sort((a, b) => b[1] - a[1]).slice(0, 16)
+        shown = { tokens: e.tokens, keys: Object.fromEntries(keys), listed: keys.length, total: e.credits.size }
+      } catch (err) {
+        shown = { error: (err as Error).message }
+      }
+      cache.set(writer, hit = { at, shown })
     }
+    Object.assign(st[writer] as object, { estate: hit.shown })
   }
   return st
 }

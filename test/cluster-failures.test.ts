@@ -135,7 +135,9 @@ test.serial('a node started later, not a seed, joins through a seed and gets tok
   // Its first request waits (briefly, cluster.firstUseWaitMs) for a transfer instead of a denial; either way no token is made.
   let spent = (await withClient(c, 'j', async q => await q.acquire('day'))).allowed ? 1 : 0
   await eventually('tokens to reach j', async () => (await remaining(c, 'j')) > 0)
-  t.true((await withClient(c, 'j', async q => await q.acquire('day'))).allowed)
+  // With a wait: idle, j returns what it does not use to its lenders (rebalance.ts), and on a busy machine the
+  // moment between the peek and this acquire can be long enough for that; then it asks again, by transfer only.
+  t.true((await withClient(c, 'j', async q => await q.acquire('day', { waitMs: 30_000 }))).allowed, 'j is served from tokens transferred to it')
   spent++
   const { total } = await settledHeld(socketsOf(c, ['a', 'b', 'j']), 'day')
   t.true(total + spent <= 90, `no token created: ${total} + ${spent} spent <= 90`)

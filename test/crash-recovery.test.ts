@@ -92,8 +92,13 @@ async function killAndRecover (t: import('ava').ExecutionContext, c: TestCluster
   await waitForPeers(c, all, all.length - 1, 60_000)
   // Past the horizon (the next window), the recovered tokens are spendable: the survivors' and its own, nothing created.
   const after = await stableStock(c, all)
-  t.is(after, 100 - had + restored)
-  t.log(`after the restart the cluster holds ${after} of 100`)
+  // A key the journal never named since its last checkpoint (its books were still its initial share there, and
+  // the credits since were not yet written at the kill) comes back as a deferred share when first used, not as
+  // restored tokens: seen once under load, c's journal had no api line and its share came back that way.
+  const shares = (await nodeStatus(c.sockets[victim])).cluster.recovery?.deferredShares ?? 0
+  t.true(restored + shares <= had, `never more than it had: ${restored} restored + ${shares} as its share, of ${had}`)
+  t.is(after, 100 - had + restored + shares)
+  t.log(`after the restart the cluster holds ${after} of 100 (${shares} of them its share, deferred)`)
 }
 
 test.serial('kill -9 of a member, then of a seed: each restarts and recovers what it had, never more, spendable again after the horizon', async t => {

@@ -6,7 +6,7 @@
 import test from 'ava'
 import { estateOf } from '../src/cluster/estate.js'
 import { BooksJournal, replayJournal, type JournalCheckpoint } from '../src/cluster/journal.js'
-import { compileRule } from '../src/core/rules.js'
+import { RuleSet } from '../src/core/rules.js'
 import { rule } from './helpers/rules.js'
 import { Quorum } from '../src/cluster/quorum.js'
 import { MAX_CHUNK, type Jrep } from '../src/cluster/replica-messages.js'
@@ -263,7 +263,7 @@ test('replica groups: the next four seeds in name order, wrapping; a grant waits
 })
 
 test('estate: a copy\'s books less what is left of its reservation; an exact key it never changed at its initial share; never below zero', t => {
-  const rules = [compileRule(rule({ name: 'api', limit: 90, perMs: 1000 })), compileRule(rule({ name: 'day', limit: 30, perMs: 86_400_000 })), compileRule(rule({ name: 'sig', match: 'sig:*', limit: 5, perMs: 1000 }))]
+  const rules = new RuleSet([rule({ name: 'api', limit: 90, perMs: 1000 }), rule({ name: 'day', limit: 30, perMs: 86_400_000 }), rule({ name: 'sig', match: 'sig:*', limit: 5, perMs: 1000 })])
   const seeds = ['a', 'b', 'c']
   const cp = { v: 1, node: 'a', cluster: 'c', inc: 1, gen: 1, epoch: 'a.1', carries: [], allocate: true, rules: [], keys: [['api', 50], ['sig:x', 5]], reserved: [['api', 4]] }
   const text = `${JSON.stringify(cp)}\n${JSON.stringify([['api', -8], ['gave', 'api', 8], ['ceil', 'api', 20], ['sig:x', -5], ['gave', 'sig:x', 5], ['ceil', 'sig:x', 9]])}\n`

@@ -131,7 +131,7 @@ function replicaStatus (core: ClusterCore): Record<string, unknown> | null {
     if (hit?.at !== at) {
       let shown: unknown
       try {
-        const e = estateOf(copy.text, writer, core.cluster, core.limiter.rules, core.seeds)
+        const e = estateOf(copy.text, writer, core.cluster, { rules: core.limiter.rules, match: k => core.limiter.ruleFor(k) }, core.seeds)
         const keys = [...e.credits].sort((a, b) => b[1] - a[1]).slice(0, 16)
         shown = { tokens: e.tokens, keys: Object.fromEntries(keys), listed: keys.length, total: e.credits.size }
       } catch (err) {

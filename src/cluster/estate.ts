@@ -26,16 +26,15 @@ export interface Estate {
   tokens: number
 }
 
-/** The estate in a copy of `writer`'s journal; `rules`: this node's (for keys at their initial share). */
-export function estateOf (text: string, writer: string, cluster: string, rules: readonly CompiledRule[], seeds: readonly string[]): Estate {
+/** The estate in a copy of `writer`'s journal; `rules`: this node's, and its match (a RuleSet; for keys at their initial share). */
+export function estateOf (text: string, writer: string, cluster: string, rules: { rules: readonly CompiledRule[], match: (key: string) => CompiledRule | undefined }, seeds: readonly string[]): Estate {
   const r = replayJournal(text, `copy of ${writer}'s journal`, writer, cluster)
   const credits = new Map<string, number>()
-  const ruleOf = (key: string): CompiledRule | undefined => rules.find(x => !x.glob && x.config.match === key) ?? rules.find(x => x.glob && x.test(key))
   const share = (key: string): number => {
-    const rule = ruleOf(key)
+    const rule = rules.match(key)
     return rule === undefined || !r.checkpoint.allocate ? 0 : initialShare(rule.stock, rule.glob, key, writer, seeds)
   }
-  const keys = new Set([...r.books.keys(), ...rules.filter(x => !x.glob).map(x => x.config.match)])
+  const keys = new Set([...r.books.keys(), ...rules.rules.filter(x => !x.glob).map(x => x.config.match)])
   for (const key of keys) {
     const b = r.books.get(key)
     const books = (b?.base ?? share(key)) + (b?.delta ?? 0)

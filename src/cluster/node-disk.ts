@@ -48,8 +48,6 @@ export class NodeDisk {
   private attestFailedAt = -Infinity
   private replicaTail: Promise<unknown> = Promise.resolve()
   private replicaFailedAt = -Infinity
-  /** Grants waiting for their give to be durable (persistForGrant). */
-  private grantsWaiting = 0
   /** Called when a grant waits for the journal's copies: the driver sends them at once (replication.ts). */
   onWaiting: () => void = () => {}
 
@@ -73,8 +71,6 @@ export class NodeDisk {
     this.journalTail = this.journalTail.then(async () => {
       const r = this.core.replication.take(this.core.journal, () => journalCheckpoint(this.core))
       if (r === null) return true
-      // A grant waits for this write: its copies go out now, while this disk writes it.
-      if (this.grantsWaiting > 0) this.onWaiting()
       try {
         await this.journal.write(r.w)
         this.core.replication.localDone(r.pos)
@@ -100,14 +96,13 @@ export class NodeDisk {
    * leave (the ledger resends it later).
    */
   async persistForGrant (keys: Iterable<string>): Promise<boolean> {
-    this.grantsWaiting++
-    try {
-      if (!await this.persistJournal()) return false
-      const r = this.core.replication
-      return await new Promise<boolean>(resolve => r.whenCovered(keys, this.clock.mono(), resolve))
-    } finally {
-      this.grantsWaiting--
-    }
+    if (!await this.persistJournal()) return false
+    const r = this.core.replication
+    return await new Promise<boolean>(resolve => {
+      r.whenCovered(keys, this.clock.mono(), resolve)
+      // Waiting, it is urgent: the copies it needs go out now, not at the next tick (as the simulator does).
+      this.onWaiting()
+    })
   }
 
   /**

@@ -14,9 +14,9 @@ import type { Transport } from './transport/types.js'
 
 const packr = new Packr({ useRecords: false })
 
-/** Send what the other seeds lack of this node's journal: all of it (`now`: a grant waits), or only while a grant waits. */
-export function sendReplicas (core: ClusterCore, t: Transport, bounds: MessageBounds, clock: Clock, log: Logger, now = false): void {
-  for (const r of core.replication.outbound(clock.mono(), now)) void sendReplica(core, t, r.to, r.msg, bounds, clock, log)
+/** Send what the waiting grants need of this node's journal (the core's tick sends the rest). */
+export function sendReplicas (core: ClusterCore, t: Transport, bounds: MessageBounds, clock: Clock, log: Logger): void {
+  for (const r of core.replication.outbound(clock.mono())) void sendReplica(core, t, r.to, r.msg, bounds, clock, log)
 }
 
 /** One jrep; on its jack, the next part if the replica still lacks some. */

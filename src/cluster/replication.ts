@@ -130,13 +130,11 @@ export class JournalReplication {
       // The checkpoint carries what is left of each reservation (journalCheckpoint): it starts the new generation's.
       const left = this.reserved()
       this.gen++
-      this.end = 0
-      this.checkpointChars = line.length
+      this.end = this.checkpointChars = line.length
       this.text = ''
       this.given.clear()
       this.ceilings.clear()
       this.unplaced.clear()
-      this.end += line.length
       for (const [k, n] of left) this.ceilings.set(k, [{ r: n, at: this.head }])
     } else {
       this.end += line.length

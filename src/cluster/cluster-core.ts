@@ -17,7 +17,7 @@
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import { Calendar } from '../core/calendar.js'
 import { Limiter, type KeyState, type Resolution, type Waiter } from '../core/limiter.js'
-import { homeNode, seedOrder } from '../core/share.js'
+import { homeOf, seedOrder } from '../core/share.js'
 import type { Decision } from '../core/types.js'
 import { updateReserve, type CautionInput } from './caution.js'
 import { agrees, ClusterView } from './cluster-view.js'
@@ -40,11 +40,12 @@ import { rebalance } from './rebalance.js'
 import { Reclaim } from './reclaim.js'
 import { BooksJournal } from './journal.js'
 import { Recovery } from './recovery.js'
+import { Heir } from './heir.js'
 import { forgetDeparted, journalAck, onGossip, onGrant, onJournalWrite, onReply, onRequestFailed, onWant } from './intake.js'
 import { defaultTuning, type ClusterTuning } from './tuning.js'
 import { JournalReplication } from './replication.js'
 import { ReplicaStore, type ReplicaChange } from './replica-store.js'
-import type { Jack, Jrep } from './replica-messages.js'
+import type { Jack, Jcopy, Jget, Jrep } from './replica-messages.js'
 
 export interface ClusterCoreOptions {
   node: string
@@ -69,6 +70,8 @@ export interface ClusterCoreOptions {
   /** This start recovers a crashed predecessor's books (journal.ts): shares and restored tokens wait for the horizon (recovery.ts). */
   recovered?: boolean
   tuning?: Partial<ClusterTuning>
+  /** The dead seeds this account inherited (heir.ts), from its state file or journal: [node, inc, calMs]. @default none */
+  inherited?: ReadonlyArray<readonly [string, number, number]>
   /** A seed's copies of the other seeds' journals, from its disk, by writer (replica-store.ts). @default none */
   replicas?: ReadonlyMap<string, string>
   /** Wall and monotonic time at construction: where the calendar starts. */
@@ -80,6 +83,7 @@ export type Outbound =
   | { kind: 'gossip', msg: Gossip }
   | { kind: 'request', to: string, msg: Want | Grant }
   | { kind: 'replicate', to: string, msg: Jrep }
+  | { kind: 'jget', to: string, msg: Jget }
 
 export class ClusterCore {
   readonly node: string
@@ -119,6 +123,8 @@ export class ClusterCore {
   readonly fence: Fence
   /** Attestations, settlements of dead accounts without a share, and the no-relay cap (reclaim.ts). */
   readonly reclaim: Reclaim
+  /** A seed: inherits the seeds that die for good after it in name order (heir.ts). */
+  readonly heir: Heir
   readonly gossip: GossipSchedule
   private lastTick = -Infinity
   private lastHousekeeping = -Infinity
@@ -158,6 +164,8 @@ export class ClusterCore {
       maxKeys: opts.limits.maxKeys
     })
     this.view = new ClusterView(this.node, this.seeds, this.peers, this.tuning, this.calendar)
+    this.heir = new Heir(this, opts.inherited ?? [])
+    this.view.homes = this.heir.homes
     // A member gives only what it holds of the asker's tokens (reclaim.ts): ask it only when it owes us some.
     this.view.mayAsk = (p, key) => this.reclaim.mayAsk(p, key)
     this.stopper = new StopMachine(this.tuning)
@@ -170,6 +178,7 @@ export class ClusterCore {
     this.limiter = new Limiter({
       node: opts.node,
       seeds: this.seeds,
+      homes: this.heir.homes,
       rules: opts.rules,
       limits: opts.limits,
       allocate: opts.allocate,
@@ -177,10 +186,13 @@ export class ClusterCore {
       canEvict: (ks) => this.canEvict(ks),
       // Waiters are served on the limiter's own timer: the lease may have lapsed since the key was last used.
       beforeServe: (ks, nowMs) => { this.fenced(nowMs); updateReserve(this.caution, ks, nowMs) },
-      onCreate: (ks, nowMs) => { if (this.recovery?.materialized(ks, this.calendar.at(nowMs)) === true) this.active.add(ks) },
+      onCreate: (ks, nowMs) => {
+        const cal = this.calendar.at(nowMs)
+        if (this.recovery?.materialized(ks, cal) === true || this.heir.materialized(ks, cal)) this.active.add(ks)
+      },
       onRuleChange: (ks, next, nowMs) => {
         const before = ks.rule
-        carryOver(ks, next, this.node, this.seeds, this.limiter.allocate, nowMs, this.calendar)
+        carryOver(ks, next, this.node, this.seeds, this.limiter.allocate, nowMs, this.calendar, this.heir.homes)
         if (ext(ks).burn > 0) this.active.add(ks)
         this.transitions.changed(stampOf(before), next)
         this.active.add(ks)
@@ -267,7 +279,7 @@ export class ClusterCore {
 
   /** A glob key holding tokens away from its home stays active until it has gone back. */
   private owesHome (ks: KeyState): boolean {
-    return ks.rule.glob && ks.bucket.held >= 1 && homeNode(ks.key, this.seeds) !== this.node
+    return ks.rule.glob && ks.bucket.held >= 1 && homeOf(ks.key, this.seeds, this.heir.homes) !== this.node
   }
 
   /** Whether this node is fenced at `nowMs` (no lease, leases on); a change recomputes the active keys' reserves (fence.ts). */
@@ -313,6 +325,7 @@ export class ClusterCore {
     for (const g of this.ledger.due(nowMs, this.tuning.retransmitMs, to => this.receiverAlive(to, nowMs))) this.request(out, g.to, g)
     this.replication.expire(nowMs)
     for (const r of this.replication.outbound(nowMs, true)) out.push({ kind: 'replicate', to: r.to, msg: r.msg })
+    for (const r of this.heir.update(nowMs)) out.push({ kind: 'jget', to: r.to, msg: r.msg })
     const g = this.gossip.due(nowMs)
     if (g !== null) out.push({ kind: 'gossip', msg: g })
     if (nowMs - this.lastHousekeeping >= this.tuning.gossipIntervalMs) {
@@ -367,6 +380,8 @@ export class ClusterCore {
   onJournalWrite (m: Jrep, from: string): { change: ReplicaChange | null } | null { return onJournalWrite(this, m, from) }
   /** The answer to a jrep, once its change (if any) is on disk. */
   journalAck (writer: string): Jack { return journalAck(this, writer) }
+  /** A jget from peer id `from`: this seed's copy of a dead seed's journal (heir.ts), or null if refused. */
+  onJget (m: Jget, from: string): Jcopy | null { return this.seeds.includes(m.node) && this.membership.check(m.node, from) === 'ok' ? this.heir.serve(m) : null }
 
   /** A peer sent something malformed: counted, dropped. */
   onBadMessage (): void {

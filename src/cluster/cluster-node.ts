@@ -27,7 +27,7 @@ import { startCore, type Restored } from './persist.js'
 import { openAttestations, readAttestations, writeAttestations } from './attest-file.js'
 import { NodeDisk, readJournal } from './node-disk.js'
 import { readReplicas } from './replica-file.js'
-import { sendReplica, sendReplicas } from './replica-link.js'
+import { readCopy, sendReplica, sendReplicas } from './replica-link.js'
 import { checkOwner } from './state-schema.js'
 import { clusterHash } from './cluster-hash.js'
 import { DEFAULT_BOUNDS, gossipTopic, parseMessage, type Grant, type MessageBounds, type Want } from './messages.js'
@@ -221,6 +221,9 @@ export class ClusterNode {
       } else if (o.kind === 'replicate') {
         if (t === null) this.core.replication.onFailed(o.to, this.opts.clock.mono())
         else void sendReplica(this.core, t, o.to, o.msg, this.bounds, this.opts.clock, this.opts.log)
+      } else if (o.kind === 'jget') {
+        if (t === null) this.core.heir.onJgetFailed(o.to, o.msg.writer, this.opts.clock.mono())
+        else void readCopy(this.core, t, o.to, o.msg, this.bounds, this.opts.clock, this.opts.log)
       } else if (t === null) {
         this.core.onRequestFailed(o.msg, this.opts.clock.mono())
       } else if (o.msg.t === 'grant') {
@@ -339,6 +342,11 @@ export class ClusterNode {
       const ack = await this.disk.storeReplica(m.node, () => this.core.onJournalWrite(m, from))
       if (ack === null) { this.core.onBadMessage(); throw new Error(`jrep from ${m.node} refused`) }
       return packr.pack(ack)
+    }
+    if (m.t === 'jget') {
+      const copy = this.core.onJget(m, from)
+      if (copy === null) { this.core.onBadMessage(); throw new Error(`jget from ${m.node} refused`) }
+      return packr.pack(copy)
     }
     if (m.t === 'grant') {
       const ack = this.core.onGrant(m, from, now)

@@ -7,7 +7,7 @@
  */
 import type { KeyState } from '../core/limiter.js'
 import type { CalendarView } from '../core/calendar.js'
-import { homeNode, initialShare } from '../core/share.js'
+import { homeOf, initialShare } from '../core/share.js'
 import { horizon, type KeyExt } from './key-ext.js'
 import type { Peer, Peers } from './peers.js'
 import type { ClusterTuning } from './tuning.js'
@@ -26,6 +26,8 @@ export function agrees (p: Peer, ks: KeyState): boolean {
 export class ClusterView {
   private readonly node: string
   private readonly seeds: readonly string[]
+  /** Dead seeds' heirs (heir.ts): their glob keys' homes. */
+  homes: ReadonlyMap<string, string> = new Map()
   private readonly peers: Peers
   private readonly tuning: ClusterTuning
   private readonly calendar: CalendarView
@@ -42,12 +44,12 @@ export class ClusterView {
   peerHeld (p: Peer, ks: KeyState): number {
     const k = p.keys.get(ks.key)
     if (k !== undefined) return k.held
-    return initialShare(ks.rule.stock, ks.rule.glob, ks.key, p.name, this.seeds)
+    return initialShare(ks.rule.stock, ks.rule.glob, ks.key, p.name, this.seeds, this.homes)
   }
 
   /** The share a peer would create a key with (its pre-allocated share): what it has if it never said. */
   peerShare (p: Peer, ks: KeyState): number {
-    return initialShare(ks.rule.stock, ks.rule.glob, ks.key, p.name, this.seeds)
+    return initialShare(ks.rule.stock, ks.rule.glob, ks.key, p.name, this.seeds, this.homes)
   }
 
   /** Adjust what this node believes a peer holds of a key, until the peer's next gossip says otherwise. */
@@ -122,7 +124,7 @@ export class ClusterView {
     if (!ks.rule.glob || ks.bucket.held < 1 || nowMs - x.lastDemandAt < this.tuning.idleReturnMs) return false
     // Only once peers have heard what it holds: the home checks a push against what the giver said (transfers.ts).
     if (x.sentHeld !== ks.bucket.held) return false
-    const home = homeNode(ks.key, this.seeds)
+    const home = homeOf(ks.key, this.seeds, this.homes)
     if (home === undefined || home === this.node) return false
     const p = this.peers.get(home)
     return p !== undefined && !p.leaving && !p.fenced && this.peers.isAlive(p, nowMs) && agrees(p, ks)

@@ -74,6 +74,8 @@ export interface SavedState {
   debts?: KnownDebt[]
   /** What the stopped node held of each peer account's tokens, net of its unacked grants (reclaim.ts: it gives each peer no more). */
   peers?: Array<[node: string, epoch: string, key: string, tokens: number]>
+  /** The dead seeds whose estates this account inherited (heir.ts): [node, inc, calendar ms of the inheritance]. */
+  inherited?: Array<[node: string, inc: number, calMs: number]>
   keys: SavedKey[]
 }
 

@@ -1,48 +1,82 @@
 /**
- * What a heir would credit for a seed that never comes back, read from one
+ * What a heir credits for a seed that never comes back, read from the best
  * copy of its journal (replica-store.ts; reclaim-design.md §11.6):
  *
  *     credit(k) = books_copy(k) − max(0, ceiling_copy(k) − gave_copy(k))
  *
  * per key, where books are the copy's checkpoint and deltas (a key not in
- * it: the seed's initial share, under this node's rules), and the second
- * term is what is left of the reservation the copy holds: every give made
- * after the copy ends is under it (replication.ts), so the credit never
- * counts a token that left. Glob keys the seed never changed are not
- * listed (their home's stock is the heir's to materialize).
+ * it: the seed's initial share under the copy's rules and homes), and the
+ * second term is what is left of the reservation the copy holds: every give
+ * made after the copy ends is under it (replication.ts), so the credit never
+ * counts a token that left. A key with a reservation but no books change is
+ * in the estate too (a give under it may have left after the copy ended).
  *
- * Today this is what `status` shows a seed's operator (`cluster.replicas`
- * `estate`): what its copy says would come back if that seed were gone for
- * good. The heir that credits it is not built yet.
+ * Glob keys the seed never changed are not listed: from the inheritance on,
+ * their home is the heir (share.ts `homeOf`), which materializes their stock
+ * when they are first used there (heir.ts). `copied` lists the glob keys the
+ * copy does name: their books are credited here, never materialized again.
+ *
+ * No copy at all (`text` null: no seed of a read quorum holds any) means no
+ * write of the seed was ever durable, so no grant ever left it: its estate
+ * is its initial share of every exact key, under the heir's rules.
  */
 import type { CompiledRule } from '../core/rules.js'
-import { initialShare } from '../core/share.js'
+import { RuleSet } from '../core/rules.js'
+import { initialShare, type Homes } from '../core/share.js'
 import { replayJournal } from './journal.js'
 
 export interface Estate {
-  /** Per key: what a heir would credit (never below 0). */
+  /** Per key: what a heir credits (never below 0). */
   credits: Map<string, number>
   /** Their sum. */
   tokens: number
+  /** The glob keys the copy names (credited; never materialized again at the heir). */
+  copied: Set<string>
+  /** What the dead seed held of each peer account's tokens: node -> epoch -> key -> tokens (the heir's `restored`). */
+  peers: Map<string, Map<string, Map<string, number>>>
+  /** The seeds the dead one had inherited itself: [node, inc, calMs]. */
+  inherited: Array<[string, number, number]>
+  /** The copy's incarnation and generation (0 without a copy). */
+  inc: number
+  gen: number
 }
 
-/** The estate in a copy of `writer`'s journal; `rules`: this node's, and its match (a RuleSet; for keys at their initial share). */
-export function estateOf (text: string, writer: string, cluster: string, rules: { rules: readonly CompiledRule[], match: (key: string) => CompiledRule | undefined }, seeds: readonly string[]): Estate {
-  const r = replayJournal(text, `copy of ${writer}'s journal`, writer, cluster)
+interface Rules { rules: readonly CompiledRule[], match: (key: string) => CompiledRule | undefined }
+
+/**
+ * The estate in a copy of `writer`'s journal. `rules`: the heir's (used
+ * without a copy; with one, the copy's own rules decide the shares, as they
+ * decided the writer's books).
+ */
+export function estateOf (text: string | null, writer: string, cluster: string, rules: Rules, seeds: readonly string[]): Estate {
   const credits = new Map<string, number>()
-  const share = (key: string): number => {
-    const rule = rules.match(key)
-    return rule === undefined || !r.checkpoint.allocate ? 0 : initialShare(rule.stock, rule.glob, key, writer, seeds)
+  const copied = new Set<string>()
+  if (text === null) {
+    for (const r of rules.rules) if (!r.glob) credits.set(r.config.match, initialShare(r.stock, false, r.config.match, writer, seeds))
+    return { credits, tokens: sum(credits), copied, peers: new Map(), inherited: [], inc: 0, gen: 0 }
   }
-  const keys = new Set([...r.books.keys(), ...rules.rules.filter(x => !x.glob).map(x => x.config.match)])
+  const r = replayJournal(text, `copy of ${writer}'s journal`, writer, cluster)
+  const cp = r.checkpoint
+  const own: Rules = cp.rules.length > 0 ? new RuleSet(cp.rules) : rules
+  const homes: Homes = new Map((cp.inherited ?? []).map(([n]) => [n, writer]))
+  const share = (key: string): number => {
+    const rule = own.match(key)
+    return rule === undefined || !cp.allocate ? 0 : initialShare(rule.stock, rule.glob, key, writer, seeds, homes)
+  }
+  const keys = new Set([...r.books.keys(), ...r.reserved.keys(), ...own.rules.filter(x => !x.glob).map(x => x.config.match)])
   for (const key of keys) {
     const b = r.books.get(key)
     const books = (b?.base ?? share(key)) + (b?.delta ?? 0)
     const res = r.reserved.get(key)
     const left = res === undefined ? 0 : Math.max(0, res.ceiling - res.given)
     credits.set(key, Math.max(0, books - left))
+    if (own.match(key)?.glob === true) copied.add(key)
   }
-  let tokens = 0
-  for (const n of credits.values()) tokens += n
-  return { credits, tokens }
+  return { credits, tokens: sum(credits), copied, peers: r.peers, inherited: cp.inherited ?? [], inc: cp.inc, gen: cp.gen ?? 0 }
+}
+
+function sum (m: ReadonlyMap<string, number>): number {
+  let t = 0
+  for (const n of m.values()) t += n
+  return t
 }

@@ -62,6 +62,8 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
   for (const [n] of heard ?? []) bytes += n.length + 22
   const attest = core.reclaim.list(nowMs)
   for (const [n] of attest ?? []) bytes += n.length + 12
+  const estates = core.heir.list()
+  for (const [n] of estates) bytes += n.length + 12
   // A seed's member list, when it goes (at most 300 entries of about 70 bytes; see membership.ts).
   if (core.gossip.membersDue()) bytes += core.membership.members().reduce((n, [m, id]) => n + m.length + id.length + 6, 0)
   let leftover: KeyState | null = null
@@ -120,7 +122,8 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     ...(core.fence.fenced ? { fenced: true } : {}),
     ...(heard === undefined || heard.length === 0 ? {} : { heard }),
     ...(core.reclaim.hasBase ? {} : { alloc: false as const }),
-    ...(attest === undefined || attest.length === 0 ? {} : { attest })
+    ...(attest === undefined || attest.length === 0 ? {} : { attest }),
+    ...(estates.length === 0 ? {} : { estates })
   }
   return { msg, leftover }
 }

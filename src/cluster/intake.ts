@@ -52,6 +52,7 @@ export function onGossip (c: ClusterCore, g: Gossip, from: string, nowMs: number
   c.positions.acked(c.ledger.ack(g.node, g.epoch, p.appliedFromMe))
   // Attestations first: carried books an echoing voter attests are dropped before its echo counts (reclaim.ts).
   if (g.attest !== undefined && p.sameCluster) c.reclaim.onAttest(g.node, g.attest, nowMs)
+  if (g.estates !== undefined && p.sameCluster) c.heir.onEstates(g.node, g.estates)
   if (g.heard !== undefined && p.sameCluster) echoed(c, g.node, g.heard, nowMs)
   return verdict
 }
@@ -141,6 +142,8 @@ function settled (c: ClusterCore): void {
  */
 export function onJournalWrite (c: ClusterCore, m: Jrep, from: string): { change: ReplicaChange | null } | null {
   if (c.replicas === null || m.node === c.node || !replicaGroup(m.node, c.seeds).includes(c.node) || c.membership.check(m.node, from) !== 'ok') return null
+  // A writer settled here is dead (or cut off and fenced): its copy stays as it was, for its heir (heir.ts).
+  if (c.reclaim.isSettled(m.node, m.inc) || c.heir.homes.has(m.node) || c.heir.dead.has(m.node)) return null
   return { change: c.replicas.accept(m) }
 }
 

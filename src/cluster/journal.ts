@@ -68,6 +68,13 @@ export interface JournalCheckpoint {
   reserved?: Array<[key: string, remaining: number]>
   /** What this node holds of each peer account's tokens, per key (non-zero only). */
   peers?: Array<[node: string, epoch: string, key: string, tokens: number]>
+  /**
+   * The dead seeds whose estates this account inherited (heir.ts): [node,
+   * incarnation, calendar ms of the inheritance]. Their glob keys are homed
+   * here (share.ts `homeOf`), so a key not named in `keys` is at its share
+   * under these homes.
+   */
+  inherited?: Array<[node: string, inc: number, calMs: number]>
   /** Rule versions still being changed from, and burns others owed (as a clean stop saves them: caution.ts). */
   transitions?: SavedState['transitions']
   debts?: SavedState['debts']
@@ -257,11 +264,16 @@ function checkCheckpoint (v: unknown, where: string): JournalCheckpoint {
   if (o.peers !== undefined && (!Array.isArray(o.peers) || !o.peers.every(isPeerEntry))) bad(where, 'peers', 'must be a list of [node, epoch, key, number]')
   if (o.reserved !== undefined && (!Array.isArray(o.reserved) || !o.reserved.every(isEntry))) bad(where, 'reserved', 'must be a list of [key, number]')
   if (o.gen !== undefined && !Number.isSafeInteger(o.gen)) bad(where, 'gen', 'must be a whole number')
+  if (o.inherited !== undefined && (!Array.isArray(o.inherited) || !o.inherited.every(isInherited))) bad(where, 'inherited', 'must be a list of [node, inc, calMs]')
   return o as unknown as JournalCheckpoint
 }
 
 function isEntry (r: unknown): r is [string, number] {
   return Array.isArray(r) && r.length === 2 && typeof r[0] === 'string' && typeof r[1] === 'number' && Number.isFinite(r[1])
+}
+
+function isInherited (r: unknown): r is [string, number, number] {
+  return Array.isArray(r) && r.length === 3 && typeof r[0] === 'string' && Number.isSafeInteger(r[1]) && typeof r[2] === 'number' && Number.isFinite(r[2])
 }
 
 function isCopyEntry (r: unknown): r is ['gave' | 'ceil', string, number] {

@@ -18,7 +18,7 @@
  */
 import { ErrorCodes, QuotadError } from '../errors.js'
 import type { HeardEntry } from './lease.js'
-import { parseJack, parseJrep, type Jack, type Jrep } from './replica-messages.js'
+import { parseJack, parseJcopy, parseJget, parseJrep, type Jack, type Jcopy, type Jget, type Jrep } from './replica-messages.js'
 
 /**
  * The cluster protocol version. 3: want, grant, ack and none carry their
@@ -26,8 +26,10 @@ import { parseJack, parseJrep, type Jack, type Jrep } from './replica-messages.j
  * 8 fields (deferred and inTransitOut, for the shortfall). Nodes of another
  * version share no gossip topic (`gossipTopic`) and refuse each other's
  * requests. 4: jrep and jack, the seeds' journal copies (replica-messages.ts).
+ * 5: jget and jcopy (a heir reads a dead seed's copies), and a seed's gossip
+ * names the seeds it inherited (`estates`, heir.ts).
  */
-export const CLUSTER_VERSION = 4
+export const CLUSTER_VERSION = 5
 
 /** The gossip topic of a cluster: versioned, so nodes of another protocol version never hear each other. */
 export function gossipTopic (cluster: string): string {
@@ -117,6 +119,12 @@ export interface Gossip {
    * most `maxPeers`.
    */
   attest?: AttestEntry[]
+  /**
+   * A seed's inheritances (heir.ts): [node, inc] of the dead seeds whose
+   * estates its books hold; their glob keys are homed at the sender. At
+   * most `maxPeers`.
+   */
+  estates?: AttestEntry[]
 }
 
 /** [node, incarnation]: a voter attests that incarnation dead (reclaim.ts). */
@@ -173,7 +181,7 @@ export interface None {
   inc: number
 }
 
-export type ClusterMessage = Gossip | Want | Grant | Ack | None | Jrep | Jack
+export type ClusterMessage = Gossip | Want | Grant | Ack | None | Jrep | Jack | Jget | Jcopy
 
 export interface MessageBounds {
   maxKeyBytes: number
@@ -294,11 +302,18 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
           const t = tuple(e, 2, 'attest entry')
           return [name(t[0], 'attest node'), seq(t[1], 'attest inc')] as AttestEntry
         })
+      const estates = m.estates === undefined || m.estates === null
+        ? undefined
+        : list(m.estates, b.maxPeers, 'estates').map(e => {
+          const t = tuple(e, 2, 'estate entry')
+          return [name(t[0], 'estate node'), seq(t[1], 'estate inc')] as AttestEntry
+        })
       return {
         v: CLUSTER_VERSION, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),
         pending, carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, acks, ...(m.leaving === true ? { leaving: true } : {}),
         ...(m.fenced === true ? { fenced: true } : {}), ...(heard === undefined ? {} : { heard }),
-        ...(m.alloc === false ? { alloc: false as const } : {}), ...(attest === undefined || attest.length === 0 ? {} : { attest })
+        ...(m.alloc === false ? { alloc: false as const } : {}), ...(attest === undefined || attest.length === 0 ? {} : { attest }),
+        ...(estates === undefined || estates.length === 0 ? {} : { estates })
       }
     }
     case 'want':
@@ -321,6 +336,10 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
       return parseJrep(m, CLUSTER_VERSION, node, epoch)
     case 'jack':
       return parseJack(m, CLUSTER_VERSION, node, epoch)
+    case 'jget':
+      return parseJget(m, CLUSTER_VERSION, node, epoch)
+    case 'jcopy':
+      return parseJcopy(m, CLUSTER_VERSION, node, epoch)
     default:
       return bad(`unknown type ${String(m.t)}`)
   }

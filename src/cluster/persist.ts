@@ -48,6 +48,7 @@ export function saveState (core: ClusterCore, nowMs: number, status: 'running' |
     s.transitions = core.transitions.toJSON()
     s.debts = core.peers.knownDebts()
     s.peers = core.reclaim.held()
+    s.inherited = core.heir.saved()
     s.keys = snapshotKeys(core, nowMs)
   }
   return s
@@ -77,7 +78,7 @@ export function journalCheckpoint (core: ClusterCore): JournalCheckpoint {
   const allocate = core.limiter.allocate
   for (const ks of core.limiter.states()) {
     const b = booksOf(ks)
-    const share = allocate ? initialShare(ks.rule.stock, ks.rule.glob, ks.key, core.node, core.seeds) : 0
+    const share = allocate ? initialShare(ks.rule.stock, ks.rule.glob, ks.key, core.node, core.seeds, core.heir.homes) : 0
     if (Math.abs(b - share) > 1e-9) keys.push([ks.key, b])
   }
   return {
@@ -93,6 +94,7 @@ export function journalCheckpoint (core: ClusterCore): JournalCheckpoint {
     keys,
     reserved: core.replication.reserved(),
     peers: core.reclaim.held(),
+    inherited: core.heir.saved(),
     transitions: core.transitions.toJSON(),
     debts: core.peers.knownDebts()
   }
@@ -137,7 +139,8 @@ export function startCore (base: CoreBase, rules: RuleConfig[], saved: SavedStat
     rules: clean && saved.rules !== undefined ? saved.rules : rules,
     allocate,
     incarnation,
-    carries: clean ? saved.carries : []
+    carries: clean ? saved.carries : [],
+    inherited: clean ? saved.inherited : []
   })
   if (!clean) {
     core.init(nowMs)
@@ -175,7 +178,8 @@ function recoverCore (base: CoreBase, rules: RuleConfig[], saved: SavedState, jo
     allocate: cp.allocate,
     incarnation: saved.incarnation + 1,
     carries: [cp.epoch, ...cp.carries].slice(0, MAX_CARRIES),
-    recovered: true
+    recovered: true,
+    inherited: cp.inherited ?? []
   })
   const recovery = core.recovery as NonNullable<ClusterCore['recovery']>
   restoreCaution(core, { ...saved, transitions: cp.transitions, debts: cp.debts })
@@ -183,7 +187,7 @@ function recoverCore (base: CoreBase, rules: RuleConfig[], saved: SavedState, jo
   for (const [key, { base: b, delta }] of journal.books) {
     const rule = core.limiter.ruleFor(key)
     if (rule === undefined) { r.dropped++; continue }
-    const initial = cp.allocate ? initialShare(rule.stock, rule.glob, key, core.node, core.seeds) : 0
+    const initial = cp.allocate ? initialShare(rule.stock, rule.glob, key, core.node, core.seeds, core.heir.homes) : 0
     const books = (b ?? initial) + delta
     keys.push({ key, rule: rule.name, ruleHash: rule.hash, initial, held: 0, tokens: Math.max(0, books), at: recovery.horizon(rule.config), burn: Math.max(0, -books) })
   }

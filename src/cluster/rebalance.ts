@@ -7,7 +7,7 @@
  * fenced (a fenced node gives nothing and asks for nothing).
  */
 import type { KeyState } from '../core/limiter.js'
-import { homeNode } from '../core/share.js'
+import { homeOf } from '../core/share.js'
 import type { ClusterCore, Outbound } from './cluster-core.js'
 import { horizon, keepRate, needRate, type KeyExt } from './key-ext.js'
 import type { Peer } from './peers.js'
@@ -20,7 +20,7 @@ export function rebalance (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: numbe
   // A node without a share can give back only to its lenders (no relay, reclaim.ts): it does so by itself.
   if (!c.reclaim.hasBase && c.tuning.leases && returnToLenders(c, ks, x, nowMs, out)) return
   if (c.view.shouldReturnHome(ks, x, nowMs)) {
-    const home = homeNode(ks.key, c.seeds) as string
+    const home = homeOf(ks.key, c.seeds, c.heir.homes) as string
     const p = c.peers.get(home)
     if (p !== undefined) c.transfers.push(ks, x, p, Math.floor(ks.bucket.held), nowMs, out)
     return

@@ -138,13 +138,20 @@ export class Reclaim {
     return 10 * this.c.tuning.reclaimMs
   }
 
+  /** Seeds with a share copy their journals (replication.ts), so a heir can inherit one that dies (heir.ts). */
+  get seedsInherit (): boolean {
+    const c = this.c
+    return c.tuning.leases && c.tuning.replicateJournal && c.seeds.length > 1
+  }
+
   private attestSilent (nowMs: number): void {
     const c = this.c
     const reclaimMs = c.tuning.reclaimMs
+    const seeds = this.seedsInherit
     // A voter that has not run for reclaimMs may have echoed, in an earlier life, what it thinks silent.
     if (nowMs - this.startMs >= reclaimMs) {
       for (const p of c.peers.all()) {
-        if (p.alloc || p.leaving || !p.sameCluster || p.seq <= 0 || nowMs - p.lastHeard < reclaimMs) continue
+        if ((p.alloc && !(seeds && c.seeds.includes(p.name))) || p.leaving || !p.sameCluster || p.seq <= 0 || nowMs - p.lastHeard < reclaimMs) continue
         if (this.attestedByMe(p.name, p.inc)) continue
         this.attested.delete(p.name)
         this.attested.set(p.name, p.inc)
@@ -209,6 +216,11 @@ export class Reclaim {
     c.ledger.dropAll()
     // What it held of each peer's tokens went with the books.
     this.restored.clear()
+    // A seed's share was inherited (heir.ts): it must never materialize it again, nor copy its journal for a heir.
+    if (this.hasBase) {
+      c.limiter.allocate = false
+      c.replication.disable()
+    }
     c.journal.checkpointNeeded = true
   }
 
@@ -219,6 +231,7 @@ export class Reclaim {
   settle (node: string, inc: number, nowMs: number): void {
     const c = this.c
     const p = c.peers.get(node)
+    if (this.seedsInherit && c.seeds.includes(node) && (p === undefined || p.alloc)) { this.settleSeed(node, inc, nowMs); return }
     // The dead account's epochs: all we know of the node, less a newer incarnation's and what it carries.
     const live = p !== undefined && p.inc > inc ? new Set([p.epoch, ...p.carries]) : new Set<string>()
     const epochs = new Set<string>()
@@ -238,6 +251,56 @@ export class Reclaim {
       this.restored.get(node)?.delete(e)
       for (const [k, n] of owed) this.credit(k, n, cal, skew, nowMs, [node, e])
     }
+    this.markSettled(node, inc, nowMs)
+  }
+
+  /**
+   * Settle a dead seed with a share (heir.ts inherits its books): what this
+   * node holds of its tokens is held of its heir's from now on (the heir
+   * takes what the seed held of ours from the copy's `peers`), less our
+   * unacked grants to it (they may be in its books; if not, they are lost
+   * until our own account is settled, never counted twice). Its grants are
+   * refused from now on.
+   */
+  private settleSeed (node: string, inc: number, nowMs: number): void {
+    const c = this.c
+    const heir = c.heir.heirOf(node, (n) => this.settled.has(n) || n === node)
+    const heirEpoch = heir === c.node ? c.epoch : c.peers.get(heir ?? '')?.epoch
+    // A newer incarnation's own epoch is not the dead one's (what it carries is dropped when it learns: aboutMe).
+    const p = c.peers.get(node)
+    const live = p !== undefined && p.inc > inc ? p.epoch : undefined
+    const epochs = new Set<string>([...c.positions.accounts(node).keys(), ...c.ledger.epochsOf(node), ...(this.restored.get(node)?.keys() ?? [])])
+    epochs.delete(live as string)
+    for (const e of epochs) {
+      const held = new Map<string, number>()
+      for (const [k, n] of c.positions.accounts(node).get(e) ?? []) held.set(k, (held.get(k) ?? 0) + n)
+      for (const [k, n] of this.restored.get(node)?.get(e) ?? []) held.set(k, (held.get(k) ?? 0) + n)
+      for (const [k, n] of c.ledger.dropOutbox(node, e)) {
+        held.set(k, (held.get(k) ?? 0) - n)
+        c.ledger.stranded += n
+      }
+      c.positions.forgetAccount(node, e)
+      this.restored.get(node)?.delete(e)
+      if (heir === undefined || heirEpoch === undefined || heir === c.node) continue
+      for (const [k, n] of held) this.restore(heir, heirEpoch, k, n)
+    }
+    c.heir.died(node, inc)
+    this.markSettled(node, inc, nowMs)
+  }
+
+  /** Add to what this node holds of account (node, epoch)'s tokens of `key`. */
+  restore (node: string, epoch: string, key: string, n: number): void {
+    if (Math.abs(n) < 1e-9) return
+    let byEpoch = this.restored.get(node)
+    if (byEpoch === undefined) this.restored.set(node, byEpoch = new Map())
+    let byKey = byEpoch.get(epoch)
+    if (byKey === undefined) byEpoch.set(epoch, byKey = new Map())
+    byKey.set(key, (byKey.get(key) ?? 0) + n)
+  }
+
+  private markSettled (node: string, inc: number, nowMs: number): void {
+    const c = this.c
+    const p = c.peers.get(node)
     this.settled.set(node, Math.max(inc, this.settled.get(node) ?? 0))
     this.settledAt.set(node, nowMs)
     if (this.settled.size > MAX_ATTESTED) {

@@ -9,7 +9,7 @@ import type { Clock } from '../clock.js'
 import type { Logger } from '../util/log.js'
 import type { ClusterCore } from './cluster-core.js'
 import { parseMessage, type MessageBounds } from './messages.js'
-import type { Jrep } from './replica-messages.js'
+import type { Jget, Jrep } from './replica-messages.js'
 import type { Transport } from './transport/types.js'
 
 const packr = new Packr({ useRecords: false })
@@ -33,4 +33,18 @@ export async function sendReplica (core: ClusterCore, t: Transport, to: string, 
     return
   }
   sendReplicas(core, t, bounds, clock, log)
+}
+
+/** One jget of a heir (heir.ts); its jcopy, or its failure, goes back to the heir exactly once. */
+export async function readCopy (core: ClusterCore, t: Transport, to: string, msg: Jget, bounds: MessageBounds, clock: Clock, log: Logger): Promise<void> {
+  const peerId = core.membership.idOf(to)
+  if (peerId === undefined) { core.heir.onJgetFailed(to, msg.writer, clock.mono()); return }
+  try {
+    const a = parseMessage(packr.unpack(await t.request(peerId, packr.pack(msg), core.tuning.wantTimeoutMs)), bounds)
+    if (a.t !== 'jcopy' || a.node !== to) throw new Error(`unexpected reply ${a.t} from ${a.node}`)
+    core.heir.onJcopy(to, a, clock.mono())
+  } catch (err) {
+    core.heir.onJgetFailed(to, msg.writer, clock.mono())
+    log.debug('reading a journal copy failed', { to, writer: msg.writer, err })
+  }
 }

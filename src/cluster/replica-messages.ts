@@ -14,6 +14,14 @@
  *   line is still arriving in parts, and then the replica's disk still holds
  *   the previous generation).
  *
+ * - jget (request, heir -> replica): "what do you hold of `writer`'s
+ *   journal?": the copy's text from `from` if its incarnation and generation
+ *   are `inc` and `gen`, else from its start (heir.ts reads a dead seed's
+ *   copies with it).
+ * - jcopy (reply): the replica's copy of `writer` (incarnation, generation,
+ *   characters `have`; 0 and 0 when it holds none) and `data`, its text from
+ *   `offset`, at most MAX_CHUNK characters.
+ *
  * Offsets count UTF-16 code units (JavaScript string length); a chunk never
  * splits a surrogate pair, so every stored text is valid UTF-8 on disk.
  */
@@ -47,6 +55,32 @@ export interface Jack {
   durable: boolean
 }
 
+export interface Jget {
+  v: number
+  t: 'jget'
+  /** The heir asking. */
+  node: string
+  epoch: string
+  writer: string
+  inc: number
+  gen: number
+  from: number
+}
+
+export interface Jcopy {
+  v: number
+  t: 'jcopy'
+  /** The replica answering. */
+  node: string
+  epoch: string
+  writer: string
+  inc: number
+  gen: number
+  have: number
+  offset: number
+  data: string
+}
+
 function bad (what: string): never {
   throw new QuotadError(ErrorCodes.BAD_FRAME, `cluster message: ${what}`)
 }
@@ -65,6 +99,25 @@ export function parseJrep (m: Record<string, unknown>, v: number, node: string, 
 export function parseJack (m: Record<string, unknown>, v: number, node: string, epoch: string): Jack {
   if (typeof m.durable !== 'boolean') bad('durable must be a boolean')
   return { v, t: 'jack', node, epoch, inc: whole(m.inc, 'inc'), gen: whole(m.gen, 'gen'), have: whole(m.have, 'have'), durable: m.durable as boolean }
+}
+
+const WRITER = /^[A-Za-z0-9._:-]{1,64}$/
+
+function writer (v: unknown): string {
+  if (typeof v !== 'string' || !WRITER.test(v)) bad('writer must be a name')
+  return v as string
+}
+
+export function parseJget (m: Record<string, unknown>, v: number, node: string, epoch: string): Jget {
+  return { v, t: 'jget', node, epoch, writer: writer(m.writer), inc: whole(m.inc, 'inc'), gen: whole(m.gen, 'gen'), from: whole(m.from, 'from') }
+}
+
+export function parseJcopy (m: Record<string, unknown>, v: number, node: string, epoch: string): Jcopy {
+  if (typeof m.data !== 'string' || m.data.length > MAX_CHUNK) bad(`data must be a string of at most ${MAX_CHUNK} characters`)
+  const have = whole(m.have, 'have')
+  const offset = whole(m.offset, 'offset')
+  if (offset + (m.data as string).length > have) bad('data must lie within the copy')
+  return { v, t: 'jcopy', node, epoch, writer: writer(m.writer), inc: whole(m.inc, 'inc'), gen: whole(m.gen, 'gen'), have, offset, data: m.data as string }
 }
 
 /** The end of a chunk of `text` starting at `from`: at most MAX_CHUNK characters, never inside a surrogate pair. */

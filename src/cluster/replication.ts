@@ -61,7 +61,7 @@ export const RESERVE_FRACTION = 0.1
 export const MAX_GENERATION_CHARS = 8 * 1024 * 1024
 
 export class JournalReplication {
-  readonly enabled: boolean
+  enabled: boolean
   private readonly o: ReplicationOptions
   private gen = 0
   private end = 0
@@ -238,6 +238,17 @@ export class JournalReplication {
   whenDurable (pos: ReplPos, nowMs: number, cb: (ok: boolean) => void, local: ReplPos = pos): void {
     if (this.isDurable(pos, local)) { cb(true); return }
     this.waiters.push({ pos, local, cb, until: nowMs + this.o.timeoutMs })
+  }
+
+  /**
+   * This seed's share was inherited (reclaim.ts dropBooks): its journal is no
+   * heir's concern any more. Waiting grants were dropped with the books.
+   */
+  disable (): void {
+    this.enabled = false
+    const w = this.waiters
+    this.waiters = []
+    for (const x of w) x.cb(false)
   }
 
   /** Answer the waiters that timed out (a tick). */

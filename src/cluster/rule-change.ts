@@ -23,7 +23,7 @@ import { createBucket } from '../core/algorithms/index.js'
 import type { CalendarView } from '../core/calendar.js'
 import type { KeyState } from '../core/limiter.js'
 import type { CompiledRule } from '../core/rules.js'
-import { initialShare } from '../core/share.js'
+import { initialShare, type Homes } from '../core/share.js'
 import { ext } from './key-ext.js'
 import type { Peer } from './peers.js'
 
@@ -43,13 +43,13 @@ export function stampOf (r: CompiledRule): RuleStamp {
  * restart): this node's pre-allocated share is already stranded, so a change
  * to it neither adds nor owes anything here.
  */
-export function carryOver (ks: KeyState, next: CompiledRule, node: string, seeds: readonly string[], allocate: boolean, nowMs: number, cal: CalendarView): void {
+export function carryOver (ks: KeyState, next: CompiledRule, node: string, seeds: readonly string[], allocate: boolean, nowMs: number, cal: CalendarView, homes?: Homes): void {
   const b = ks.bucket
   b.advance(nowMs)
   const held = Math.max(0, b.held)
   const out = b.outstanding(nowMs)
   const old = ks.rule
-  const delta = allocate ? initialShare(next.stock, next.glob, ks.key, node, seeds) - initialShare(old.stock, old.glob, ks.key, node, seeds) : 0
+  const delta = allocate ? initialShare(next.stock, next.glob, ks.key, node, seeds, homes) - initialShare(old.stock, old.glob, ks.key, node, seeds, homes) : 0
   const x = ext(ks)
   // An earlier burn still owed is paid first out of a raise.
   const total = held + out + delta - x.burn

@@ -139,6 +139,13 @@ function state (raw: unknown): SavedState {
   if (o.rules !== undefined) s.rules = arr(o.rules, 'rules', 10_000).map((r, i) => rule(r, `rules[${i}]`))
   if (o.transitions !== undefined) s.transitions = stamps(o.transitions, 'transitions')
   if (o.debts !== undefined) s.debts = arr(o.debts, 'debts', 100_000).map((d, i) => debt(d, `debts[${i}]`))
+  if (o.inherited !== undefined) {
+    s.inherited = arr(o.inherited, 'inherited', 4096).map((e, i) => {
+      const path = `inherited[${i}]`
+      if (!Array.isArray(e) || e.length !== 3) throw new Bad(path, 'must be [node, inc, calMs]')
+      return [str(e[0], `${path}[0]`, 64), int(e[1], `${path}[1]`), time(e[2], `${path}[2]`)] as [string, number, number]
+    })
+  }
   if (o.peers !== undefined) {
     s.peers = arr(o.peers, 'peers', 1_000_000).map((e, i) => {
       const path = `peers[${i}]`

@@ -43,6 +43,8 @@ export interface LimiterOptions {
   node: string
   /** The seed nodes' names (the cluster file's `nodes`). @default [node] */
   seeds?: readonly string[]
+  /** Dead seeds' heirs (share.ts `Homes`; the cluster's map, read at every key creation). @default none */
+  homes?: ReadonlyMap<string, string>
   /**
    * Whether this node may materialize pre-allocated shares for keys it has
    * no state for. False after an unclean restart: the node starts with
@@ -85,6 +87,7 @@ export class Limiter {
   private readonly limits: LimiterLimits
   private readonly node: string
   private readonly seeds: string[]
+  private readonly homes: ReadonlyMap<string, string> | undefined
   /** The key table, in shards (key-table.ts: one `Map` of a million keys costs more resident memory). */
   private readonly table = new KeyTable()
   private readonly waits: WaitQueue
@@ -104,6 +107,7 @@ export class Limiter {
     this.limits = opts.limits
     this.node = opts.node
     this.seeds = seedOrder(opts.seeds ?? [opts.node])
+    this.homes = opts.homes
     this.allocate = opts.allocate ?? true
     this.canEvict = opts.canEvict
     this.waits = new WaitQueue(opts.limits, opts.beforeServe)
@@ -262,7 +266,7 @@ export class Limiter {
 
   private create (key: string, rule: CompiledRule, now: number): KeyState {
     const c = rule.config
-    const share = this.allocate ? initialShare(rule.stock, rule.glob, key, this.node, this.seeds) : 0
+    const share = this.allocate ? initialShare(rule.stock, rule.glob, key, this.node, this.seeds, this.homes) : 0
     let spec = this.specs.get(rule)
     if (spec === undefined) this.specs.set(rule, spec = bucketSpec({ limit: c.limit, perMs: c.perMs, burst: rule.stock }, now, this.calendar))
     rule.stats.keys++

@@ -7,6 +7,9 @@
  * - A glob rule's key starts whole at its home node, chosen by rendezvous
  *   (highest-random-weight) hashing of (node, key) over the seeds.
  * - A node that is not a seed starts with nothing.
+ * - A seed that died for good is inherited by a heir (cluster/heir.ts): its
+ *   glob keys are homed at the heir from then on (`homes`: dead seed ->
+ *   heir). Exact-key shares never move: the heir credits the dead seed's.
  *
  * The shares of all seeds sum to exactly the stock: the split creates nothing.
  */
@@ -40,11 +43,22 @@ export function homeNode (key: string, seeds: readonly string[]): string | undef
   return best
 }
 
-/** This node's starting share of `stock` for a key. */
-export function initialShare (stock: number, glob: boolean, key: string, node: string, seeds: readonly string[]): number {
+/** Dead seed -> the seed that inherited it (heir.ts). */
+export type Homes = ReadonlyMap<string, string>
+
+/** The seed that owns `key` now: its rendezvous home, or the heir of a home that died (followed along a chain of heirs). */
+export function homeOf (key: string, seeds: readonly string[], homes?: Homes): string | undefined {
+  let h = homeNode(key, seeds)
+  if (homes === undefined || homes.size === 0) return h
+  for (let i = 0; i < seeds.length && h !== undefined && homes.has(h); i++) h = homes.get(h)
+  return h
+}
+
+/** This node's starting share of `stock` for a key (`homes`: the dead seeds' heirs, for glob keys). */
+export function initialShare (stock: number, glob: boolean, key: string, node: string, seeds: readonly string[], homes?: Homes): number {
   const i = seeds.indexOf(node)
   if (i < 0) return 0
-  if (glob) return homeNode(key, seeds) === node ? stock : 0
+  if (glob) return homeOf(key, seeds, homes) === node ? stock : 0
   const n = seeds.length
   return Math.floor(stock / n) + (i < stock % n ? 1 : 0)
 }

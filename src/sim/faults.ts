@@ -63,6 +63,11 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
       vc.at(within(0.1, latest(0)), () => vc.crash(node))
     }
   }
+  for (let i = 0; i < (f.seedCrashesForever ?? 0) && gone.size < vc.seeds.length - 1; i++) {
+    const node = rng.pick(vc.seeds.filter(n => !gone.has(n)))
+    gone.add(node)
+    vc.at(within(0.1, 0.25), () => vc.crash(node))
+  }
   const pool = nodes.filter(n => !gone.has(n))
   const p = f.partitions
   if (p !== undefined && nodes.length > 1) {

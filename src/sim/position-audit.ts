@@ -152,7 +152,8 @@ export class PositionAudit {
       for (const [k, n] of f.items) {
         if (!f.applied || f.refused) add(f.giverEpoch, k, n)
         if (f.applied && !f.refused && !f.acked) add(f.toEpoch, k, -n)
-        if (f.refused && f.acked && !f.takenBack) add(f.toEpoch, k, n)
+        // A refusal whose giver died (a dead seed) is never taken back either.
+        if (f.refused && (f.acked || !this.live.has(f.giverEpoch)) && !f.takenBack) add(f.toEpoch, k, n)
       }
     }
     for (const c of this.cores) for (const [k, n] of c.takenBackTokens) add(c.epoch, k, -n)
@@ -182,7 +183,9 @@ export class PositionAudit {
   private accountSettled (epoch: string, dead: ClusterCore): boolean {
     const root = this.rootOf.get(epoch) ?? epoch
     for (const e of this.epochsOf.get(root) ?? [epoch]) {
-      if (this.byEpoch.get(e)?.reclaim.isSettled(dead.node, dead.incarnation) === true) return true
+      const l = this.byEpoch.get(e)
+      // A seed with a share is settled without touching the survivor's books (its heir takes them: heir.ts).
+      if (l?.reclaim.isSettled(dead.node, dead.incarnation) === true && !l.heir.dead.has(dead.node) && !l.heir.homes.has(dead.node)) return true
     }
     return false
   }
@@ -194,6 +197,8 @@ export class PositionAudit {
     for (const x of this.live.values()) {
       // An account settled somewhere is dead for accounting, even while its cut-off process lives on.
       if (this.settledSomewhere(x)) continue
+      // A heir's books hold a dead seed's estate less what its copy could not vouch for (heir.ts): not exact by design.
+      if (x.heir.mine.size > 0) continue
       const root = this.rootOf.get(x.epoch) ?? x.epoch
       const epochs = this.epochsOf.get(root) ?? [x.epoch]
       for (const key of keys) {
@@ -201,7 +206,8 @@ export class PositionAudit {
         const base = x.limiter.allocate && rule !== undefined ? initialShare(rule.stock, rule.glob, key, x.node, this.seeds) : 0
         let others = 0
         for (const l of this.cores) {
-          if (l.node === x.node || x.reclaim.isSettled(l.node, l.incarnation)) continue
+          // A dead member settled by x is in x's books; a dead seed's positions stay (its heir took them as they were).
+          if (l.node === x.node || (x.reclaim.isSettled(l.node, l.incarnation) && !x.heir.homes.has(l.node) && !x.heir.dead.has(l.node))) continue
           for (const e of epochs) others += l.positions.of(x.node, e, key)
         }
         const ks = x.limiter.existing(key)

@@ -123,7 +123,8 @@ export function replayCommand (spec: SimSpec): string {
 export function runSim (spec: SimSpec): SimResult {
   const sc = spec.scenario
   const limits = spec.limits ?? DEFAULT_LIMITS
-  const rule: RuleConfig = { ...spec.rule, mode: spec.mode }
+  const glob = sc.match !== undefined && spec.configPath === undefined && spec.rule.match === 'api'
+  const rule: RuleConfig = { ...spec.rule, mode: spec.mode, ...(glob ? { match: sc.match } : {}) }
   // The file's nodes: the seeds first, then the members listed with them.
   const listed = nodeNames(spec.nodes)
   const seedNodes = spec.seedNodes ?? spec.nodes

@@ -40,6 +40,8 @@ export interface FaultSpec {
   calmAt?: number
   /** Crashes of nodes that never come back (their tokens wait for reclaim). */
   crashesForever?: number
+  /** Crashes of seeds that never come back, early in the run (10-25%): their heirs inherit them (heir.ts). */
+  seedCrashesForever?: number
   /**
    * One long cut, from `atFraction` of the run for `reclaims` x reclaimMs:
    * `minority`, the last seed in name order (never the tie-breaker) and
@@ -62,6 +64,8 @@ export interface Scenario {
   skewMs: number
   /** Active keys for a glob rule (an exact rule has one key). */
   keys: number
+  /** The built-in rule's match for this scenario (a glob, to run on a glob rule's keys); a --config or --match rule keeps its own. */
+  match?: string
   /** The property test's run length, when the scenario needs more than its 3 s (a calm tail to measure). */
   propertyMs?: number
   /**
@@ -119,6 +123,24 @@ export const SCENARIOS: readonly Scenario[] = [
     faults: { joins: 3, crashJoiners: 2, restartAfterMs: Infinity },
     shortfallCheckMs: 2000,
     minGossips: 90
+  },
+  {
+    ...base,
+    name: 'seed-crash-forever',
+    summary: 'Zipf load; a seed is killed (kill -9) early and never comes back: once a quorum attests it, its heir reads its journal copies and credits its books',
+    load: 'zipf',
+    faults: { seedCrashesForever: 1 },
+    minGossips: 80
+  },
+  {
+    ...base,
+    name: 'seed-crash-forever-glob',
+    summary: 'The same with 20 keys of a glob rule (k:*): the dead seed\'s keys are homed at its heir from then on',
+    load: 'zipf',
+    keys: 20,
+    match: 'k:*',
+    faults: { seedCrashesForever: 1 },
+    minGossips: 80
   },
   {
     ...base,

@@ -9,7 +9,7 @@
 import { Packr } from 'msgpackr'
 import type { ClusterCore } from '../cluster/cluster-core.js'
 import { parseMessage, type Grant } from '../cluster/messages.js'
-import type { Jrep } from '../cluster/replica-messages.js'
+import type { Jget, Jrep } from '../cluster/replica-messages.js'
 import type { ReplicaWitness } from './replica-check.js'
 import { idOf, type SimNode } from './sim-node.js'
 
@@ -70,6 +70,35 @@ export class SimReplication {
         if (a.t !== 'jack' || !settle()) return
         core.replication.onAck(to, a, net.mono(sender.name))
         this.more(sender, core)
+      })
+    })
+  }
+
+  /** A heir's jget and its jcopy (heir.ts), as the daemon reads a dead seed's copies (replica-link.ts). */
+  read (sender: SimNode, core: ClusterCore, to: string, msg: Jget): void {
+    const net = this.net
+    let settled = false
+    const settle = (): boolean => {
+      if (settled) return false
+      settled = true
+      return sender.core === core
+    }
+    net.at(net.now + core.tuning.wantTimeoutMs, () => { if (settle()) core.heir.onJgetFailed(to, msg.writer, net.mono(sender.name)) })
+    const bytes = packr.pack(msg)
+    net.count(sender.name, bytes.length)
+    net.transmit(sender.name, to, bytes, () => {
+      const tc = net.nodes.get(to)?.core
+      if (tc == null) return
+      const m = parseMessage(packr.unpack(bytes))
+      if (m.t !== 'jget') return
+      const reply = tc.onJget(m, idOf(sender.name))
+      if (reply === null) return
+      const back = packr.pack(reply)
+      net.count(to, back.length)
+      net.transmit(to, sender.name, back, () => {
+        const a = parseMessage(packr.unpack(back))
+        if (a.t !== 'jcopy' || !settle()) return
+        core.heir.onJcopy(to, a, net.mono(sender.name))
       })
     })
   }

@@ -30,7 +30,7 @@ import type { SavedState } from '../cluster/durable-state.js'
 import { booksOf } from '../cluster/key-ext.js'
 import type { Grant } from '../cluster/messages.js'
 import { RuleSet, type CompiledRule } from '../core/rules.js'
-import { initialShare } from '../core/share.js'
+import { initialShare, homeOf, type Homes } from '../core/share.js'
 import type { RuleConfig } from '../config/types.js'
 
 interface GrantRecord {
@@ -118,6 +118,42 @@ export class TokenAudit {
     for (const [k, b] of books) add(this.stranded, k, -b)
   }
 
+  /** Per heir: the inheritances (heir.ts `log`) already taken in. */
+  private readonly heirSeen = new WeakMap<ClusterCore, number>()
+
+  /**
+   * A heir inherited dead seeds (heir.ts): what those seeds held at the crash
+   * leaves `stranded`, and their unmaterialized shares stop counting there;
+   * the heir's credits (its books) and its homes (its glob keys' shares) hold
+   * them now. A heir that credits more than the dead seed had shows as
+   * created.
+   */
+  inheritances (core: ClusterCore): void {
+    const log = core.heir.log
+    const seen = this.heirSeen.get(core) ?? 0
+    if (seen === log.length) return
+    this.heirSeen.set(core, log.length)
+    for (let i = seen; i < log.length; i++) {
+      const { node, credits } = log[i]
+      for (let j = this.crashed.length - 1; j >= 0; j--) {
+        const dead = this.crashed[j]
+        if (dead.node !== node || !dead.limiter.allocate) continue
+        this.crashed.splice(j, 1)
+        const rules = rulesOf(dead)
+        // What the heir credits leaves stranded; what it holds by its homes (a glob key of the dead seed it
+        // credited nothing for) is its share there, counted as held. What stays is what the copy lost.
+        for (const [k] of this.crashBooks.get(dead.epoch) ?? []) {
+          const rule = rules.match(k)
+          const homed = rule?.glob === true && homeOf(k, this.seeds, dead.heir.homes) === node
+          add(this.stranded, k, -(credits.get(k) ?? (homed && core.limiter.existing(k) === undefined ? (rule as CompiledRule).stock : 0)))
+        }
+        // A key it had no state for was stranded as its share (account()), which stops counting now: what the heir did not credit of it stays.
+        for (const [k, n] of credits) if (!(this.crashBooks.get(dead.epoch)?.has(k) ?? false)) add(this.stranded, k, this.share(node, true, rules, k, dead.heir.homes) - n)
+        this.crashBooks.delete(dead.epoch)
+      }
+    }
+  }
+
   /** A live node's rules changed (nothing to do: its contribution is read from its rules). */
   reloaded (_core: ClusterCore): void {}
 
@@ -192,9 +228,9 @@ export class TokenAudit {
   }
 
   /** The share a node would create `key` with under `rules`. */
-  private share (node: string, allocate: boolean, rules: RuleSet, key: string): number {
+  private share (node: string, allocate: boolean, rules: RuleSet, key: string, homes?: Homes): number {
     const rule = rules.match(key)
-    return allocate && rule !== undefined ? initialShare(rule.stock, rule.glob, key, node, this.seeds) : 0
+    return allocate && rule !== undefined ? initialShare(rule.stock, rule.glob, key, node, this.seeds, homes) : 0
   }
 
   /** A seed's part of the stock: its share under the rules it allocates with now, or had when it crashed. */
@@ -215,11 +251,11 @@ export class TokenAudit {
     const a: KeyAccount = { key, stock, held: 0, transit: 0, saved: 0, stranded: this.stranded.get(key) ?? 0, error: 0 }
     for (const core of this.live.values()) {
       const ks = core.limiter.existing(key)
-      a.held += ks !== undefined ? booked(ks) : this.share(core.node, core.limiter.allocate, rulesOf(core), key)
+      a.held += ks !== undefined ? booked(ks) : this.share(core.node, core.limiter.allocate, rulesOf(core), key, core.heir.homes)
     }
     for (const d of this.disk.values()) a.saved += d.keys.get(key) ?? this.share(d.node, d.allocate, d.rules, key)
     for (const c of this.crashed) {
-      if (c.limiter.existing(key) === undefined) a.stranded += this.share(c.node, c.limiter.allocate, rulesOf(c), key)
+      if (c.limiter.existing(key) === undefined) a.stranded += this.share(c.node, c.limiter.allocate, rulesOf(c), key, c.heir.homes)
     }
     for (const r of this.open.values()) {
       const lost = !this.live.has(r.toEpoch) || (!this.live.has(r.giverEpoch) && r.copies === 0)

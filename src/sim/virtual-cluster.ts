@@ -182,6 +182,7 @@ export class VirtualCluster {
       if (n.core !== core) return
       core.observeWall(this.clock(name), this.mono(name))
       this.dispatch(name, core.tick(this.mono(name)))
+      this.audit.inheritances(core)
       this.poll(n, core) // deferred credits fall due on ticks
       if (core.snapshot !== null) { this.finishStop(n, core); return }
       // Reclaimed (a quorum of voters attests it dead): the daemon stops cleanly, exits, and its supervisor starts it again.
@@ -364,6 +365,8 @@ export class VirtualCluster {
         }
       } else if (o.kind === 'replicate') {
         this.replication.send(sender, core, o.to, o.msg)
+      } else if (o.kind === 'jget') {
+        this.replication.read(sender, core, o.to, o.msg)
       } else {
         sendRequest(this, this.replication, sender, core, o.to, o.msg)
       }

@@ -139,19 +139,35 @@ export class TokenAudit {
         const dead = this.crashed[j]
         if (dead.node !== node || !dead.limiter.allocate) continue
         this.crashed.splice(j, 1)
-        const rules = rulesOf(dead)
-        // What the heir credits leaves stranded; what it holds by its homes (a glob key of the dead seed it
-        // credited nothing for) is its share there, counted as held. What stays is what the copy lost.
-        for (const [k] of this.crashBooks.get(dead.epoch) ?? []) {
-          const rule = rules.match(k)
-          const homed = rule?.glob === true && homeOf(k, this.seeds, dead.heir.homes) === node
-          add(this.stranded, k, -(credits.get(k) ?? (homed && core.limiter.existing(k) === undefined ? (rule as CompiledRule).stock : 0)))
-        }
-        // A key it had no state for was stranded as its share (account()), which stops counting now: what the heir did not credit of it stays.
-        for (const [k, n] of credits) if (!(this.crashBooks.get(dead.epoch)?.has(k) ?? false)) add(this.stranded, k, this.share(node, true, rules, k, dead.heir.homes) - n)
+        this.moveToHeir(core, node, rulesOf(dead), dead.heir.homes, this.crashBooks.get(dead.epoch) ?? new Map(), credits, false)
         this.crashBooks.delete(dead.epoch)
       }
+      // A seed stopped while cut off (its "leaving" unheard) is inherited too: its snapshot is dropped when it restarts.
+      const d = this.disk.get(node)
+      if (d !== undefined && d.allocate) {
+        this.disk.delete(node)
+        this.moveToHeir(core, node, d.rules, undefined, d.keys, credits, true)
+      }
     }
+  }
+
+  /**
+   * A dead seed's books (`books`: at its crash, stranded; or its snapshot,
+   * saved) go to its heir: what the heir credits leaves `stranded` (or was
+   * never in it, for a snapshot); what it holds by its homes (a glob key it
+   * credited nothing for) is its share there, counted as held. What stays in
+   * `stranded` is what the copy lost.
+   */
+  private moveToHeir (heir: ClusterCore, node: string, rules: RuleSet, homes: Homes | undefined, books: ReadonlyMap<string, number>,
+    credits: ReadonlyMap<string, number>, saved: boolean): void {
+    for (const [k, b] of books) {
+      const rule = rules.match(k)
+      const homed = rule?.glob === true && homeOf(k, this.seeds, homes) === node
+      const taken = credits.get(k) ?? (homed && heir.limiter.existing(k) === undefined ? (rule as CompiledRule).stock : 0)
+      add(this.stranded, k, saved ? b - taken : -taken)
+    }
+    // A key it had no state for was counted as its share (account()), which stops counting now: what the heir did not credit of it stays.
+    for (const [k, n] of credits) if (!books.has(k)) add(this.stranded, k, this.share(node, true, rules, k, homes) - n)
   }
 
   /** A live node's rules changed (nothing to do: its contribution is read from its rules). */

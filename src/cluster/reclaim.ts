@@ -231,7 +231,8 @@ export class Reclaim {
   settle (node: string, inc: number, nowMs: number): void {
     const c = this.c
     const p = c.peers.get(node)
-    if (this.seedsInherit && c.seeds.includes(node) && (p === undefined || p.alloc)) { this.settleSeed(node, inc, nowMs); return }
+    // A seed with a share is inherited (heir.ts); once inherited, its later incarnations hold none and are settled as members.
+    if (this.seedsInherit && c.seeds.includes(node) && !c.heir.homes.has(node) && (p === undefined || p.alloc)) { this.settleSeed(node, inc, nowMs); return }
     // The dead account's epochs: all we know of the node, less a newer incarnation's and what it carries.
     const live = p !== undefined && p.inc > inc ? new Set([p.epoch, ...p.carries]) : new Set<string>()
     const epochs = new Set<string>()

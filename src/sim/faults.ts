@@ -66,7 +66,9 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
   for (let i = 0; i < (f.seedCrashesForever ?? 0) && gone.size < vc.seeds.length - 1; i++) {
     const node = rng.pick(vc.seeds.filter(n => !gone.has(n)))
     gone.add(node)
-    vc.at(within(0.1, 0.25), () => vc.crash(node))
+    const t = within(0.1, 0.25)
+    vc.at(t, () => vc.crash(node))
+    if (f.seedReturnAfterMs !== undefined) vc.at(t + f.seedReturnAfterMs, () => vc.start(node))
   }
   const pool = nodes.filter(n => !gone.has(n))
   const p = f.partitions

@@ -42,6 +42,8 @@ export interface FaultSpec {
   crashesForever?: number
   /** Crashes of seeds that never come back, early in the run (10-25%): their heirs inherit them (heir.ts). */
   seedCrashesForever?: number
+  /** Those seeds do come back after all, this long after the crash (from their journals, after their inheritance). */
+  seedReturnAfterMs?: number
   /**
    * One long cut, from `atFraction` of the run for `reclaims` x reclaimMs:
    * `minority`, the last seed in name order (never the tie-breaker) and
@@ -141,6 +143,14 @@ export const SCENARIOS: readonly Scenario[] = [
     match: 'k:*',
     faults: { seedCrashesForever: 1 },
     minGossips: 80
+  },
+  {
+    ...base,
+    name: 'seed-crash-return',
+    summary: 'A seed is killed early, inherited, and restarted from its journal 15 s after the crash: it must drop what it recovers and stop allocating',
+    load: 'zipf',
+    faults: { seedCrashesForever: 1, seedReturnAfterMs: 15_000 },
+    minGossips: 120
   },
   {
     ...base,

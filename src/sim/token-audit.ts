@@ -45,6 +45,7 @@ interface GrantRecord {
 
 interface Disk {
   node: string
+  epoch: string
   allocate: boolean
   rules: RuleSet
   keys: Map<string, number>
@@ -97,8 +98,20 @@ export class TokenAudit {
     this.everCores.push(core)
     this.live.set(core.epoch, core)
     this.disk.delete(core.node)
+    // A restart of a seed already inherited carries books its heir holds now: they are the heir's until it drops them.
+    if (core.carries.some(e => this.inheritedEpochs.has(e))) { this.shadows.add(core); return }
     if (core.recovery !== null) this.recovered(core)
   }
+
+  /** Epochs of seeds whose books went to a heir (heir.ts). */
+  private readonly inheritedEpochs = new Set<string>()
+  /**
+   * Restarts that carry such an epoch: their carried books are counted at
+   * the heir, so not here, until they drop them (reclaim.ts aboutMe: at the
+   * first echoing voter's attestation; they are fenced until then), and
+   * what they drop was never theirs.
+   */
+  private readonly shadows = new Set<ClusterCore>()
 
   /**
    * A restart recovered its crashed predecessor's books from the journal
@@ -139,6 +152,7 @@ export class TokenAudit {
         const dead = this.crashed[j]
         if (dead.node !== node || !dead.limiter.allocate) continue
         this.crashed.splice(j, 1)
+        this.inheritedEpochs.add(dead.epoch)
         this.moveToHeir(core, node, rulesOf(dead), dead.heir.homes, this.crashBooks.get(dead.epoch) ?? new Map(), credits, false)
         this.crashBooks.delete(dead.epoch)
       }
@@ -146,6 +160,7 @@ export class TokenAudit {
       const d = this.disk.get(node)
       if (d !== undefined && d.allocate) {
         this.disk.delete(node)
+        this.inheritedEpochs.add(d.epoch)
         this.moveToHeir(core, node, d.rules, undefined, d.keys, credits, true)
       }
     }
@@ -202,7 +217,7 @@ export class TokenAudit {
     if (how === 'stop') {
       const keys = new Map<string, number>()
       for (const k of saved?.keys ?? []) keys.set(k.key, (keys.get(k.key) ?? 0) + k.held + k.tokens - k.burn)
-      this.disk.set(core.node, { node: core.node, allocate: core.limiter.allocate, rules: rulesOf(core), keys })
+      this.disk.set(core.node, { node: core.node, epoch: core.epoch, allocate: core.limiter.allocate, rules: rulesOf(core), keys })
       return
     }
     const books = new Map<string, number>()
@@ -266,6 +281,7 @@ export class TokenAudit {
     for (const s of this.seeds) stock += this.contribution(s, key)
     const a: KeyAccount = { key, stock, held: 0, transit: 0, saved: 0, stranded: this.stranded.get(key) ?? 0, error: 0 }
     for (const core of this.live.values()) {
+      if (this.shadows.has(core) && !core.reclaim.droppedCarried) continue
       const ks = core.limiter.existing(key)
       a.held += ks !== undefined ? booked(ks) : this.share(core.node, core.limiter.allocate, rulesOf(core), key, core.heir.homes)
     }
@@ -285,7 +301,7 @@ export class TokenAudit {
     for (const c of this.everCores) a.stranded += (c.refusedTokens.get(key) ?? 0) - (c.takenBackTokens.get(key) ?? 0)
     // Settlements of dead accounts (reclaim.ts) move tokens out of the estates into survivors' books; a reclaimed
     // node's own books, when it drops them, go back to the estate they were credited from.
-    for (const c of this.everCores) a.stranded += (c.reclaim.droppedTokens.get(key) ?? 0) - (c.reclaim.settledTokens.get(key) ?? 0)
+    for (const c of this.everCores) a.stranded += (this.shadows.has(c) ? 0 : c.reclaim.droppedTokens.get(key) ?? 0) - (c.reclaim.settledTokens.get(key) ?? 0)
     a.error = a.held + a.transit + a.saved + a.stranded - stock
     return a
   }

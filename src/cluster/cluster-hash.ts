@@ -11,7 +11,9 @@
  * id (or none) (they are also the voters, quorum.ts); the gossip interval
  * (the other timings derive from it); the lease settings (leases on or off,
  * leaseMs, reclaimMs, maxClockSkewMs): a node that would wait a shorter
- * reclaim than another's lease assumes could take tokens still being spent.
+ * reclaim than another's lease assumes could take tokens still being spent;
+ * and whether seeds are inherited (heir.ts): a voter that attests seeds and
+ * one that does not would disagree on which settlements happen.
  */
 import { createHash } from 'node:crypto'
 import type { ClusterConfig } from '../config/types.js'
@@ -19,6 +21,6 @@ import type { ClusterConfig } from '../config/types.js'
 export function clusterHash (config: Pick<ClusterConfig, 'cluster' | 'nodes'>): string {
   const seeds = config.nodes.filter(n => n.seed).map(n => [n.name, n.peerId ?? null]).sort((a, b) => String(a[0]) < String(b[0]) ? -1 : 1)
   const c = config.cluster
-  const canon = JSON.stringify([c.name, seeds, c.gossipIntervalMs, [c.leases, c.leaseMs, c.reclaimMs, c.maxClockSkewMs]])
+  const canon = JSON.stringify([c.name, seeds, c.gossipIntervalMs, [c.leases, c.leaseMs, c.reclaimMs, c.maxClockSkewMs], c.inheritSeeds])
   return createHash('sha256').update(canon).digest('hex').slice(0, 16)
 }

@@ -99,7 +99,8 @@ export class ClusterNode {
         leaseMs: config.cluster.leaseMs,
         reclaimMs: config.cluster.reclaimMs,
         maxClockSkewMs: config.cluster.maxClockSkewMs,
-        firstUseWaitMs: config.cluster.firstUseWaitMs
+        firstUseWaitMs: config.cluster.firstUseWaitMs,
+        inheritSeeds: config.cluster.inheritSeeds
       },
       wallMs: clock.now(),
       monoMs: clock.mono()

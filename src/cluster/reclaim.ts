@@ -141,14 +141,16 @@ export class Reclaim {
   /** Seeds with a share copy their journals (replication.ts), so a heir can inherit one that dies (heir.ts). */
   get seedsInherit (): boolean {
     const c = this.c
-    return c.tuning.leases && c.tuning.replicateJournal && c.seeds.length > 1
+    return c.tuning.inheritSeeds && c.tuning.leases && c.tuning.replicateJournal && c.seeds.length > 1
   }
 
   private attestSilent (nowMs: number): void {
     const c = this.c
     const reclaimMs = c.tuning.reclaimMs
-    const seeds = this.seedsInherit
-    // A voter that has not run for reclaimMs may have echoed, in an earlier life, what it thinks silent.
+    // A seed with a share is attested only by a voter that holds a lease itself: in a cut into groups none of which
+    // is a quorum, every voter would attest the seeds it cannot hear, and once the cut heals the attestations add up
+    // to a quorum against every seed, alive all along. A voter with a lease is on a quorum's side.
+    const seeds = this.seedsInherit && !c.fence.fenced
     if (nowMs - this.startMs >= reclaimMs) {
       for (const p of c.peers.all()) {
         if ((p.alloc && !(seeds && c.seeds.includes(p.name))) || p.leaving || !p.sameCluster || p.seq <= 0 || nowMs - p.lastHeard < reclaimMs) continue

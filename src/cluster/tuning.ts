@@ -54,6 +54,12 @@ export interface ClusterTuning extends LeaseSettings {
    * Needs leases. Off: a grant waits for this node's disk only. @default true
    */
   replicateJournal: boolean
+  /**
+   * Seeds with a share are attested like members and inherited by their
+   * heir (heir.ts, reclaim.ts settleSeed). Needs leases, more than one seed
+   * and replicateJournal. The cluster file's `cluster.inheritSeeds`. @default false
+   */
+  inheritSeeds: boolean
 }
 
 export function defaultTuning (gossipIntervalMs = 250): ClusterTuning {
@@ -75,6 +81,7 @@ export function defaultTuning (gossipIntervalMs = 250): ClusterTuning {
     forgetAfterMs: 60_000,
     handoffTimeoutMs: 3000,
     replicateJournal: true,
+    inheritSeeds: false,
     firstUseWaitMs: 100,
     // leases, leaseMs, reclaimMs, maxClockSkewMs: the cluster file's (config/lease-options.ts)
     ...leaseSettings(gossipIntervalMs)

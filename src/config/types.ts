@@ -117,6 +117,8 @@ export interface ClusterSection {
   maxClockSkewMs: number
   /** Leases and fencing on. @default true */
   leases: boolean
+  /** A seed with a share that stays silent for reclaimMs is inherited by its heir (heir.ts). @default false */
+  inheritSeeds: boolean
 }
 
 export interface ClusterConfig {

@@ -152,12 +152,20 @@ export class PositionAudit {
       for (const [k, n] of f.items) {
         if (!f.applied || f.refused) add(f.giverEpoch, k, n)
         if (f.applied && !f.refused && !f.acked) add(f.toEpoch, k, -n)
-        // A refusal whose giver died (a dead seed) is never taken back either.
-        if (f.refused && (f.acked || !this.live.has(f.giverEpoch)) && !f.takenBack) add(f.toEpoch, k, n)
+        // A refusal whose giver is a dead seed, settled for its heir (heir.ts), is never taken back either.
+        if (f.refused && (f.acked || this.inheritedGiver(f.giverEpoch)) && !f.takenBack) add(f.toEpoch, k, n)
       }
     }
     for (const c of this.cores) for (const [k, n] of c.takenBackTokens) add(c.epoch, k, -n)
     return out
+  }
+
+  /** Whether the incarnation of `epoch` is gone and its node is a seed settled for its heir by some live node. */
+  private inheritedGiver (epoch: string): boolean {
+    const g = this.byEpoch.get(epoch)
+    if (g === undefined || this.live.get(g.node) === g) return false
+    for (const l of this.live.values()) if (l.heir.homes.has(g.node) || l.heir.dead.has(g.node)) return true
+    return false
   }
 
   /** Whether a live core's incarnation, or one it carries, was settled by a live peer (reclaim.ts). */

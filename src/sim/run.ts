@@ -158,7 +158,7 @@ export function runSim (spec: SimSpec): SimResult {
   const monoOffsetMs = (n: string): number => -startMs + 100_003 * (1 + allNodes.indexOf(n))
   const vc = new VirtualCluster({
     nodes: listed, seeds, listed, rules: [rule], limits, seed: stream(spec.seed, 3).int(0, 0xffffffff), startMs, network: sc.network, skewMs, monoOffsetMs,
-    tuning: { gossipIntervalMs: spec.gossipIntervalMs, aliveTimeoutMs: Math.max(1000, 4 * spec.gossipIntervalMs), tickMs: Math.min(50, spec.gossipIntervalMs), ...lease, ...spec.tuning }
+    tuning: { gossipIntervalMs: spec.gossipIntervalMs, aliveTimeoutMs: Math.max(1000, 4 * spec.gossipIntervalMs), tickMs: Math.min(50, spec.gossipIntervalMs), ...lease, ...sc.tuning, ...spec.tuning }
   })
   spec.sabotage?.(vc, startMs)
   const sched = scheduleFaults(vc, sc.faults, listed, joiners, startMs, durationMs, stream(spec.seed, 4), lease.reclaimMs)

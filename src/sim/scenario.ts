@@ -5,6 +5,7 @@
  */
 import type { LoadKind } from './load.js'
 import type { NetworkModel } from './network.js'
+import type { ClusterTuning } from '../cluster/tuning.js'
 
 export interface FaultSpec {
   /** Random partitions: one starts on average every `everyMs`, lasts about `durationMs`; `oneWay` of them are one-way. */
@@ -77,6 +78,8 @@ export interface Scenario {
   shortfallCheckMs?: number
   /** A run lasts at least this many gossip intervals (a cut of several reclaim periods needs room). */
   minGossips?: number
+  /** Tuning this scenario runs with (over the run's own), e.g. `inheritSeeds`. */
+  tuning?: Partial<ClusterTuning>
 }
 
 /** A datacenter network: 1 ms floor, 2 ms mean, rare 50 ms stragglers. */
@@ -132,6 +135,7 @@ export const SCENARIOS: readonly Scenario[] = [
     summary: 'Zipf load; a seed is killed (kill -9) early and never comes back: once a quorum attests it, its heir reads its journal copies and credits its books',
     load: 'zipf',
     faults: { seedCrashesForever: 1 },
+    tuning: { inheritSeeds: true },
     minGossips: 80
   },
   {
@@ -142,6 +146,7 @@ export const SCENARIOS: readonly Scenario[] = [
     keys: 20,
     match: 'k:*',
     faults: { seedCrashesForever: 1 },
+    tuning: { inheritSeeds: true },
     minGossips: 80
   },
   {
@@ -150,6 +155,7 @@ export const SCENARIOS: readonly Scenario[] = [
     summary: 'A seed is killed early, inherited, and restarted from its journal 15 s after the crash: it must drop what it recovers and stop allocating',
     load: 'zipf',
     faults: { seedCrashesForever: 1, seedReturnAfterMs: 15_000 },
+    tuning: { inheritSeeds: true },
     minGossips: 120
   },
   {

@@ -156,6 +156,17 @@ export class TokenAudit {
         this.moveToHeir(core, node, rulesOf(dead), dead.heir.homes, this.crashBooks.get(dead.epoch) ?? new Map(), credits, false)
         this.crashBooks.delete(dead.epoch)
       }
+      // A seed cut off for longer than reclaimMs is inherited while it lives on, fenced: its books are the heir's from
+      // now on, and what it drops when it learns (reclaim.ts: reclaimed) was never its own.
+      for (const z of this.live.values()) {
+        // Alive (cut off), or a restart that carries the inherited incarnation's books (a journal recovery).
+        if (z === core || z.node !== node || z.incarnation - z.carries.length > log[i].inc || this.shadows.has(z)) continue
+        this.shadows.add(z)
+        this.inheritedEpochs.add(z.epoch)
+        const books = new Map<string, number>()
+        for (const ks of z.limiter.states()) books.set(ks.key, booked(ks))
+        this.moveToHeir(core, node, rulesOf(z), z.heir.homes, books, credits, true)
+      }
       // A seed stopped while cut off (its "leaving" unheard) is inherited too: its snapshot is dropped when it restarts.
       const d = this.disk.get(node)
       if (d !== undefined && d.allocate) {
@@ -281,7 +292,7 @@ export class TokenAudit {
     for (const s of this.seeds) stock += this.contribution(s, key)
     const a: KeyAccount = { key, stock, held: 0, transit: 0, saved: 0, stranded: this.stranded.get(key) ?? 0, error: 0 }
     for (const core of this.live.values()) {
-      if (this.shadows.has(core) && !core.reclaim.droppedCarried) continue
+      if (this.shadows.has(core) && !core.reclaim.droppedCarried && !core.reclaim.reclaimed) continue
       const ks = core.limiter.existing(key)
       a.held += ks !== undefined ? booked(ks) : this.share(core.node, core.limiter.allocate, rulesOf(core), key, core.heir.homes)
     }

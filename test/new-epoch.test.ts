@@ -203,6 +203,6 @@ test('parseMessage: want, grant, ack and none carry a whole, non-negative inc', 
     }
   }
   t.throws(() => round({ ...msgs[0], v: 2 }), { code: 'E_BAD_FRAME' }, 'version 2 is refused')
-  t.is(CLUSTER_VERSION, 4)
-  t.is(gossipTopic('prod'), 'quotad/prod/gossip/4')
+  t.is(CLUSTER_VERSION, 5)
+  t.is(gossipTopic('prod'), 'quotad/prod/gossip/5')
 })

@@ -56,6 +56,8 @@ export interface ReplicationOptions {
 
 /** A new reservation's headroom, as a fraction of the key's stock (`gave`). */
 export const RESERVE_FRACTION = 0.1
+/** ... and at most this fraction of the key's books after the give (what a heir loses is what is left of it). */
+export const BOOKS_FRACTION = 0.25
 
 /** A generation's text above this many characters (and twice its checkpoint) asks for a new checkpoint. */
 export const MAX_GENERATION_CHARS = 8 * 1024 * 1024
@@ -155,7 +157,7 @@ export class JournalReplication {
    * if it outruns the headroom within a round trip. What a dead seed had
    * reserved and not given is lost, never doubled.
    */
-  gave (journal: BooksJournal, key: string, n: number, stock: number): void {
+  gave (journal: BooksJournal, key: string, n: number, stock: number, books = Infinity): void {
     if (!this.enabled || n <= 0) return
     const c = (this.given.get(key) ?? 0) + n
     this.given.set(key, c)
@@ -165,7 +167,8 @@ export class JournalReplication {
     // Reservations below what is given are spent: keep the one that covers, and the ones after it.
     while (list.length > 1 && list[0].r < c) list.shift()
     const top = list.length > 0 ? list[list.length - 1].r : 0
-    const headroom = Math.max(2 * n, Math.ceil(RESERVE_FRACTION * stock))
+    // A heir loses what is left of the reservation: never more than a quarter of what this seed still holds.
+    const headroom = Math.ceil(Math.min(Math.max(2 * n, RESERVE_FRACTION * stock), BOOKS_FRACTION * Math.max(0, books)))
     if (top - c >= headroom / 2) return
     const r = c + headroom
     list.push({ r, at: null })

@@ -11,7 +11,7 @@
 import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore, Outbound } from './cluster-core.js'
 import { agrees } from './cluster-view.js'
-import { applyDeferred, ext, horizon, keepRate, windowed, windowStart, type KeyExt } from './key-ext.js'
+import { applyDeferred, booksOf, ext, horizon, keepRate, windowed, windowStart, type KeyExt } from './key-ext.js'
 import { CLUSTER_VERSION, type Ack, type Grant, type GrantItem, type None, type Want } from './messages.js'
 import type { Peer } from './peers.js'
 import type { PeerAccount } from './journal.js'
@@ -99,7 +99,7 @@ export class Transfers {
     c.counters.tokensOut += moved
     // Durable before the grant leaves (the driver persists the journal first): a restart must not restore it.
     c.journal.record(ks.key, -moved, true, [p.name, p.epoch])
-    c.replication.gave(c.journal, ks.key, moved, ks.rule.stock)
+    c.replication.gave(c.journal, ks.key, moved, ks.rule.stock, booksOf(ks))
     c.active.add(ks)
     return c.ledger.grant(p.name, p.epoch, [[ks.key, moved, at]], nowMs)
   }

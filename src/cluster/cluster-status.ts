@@ -91,6 +91,8 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
       // A seed with a share: its journal's copies at the other seeds (replication.ts); a seed: the copies it keeps (replica-store.ts).
       replication: core.replication.status(),
       replicas: replicaStatus(core),
+      // A seed: the dead seeds it inherited, where dead seeds' glob keys are homed, and one it is reading (heir.ts).
+      heir: core.heir.status(),
       // A restart after a crash that recovered its predecessor's books from the journal (journal.ts, recovery.ts).
       recovery: core.recovery === null ? null : { restoredTokens: core.recovery.restoredTokens, deferredShares: core.recovery.deferredShares, startedAt: new Date(core.recovery.calStartMs).toISOString() },
       strandedInLedger: core.ledger.stranded,

@@ -8,7 +8,10 @@
  * keys; b learns that from a's gossip. Then the two survivors admit (close
  * to) the whole `api` limit per window again, never more, and a `sig:*` key
  * whose home was c is allowed again (before the heir, such a key was denied
- * for good). Every wait is for a condition, with a deadline.
+ * for good). Then c comes back from its data directory: it drops what it
+ * recovered (a holds it), homes its old glob keys at a too, and the three
+ * never admit more than the limit. Every wait is for a condition, with a
+ * deadline.
  */
 import test from 'ava'
 import { homeNode } from '../src/core/share.js'
@@ -35,9 +38,11 @@ interface HeirStatus {
 }
 interface Status {
   cluster: {
+    allocate: boolean
     heir: HeirStatus
     replication: { end: number, replicas: Record<string, { behind: number }> }
-    reclaim: { settled: Array<{ node: string }> }
+    reclaim: { settled: Array<{ node: string }>, droppedCarried: boolean }
+    recovery: { restoredTokens: number, deferredShares: number } | null
   }
 }
 
@@ -80,7 +85,7 @@ async function drive (c: TestCluster, nodes: string[], ms: number, all: Map<numb
   return perWindow
 }
 
-test.serial('kill -9 of a seed for good: its heir inherits its books and its glob keys, and the survivors get the whole limit back', async t => {
+test.serial('kill -9 of a seed for good: its heir inherits its books and its glob keys, the survivors get the whole limit back, and the seed coming back doubles nothing', async t => {
   t.timeout(300_000)
   const seeds = ['a', 'b', 'c']
   const c = await makeCluster(seeds, RULES, { cluster: TIMING })
@@ -154,5 +159,30 @@ test.serial('kill -9 of a seed for good: its heir inherits its books and its glo
     } finally {
       await cq.close()
     }
+  }
+
+  // 6. c comes back from its data directory. Its old incarnation was inherited: it drops what its journal
+  //    recovered and its share (a holds them), and learns from a's gossip that its old glob keys are homed at a.
+  await c.start('c')
+  let seen: unknown
+  const back = await eventually('the restarted c to drop its books and home its glob keys at a', async () => {
+    const full = await nodeStatus(c.sockets.c)
+    const s = (full as unknown as Status).cluster
+    seen = { reclaim: s.reclaim, allocate: s.allocate, homes: s.heir.homes, peers: full.peers }
+    return s.reclaim.droppedCarried && !s.allocate && s.heir.homes.c === 'a' ? s : undefined
+  }, 60_000, () => seen)
+  t.log(`c came back with ${JSON.stringify(back.recovery)} and dropped it`)
+  // Nothing doubled: with c asking too, never more than the limit in a window.
+  const later = new Map<number, number>()
+  for (let i = 0; i < 3; i++) await drive(c, seeds, 2000, later)
+  t.log(`a, b and c after the restart: ${JSON.stringify([...later])}`)
+  for (const [end, n] of later) t.true(n <= LIMIT, `window ending ${end}: ${n} admitted of ${LIMIT}`)
+  // A never-used key homed at c is allowed at c itself (its home is a now: c asks a).
+  const [atC] = keysHomedAt('c', seeds, 1, 'back')
+  const q6 = await connect(c.sockets.c)
+  try {
+    await eventually(`${atC} (homed at c) to be allowed at the restarted c`, async () => (await q6.acquire(atC, { waitMs: 1000 })).allowed, 60_000)
+  } finally {
+    await q6.close()
   }
 })

@@ -91,11 +91,18 @@ export class Heir {
     this.dead.set(node, inc)
   }
 
-  /** A seed's gossip names the seeds it inherited: their glob keys are homed there. */
+  /**
+   * A seed's gossip names the seeds it inherited: their glob keys are homed
+   * there. This node among them: it came back after its share was inherited
+   * (reclaim.ts dropBooks, once it has no share): its glob keys are homed at
+   * its heir here too, or it would take itself for their home, holding none
+   * of them, and deny a key never used since for good.
+   */
   onEstates (from: string, entries: ReadonlyArray<readonly [string, number]>): void {
     const c = this.c
     if (!c.seeds.includes(from)) return
     for (const [node, inc] of entries) {
+      if (node === c.node && !c.reclaim.hasBase) { this.homes.set(node, from); continue }
       if (node === c.node || node === from || !c.seeds.includes(node) || this.mine.has(node)) continue
       this.homes.set(node, from)
       if (inc >= (this.dead.get(node) ?? 0)) this.dead.delete(node)

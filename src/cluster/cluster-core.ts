@@ -14,7 +14,7 @@
  * grants in flight and deferred credits never exceeds the stock plus the
  * burns still owed, and no node spends into what is owed.
  */
-import type { LimitsConfig, RuleConfig } from '../config/types.js'
+import type { RuleConfig } from '../config/types.js'
 import { Calendar } from '../core/calendar.js'
 import { Limiter, type KeyState, type Resolution, type Waiter } from '../core/limiter.js'
 import { homeOf, seedOrder } from '../core/share.js'
@@ -47,43 +47,8 @@ import { JournalReplication } from './replication.js'
 import { ReplicaStore, type ReplicaChange } from './replica-store.js'
 import type { Jack, Jcopy, Jget, Jrep } from './replica-messages.js'
 
-export interface ClusterCoreOptions {
-  node: string
-  /** This incarnation's id: new at every process start. */
-  epoch: string
-  /** Starts of this node so far, this one included (from the state file): orders its epochs. @default 1 */
-  incarnation?: number
-  /** Earlier epochs whose books this one restored (a clean restart). @default [] */
-  carries?: string[]
-  cluster?: string
-  /** The cluster hash (cluster-hash.ts): tokens move only between nodes with the same. @default '' */
-  clusterHash?: string
-  seeds: readonly string[]
-  /** The cluster file's nodes and their pinned peer ids (membership.ts). @default the seeds, none pinned */
-  listed?: ReadonlyMap<string, string | undefined>
-  /** Most members not in the file a seed admits. @default 256 */
-  maxMembers?: number
-  rules: RuleConfig[]
-  limits: LimitsConfig
-  /** May this node materialize pre-allocated shares? False after an unclean restart with nothing to recover. */
-  allocate: boolean
-  /** This start recovers a crashed predecessor's books (journal.ts): shares and restored tokens wait for the horizon (recovery.ts). */
-  recovered?: boolean
-  tuning?: Partial<ClusterTuning>
-  /** The dead seeds this account inherited (heir.ts), from its state file or journal: [node, inc, calMs]. @default none */
-  inherited?: ReadonlyArray<readonly [string, number, number]>
-  /** A seed's copies of the other seeds' journals, from its disk, by writer (replica-store.ts). @default none */
-  replicas?: ReadonlyMap<string, string>
-  /** Wall and monotonic time at construction: where the calendar starts. */
-  wallMs: number
-  monoMs: number
-}
-
-export type Outbound =
-  | { kind: 'gossip', msg: Gossip }
-  | { kind: 'request', to: string, msg: Want | Grant }
-  | { kind: 'replicate', to: string, msg: Jrep }
-  | { kind: 'jget', to: string, msg: Jget }
+import type { ClusterCoreOptions, Outbound } from './core-options.js'
+export type { ClusterCoreOptions, Outbound }
 
 export class ClusterCore {
   readonly node: string

@@ -184,6 +184,10 @@ export class ClusterNode {
         { incarnation: this.core.incarnation, code: ErrorCodes.RECLAIMED })
       this.opts.onReclaimed?.()
     }
+    if (this.core.reclaim.droppedCarried && !this.reportedDropped) {
+      this.reportedDropped = true
+      this.opts.log.warn('a seed attests the incarnation this start recovered: its books are dropped (credited elsewhere)', { carried: this.core.carries[0] ?? null, allocate: this.core.limiter.allocate, code: ErrorCodes.RECLAIMED })
+    }
     // Credits since the last write (no fsync needed: a lost credit is a lost token, never a double one).
     if (this.transport !== null) void this.disk.persistJournal()
   }
@@ -205,6 +209,7 @@ export class ClusterNode {
   }
 
   private reportedReclaimed = false
+  private reportedDropped = false
 
   private publish (t: Transport, msg: unknown): void {
     t.publish(packr.pack(msg)).catch(err => this.opts.log.debug('publish failed', { err }))

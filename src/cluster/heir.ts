@@ -152,7 +152,9 @@ export class Heir {
   /** Each tick: start or continue reading a dead seed's copies; the jgets to send. */
   update (nowMs: number): Array<{ to: string, msg: Jget }> {
     const c = this.c
-    if (!c.reclaim.hasBase || c.fenced(nowMs) || c.leaving) return []
+    // Nothing to do (the usual case, every tick): no fence recomputation either. The tick computed the fence already.
+    if (this.read === null && this.dead.size === 0) return []
+    if (!c.reclaim.hasBase || c.fence.fenced || c.leaving) return []
     if (this.read === null) {
       const d = this.target()
       if (d === null) return []

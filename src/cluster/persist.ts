@@ -209,13 +209,7 @@ function restoreCaution (core: ClusterCore, saved: Pick<SavedState, 'transitions
 
 /** What a cleanly stopped node held of each peer's tokens (reclaim.ts: what it may give each back). */
 function restorePeers (core: ClusterCore, peers: NonNullable<SavedState['peers']>): void {
-  for (const [node, epoch, key, n] of peers) {
-    let byEpoch = core.reclaim.restored.get(node)
-    if (byEpoch === undefined) core.reclaim.restored.set(node, byEpoch = new Map())
-    let byKey = byEpoch.get(epoch)
-    if (byKey === undefined) byEpoch.set(epoch, byKey = new Map())
-    byKey.set(key, (byKey.get(key) ?? 0) + n)
-  }
+  for (const [node, epoch, key, n] of peers) core.reclaim.restore(node, epoch, key, n)
 }
 
 function restoreKeys (core: ClusterCore, saved: readonly SavedKey[], r: Restored, nowMs: number): void {

@@ -41,12 +41,7 @@ export class SimReplication {
   /** One jrep and its jack: the replica writes the change to its disk, then answers. */
   send (sender: SimNode, core: ClusterCore, to: string, msg: Jrep): void {
     const net = this.net
-    let settled = false
-    const settle = (): boolean => {
-      if (settled) return false
-      settled = true
-      return sender.core === core
-    }
+    const settle = once(sender, core)
     net.at(net.now + core.tuning.wantTimeoutMs, () => { if (settle()) core.replication.onFailed(to, net.mono(sender.name)) })
     const bytes = packr.pack(msg)
     net.count(sender.name, bytes.length)
@@ -77,12 +72,7 @@ export class SimReplication {
   /** A heir's jget and its jcopy (heir.ts), as the daemon reads a dead seed's copies (replica-link.ts). */
   read (sender: SimNode, core: ClusterCore, to: string, msg: Jget): void {
     const net = this.net
-    let settled = false
-    const settle = (): boolean => {
-      if (settled) return false
-      settled = true
-      return sender.core === core
-    }
+    const settle = once(sender, core)
     net.at(net.now + core.tuning.wantTimeoutMs, () => { if (settle()) core.heir.onJgetFailed(to, msg.writer, net.mono(sender.name)) })
     const bytes = packr.pack(msg)
     net.count(sender.name, bytes.length)
@@ -115,5 +105,15 @@ export class SimReplication {
       send()
     })
     this.more(n, core)
+  }
+}
+
+/** A request's outcome (reply or timeout) is taken once, and only while its sender still runs the same incarnation. */
+function once (sender: SimNode, core: ClusterCore): () => boolean {
+  let settled = false
+  return () => {
+    if (settled) return false
+    settled = true
+    return sender.core === core
   }
 }

@@ -16,6 +16,7 @@
 import test from 'ava'
 import { homeNode } from '../src/core/share.js'
 import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
+import { bestWholeWindow, drive } from './helpers/drive.js'
 import { connect, eventually } from './helpers/proc.js'
 import { nodeStatus } from './helpers/settle.js'
 
@@ -55,34 +56,6 @@ function keysHomedAt (home: string, seeds: string[], n: number, tag: string): st
   const out: string[] = []
   for (let i = 0; out.length < n; i++) if (homeNode(`sig:${tag}:${i}`, seeds) === home) out.push(`sig:${tag}:${i}`)
   return out
-}
-
-/**
- * Demand for `api` at every listed node for `ms`: each node's client asks
- * one token at a time (waiting a little for a transfer). Returns the
- * admissions per window, by the window's end (second) on the daemon's
- * calendar: an allowed decision's resetMs is the time to its window's end.
- * They are added to `all` too (a window can straddle two calls).
- */
-async function drive (c: TestCluster, nodes: string[], ms: number, all: Map<number, number>): Promise<Map<number, number>> {
-  const perWindow = new Map<number, number>()
-  const until = Date.now() + ms
-  await Promise.all(nodes.map(async n => {
-    const q = await connect(c.sockets[n])
-    try {
-      while (Date.now() < until) {
-        const t0 = Date.now()
-        const d = await q.acquire('api', { waitMs: 100 })
-        if (!d.allowed) { await new Promise(resolve => setTimeout(resolve, 10)); continue }
-        const end = Math.round(((t0 + Date.now()) / 2 + d.resetMs) / 1000)
-        perWindow.set(end, (perWindow.get(end) ?? 0) + 1)
-        all.set(end, (all.get(end) ?? 0) + 1)
-      }
-    } finally {
-      await q.close()
-    }
-  }))
-  return perWindow
 }
 
 test.serial('kill -9 of a seed for good: its heir inherits its books and its glob keys, the survivors get the whole limit back, and the seed coming back doubles nothing', async t => {
@@ -138,10 +111,7 @@ test.serial('kill -9 of a seed for good: its heir inherits its books and its glo
   //    together admit at least 90% of the limit; in no window more than the limit.
   const windows = new Map<number, number>()
   const best = await eventually(`a and b to admit ${0.9 * LIMIT} of api in one window`, async () => {
-    const per = await drive(c, ['a', 'b'], 3000, windows)
-    // Only windows this demand covered whole: not its first nor its last.
-    const whole = [...per.keys()].sort((x, y) => x - y).slice(1, -1).map(e => per.get(e) as number)
-    const most = Math.max(0, ...whole)
+    const most = bestWholeWindow(await drive(c, ['a', 'b'], 3000, windows))
     return most >= 0.9 * LIMIT ? most : undefined
   }, 60_000, () => [...windows].slice(-6))
   t.log(`best whole window: ${best} of ${LIMIT}; windows (end s, admitted): ${JSON.stringify([...windows])}`)

@@ -48,6 +48,7 @@ import { ReplicaStore, type ReplicaChange } from './replica-store.js'
 import type { Jack, Jcopy, Jget, Jrep } from './replica-messages.js'
 
 import type { ClusterCoreOptions, Outbound } from './core-options.js'
+import { mayAsk } from './no-relay.js'
 export type { ClusterCoreOptions, Outbound }
 
 export class ClusterCore {
@@ -129,10 +130,10 @@ export class ClusterCore {
       maxKeys: opts.limits.maxKeys
     })
     this.view = new ClusterView(this.node, this.seeds, this.peers, this.tuning, this.calendar)
-    this.heir = new Heir(this, opts.inherited ?? [])
+    this.heir = new Heir(this, opts.inherited ?? [], opts.estates ?? [])
     this.view.homes = this.heir.homes
     // A member gives only what it holds of the asker's tokens (reclaim.ts): ask it only when it owes us some.
-    this.view.mayAsk = (p, key) => this.reclaim.mayAsk(p, key)
+    this.view.mayAsk = (p, key) => mayAsk(this, p, key)
     this.stopper = new StopMachine(this.tuning)
     // A seed's first start (it allocates and carries nothing) holds a start lease (lease.ts).
     this.fence = new Fence(this.node, this.seeds, this.tuning, opts.monoMs, opts.allocate && this.carries.length === 0 && this.seeds.includes(this.node))

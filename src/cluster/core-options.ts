@@ -32,6 +32,8 @@ export interface ClusterCoreOptions {
   tuning?: Partial<ClusterTuning>
   /** The dead seeds this account inherited (heir.ts), from its state file or journal: [node, inc, calMs]. @default none */
   inherited?: ReadonlyArray<readonly [string, number, number]>
+  /** Others' inheritances this account had heard (heir.ts `known`): [node, home, inc]. @default none */
+  estates?: ReadonlyArray<readonly [string, string, number]>
   /** A seed's copies of the other seeds' journals, from its disk, by writer (replica-store.ts). @default none */
   replicas?: ReadonlyMap<string, string>
   /** Wall and monotonic time at construction: where the calendar starts. */

@@ -76,6 +76,8 @@ export interface SavedState {
   peers?: Array<[node: string, epoch: string, key: string, tokens: number]>
   /** The dead seeds whose estates this account inherited (heir.ts): [node, inc, calendar ms of the inheritance]. */
   inherited?: Array<[node: string, inc: number, calMs: number]>
+  /** Other seeds' inheritances heard here (heir.ts `known`): [dead seed, its heir, the incarnation inherited]. */
+  estates?: Array<[node: string, home: string, inc: number]>
   keys: SavedKey[]
 }
 

@@ -68,6 +68,8 @@ export class Heir {
   private readonly c: ClusterCore
   /** Dead seed -> the seed whose books hold its estate (its glob keys' home). Shared with the limiter. */
   readonly homes = new Map<string, string>()
+  /** Dead seed -> the incarnation whose estate was inherited (the later ones hold no share: reclaim.ts settles them as members). */
+  readonly through = new Map<string, number>()
   /** This account's inheritances (the journal's checkpoint and the state file keep them). */
   readonly mine = new Map<string, Inheritance>()
   /** Seeds with a share settled here and not known to be inherited: node -> incarnation. */
@@ -77,11 +79,18 @@ export class Heir {
   readonly log: Array<{ node: string, inc: number, tokens: number, credits: Map<string, number> }> = []
   readonly counters = { inherited: 0, tokensInherited: 0, shares: 0, jgetsSent: 0, jgetsFailed: 0, jgetsServed: 0 }
 
-  constructor (core: ClusterCore, inherited: ReadonlyArray<readonly [string, number, number]>) {
+  constructor (core: ClusterCore, inherited: ReadonlyArray<readonly [string, number, number]>, estates: ReadonlyArray<readonly [string, string, number]> = []) {
     this.c = core
+    // Others' inheritances heard before a restart: which incarnations of a dead seed are settled as its heir's (reclaim.ts settle).
+    for (const [node, home, inc] of estates) {
+      if (node === core.node) continue
+      this.homes.set(node, home)
+      this.through.set(node, inc)
+    }
     for (const [node, inc, calMs] of inherited) {
       this.mine.set(node, { node, inc, calMs })
       this.homes.set(node, core.node)
+      this.through.set(node, inc)
     }
   }
 
@@ -105,6 +114,7 @@ export class Heir {
       if (node === c.node && !c.reclaim.hasBase) { this.homes.set(node, from); continue }
       if (node === c.node || node === from || !c.seeds.includes(node) || this.mine.has(node)) continue
       this.homes.set(node, from)
+      this.through.set(node, Math.max(inc, this.through.get(node) ?? 0))
       if (inc >= (this.dead.get(node) ?? 0)) this.dead.delete(node)
       if (this.read?.writer === node) this.read = null
     }
@@ -118,6 +128,16 @@ export class Heir {
   /** For the journal's checkpoint and the state file. */
   saved (): Array<[string, number, number]> {
     return [...this.mine.values()].map(m => [m.node, m.inc, m.calMs])
+  }
+
+  /** Others' inheritances heard here, for the journal's checkpoint and the state file: [node, home, inc]. */
+  known (): Array<[string, string, number]> {
+    const out: Array<[string, string, number]> = []
+    for (const [node, home] of this.homes) {
+      const inc = this.through.get(node)
+      if (inc !== undefined && !this.mine.has(node)) out.push([node, home, inc])
+    }
+    return out
   }
 
   /** D's heir as this node sees it: the first seed after D in name order that is alive here (`settled`: dead here). */
@@ -278,11 +298,30 @@ export class Heir {
     }
     for (const [node, byEpoch] of est.peers) {
       if (node === c.node) continue
-      for (const [epoch, keys] of byEpoch) for (const [key, n] of keys) c.reclaim.restore(node, epoch, key, n)
+      for (const [epoch, keys] of byEpoch) {
+        // An account settled here before D was inherited (a member that died first) can never give back what it
+        // held of D's tokens: credited now, as its settlement would have had it known (reclaim.ts settle).
+        const gone = c.reclaim.settledAccount(node, epoch)
+        for (const [key, n] of keys) {
+          if (!gone) { c.reclaim.restore(node, epoch, key, n); continue }
+          let ks: KeyState
+          try {
+            ks = c.limiter.existing(key) ?? c.limiter.keyState(key, 1, nowMs)
+          } catch {
+            c.ledger.stranded += Math.max(0, -n)
+            continue
+          }
+          // (Below zero only if D broke the no-relay rule: destroying is the safe side, as in a settlement.)
+          if (n < 0) credit(ks, -n)
+          else { ext(ks).burn += n; c.active.add(ks) }
+        }
+      }
     }
     for (const n of moved) {
+      const inc = n === d ? r.inc : (est.inherited.find(e => e[0] === n)?.[1] ?? 0)
       this.homes.set(n, c.node)
-      this.mine.set(n, { node: n, inc: n === d ? r.inc : (est.inherited.find(e => e[0] === n)?.[1] ?? 0), calMs: cal })
+      this.through.set(n, inc)
+      this.mine.set(n, { node: n, inc, calMs: cal })
       this.dead.delete(n)
     }
     // The credits and the record go to disk together, in one checkpoint, before any later give.

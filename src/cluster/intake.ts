@@ -21,7 +21,7 @@
 import type { ClusterCore } from './cluster-core.js'
 import { ext } from './key-ext.js'
 import type { HeardEntry } from './lease.js'
-import { CLUSTER_VERSION, type Ack, type Gossip, type Grant, type None, type Want } from './messages.js'
+import { CLUSTER_VERSION, type Ack, type AttestEntry, type Gossip, type Grant, type None, type Want } from './messages.js'
 import type { Jack, Jrep } from './replica-messages.js'
 import type { ReplicaChange } from './replica-store.js'
 import { replicaGroup } from './replication.js'
@@ -50,10 +50,10 @@ export function onGossip (c: ClusterCore, g: Gossip, from: string, nowMs: number
   // A peer we have not heard in this epoch needs every key, not just a delta.
   else if (o.isNew) c.gossip.requestFullSync()
   c.positions.acked(c.ledger.ack(g.node, g.epoch, p.appliedFromMe))
-  // Attestations first: carried books an echoing voter attests are dropped before its echo counts (reclaim.ts).
+  // Attestations first: a voter that attests carried books does not lease this incarnation (reclaim.ts).
   if (g.attest !== undefined && p.sameCluster) c.reclaim.onAttest(g.node, g.attest, nowMs)
   if (g.estates !== undefined && p.sameCluster) c.heir.onEstates(g.node, g.estates)
-  if (g.heard !== undefined && p.sameCluster) echoed(c, g.node, g.heard, nowMs)
+  if (g.heard !== undefined && p.sameCluster) echoed(c, g.node, g.heard, g.attest, nowMs)
   return verdict
 }
 
@@ -75,11 +75,12 @@ function endedEpoch (c: ClusterCore, node: string, epoch: string): void {
 }
 
 /** A voter's echoes: the one naming this incarnation extends our lease (lease.ts). */
-function echoed (c: ClusterCore, voter: string, heard: readonly HeardEntry[], nowMs: number): void {
+function echoed (c: ClusterCore, voter: string, heard: readonly HeardEntry[], attest: readonly AttestEntry[] | undefined, nowMs: number): void {
   if (!c.fence.quorum.isVoter(voter)) return
   for (const [node, inc, seq] of heard) {
     if (node !== c.node || inc !== c.incarnation) continue
-    if (c.fence.lease.echoed(voter, seq)) c.fenced(nowMs)
+    // A voter that attests the incarnation this one carries does not lease it (reclaim.ts).
+    if (c.reclaim.echoCounts(voter, attest) && c.fence.lease.echoed(voter, seq)) c.fenced(nowMs)
     return
   }
 }

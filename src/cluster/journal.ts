@@ -75,6 +75,8 @@ export interface JournalCheckpoint {
    * under these homes.
    */
   inherited?: Array<[node: string, inc: number, calMs: number]>
+  /** Other seeds' inheritances heard here (heir.ts `known`): [dead seed, its heir, the incarnation inherited]. */
+  estates?: Array<[node: string, home: string, inc: number]>
   /** Rule versions still being changed from, and burns others owed (as a clean stop saves them: caution.ts). */
   transitions?: SavedState['transitions']
   debts?: SavedState['debts']
@@ -265,11 +267,16 @@ function checkCheckpoint (v: unknown, where: string): JournalCheckpoint {
   if (o.reserved !== undefined && (!Array.isArray(o.reserved) || !o.reserved.every(isEntry))) bad(where, 'reserved', 'must be a list of [key, number]')
   if (o.gen !== undefined && !Number.isSafeInteger(o.gen)) bad(where, 'gen', 'must be a whole number')
   if (o.inherited !== undefined && (!Array.isArray(o.inherited) || !o.inherited.every(isInherited))) bad(where, 'inherited', 'must be a list of [node, inc, calMs]')
+  if (o.estates !== undefined && (!Array.isArray(o.estates) || !o.estates.every(isEstate))) bad(where, 'estates', 'must be a list of [node, home, inc]')
   return o as unknown as JournalCheckpoint
 }
 
 function isEntry (r: unknown): r is [string, number] {
   return Array.isArray(r) && r.length === 2 && typeof r[0] === 'string' && typeof r[1] === 'number' && Number.isFinite(r[1])
+}
+
+function isEstate (r: unknown): r is [string, string, number] {
+  return Array.isArray(r) && r.length === 3 && typeof r[0] === 'string' && typeof r[1] === 'string' && Number.isSafeInteger(r[2])
 }
 
 function isInherited (r: unknown): r is [string, number, number] {

@@ -49,6 +49,7 @@ export function saveState (core: ClusterCore, nowMs: number, status: 'running' |
     s.debts = core.peers.knownDebts()
     s.peers = core.reclaim.held()
     s.inherited = core.heir.saved()
+    s.estates = core.heir.known()
     s.keys = snapshotKeys(core, nowMs)
   }
   return s
@@ -95,6 +96,7 @@ export function journalCheckpoint (core: ClusterCore): JournalCheckpoint {
     reserved: core.replication.reserved(),
     peers: core.reclaim.held(),
     inherited: core.heir.saved(),
+    estates: core.heir.known(),
     transitions: core.transitions.toJSON(),
     debts: core.peers.knownDebts()
   }
@@ -140,7 +142,8 @@ export function startCore (base: CoreBase, rules: RuleConfig[], saved: SavedStat
     allocate,
     incarnation,
     carries: clean ? saved.carries : [],
-    inherited: clean ? saved.inherited : []
+    inherited: clean ? saved.inherited : [],
+    estates: clean ? saved.estates : []
   })
   if (!clean) {
     core.init(nowMs)
@@ -179,7 +182,8 @@ function recoverCore (base: CoreBase, rules: RuleConfig[], saved: SavedState, jo
     incarnation: saved.incarnation + 1,
     carries: [cp.epoch, ...cp.carries].slice(0, MAX_CARRIES),
     recovered: true,
-    inherited: cp.inherited ?? []
+    inherited: cp.inherited ?? [],
+    estates: cp.estates ?? []
   })
   const recovery = core.recovery as NonNullable<ClusterCore['recovery']>
   restoreCaution(core, { ...saved, transitions: cp.transitions, debts: cp.debts })

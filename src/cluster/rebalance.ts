@@ -12,6 +12,7 @@ import type { ClusterCore, Outbound } from './cluster-core.js'
 import { horizon, keepRate, needRate, type KeyExt } from './key-ext.js'
 import type { Peer } from './peers.js'
 import { CLUSTER_VERSION, type Want } from './messages.js'
+import { giveCap } from './no-relay.js'
 
 export function rebalance (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: number, out: Outbound[]): void {
   // One round of wants at a time; a round whose answers did not all come is over after the want timeout.
@@ -77,7 +78,7 @@ function returnToLenders (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: number
   const lenders: Array<[Peer, number]> = []
   for (const p of c.peers.alive(nowMs)) {
     if (p.leaving || p.fenced || !c.agrees(p, ks)) continue
-    const cap = Math.floor(c.reclaim.giveCap(p, ks.key) + 1e-9)
+    const cap = Math.floor(giveCap(c, p, ks.key) + 1e-9)
     if (cap >= 1) lenders.push([p, cap])
   }
   if (lenders.length === 0) return false

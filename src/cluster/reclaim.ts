@@ -33,15 +33,16 @@
  * learns that a quorum attests it from the voters' gossip: it drops its
  * books (they are credited elsewhere) and is `reclaimed`; the driver
  * restarts it as a new incarnation. A restart that carries an attested
- * incarnation's books (journal recovery or a clean restart) drops them as
- * soon as any echoing voter attests it, before that echo counts.
+ * incarnation's books (journal recovery or a clean restart) drops them once
+ * a quorum attests it, and does not count an attesting voter's echo for
+ * its lease meanwhile (carrier.ts).
  */
 import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore } from './cluster-core.js'
 import { booksOf, deferredTotal, ext } from './key-ext.js'
 import type { PeerAccount } from './journal.js'
+import { Carrier } from './carrier.js'
 import type { AttestEntry } from './messages.js'
-import type { Peer } from './peers.js'
 import { horizonAt } from './recovery.js'
 
 /** Attestations kept (and persisted) per voter; the oldest go first past this. */
@@ -64,8 +65,10 @@ export class Reclaim {
   private readonly settledAt = new Map<string, number>()
   /** A quorum attests this incarnation: its books are dropped; the driver restarts it. */
   reclaimed = false
-  /** The carried books were dropped (an echoing voter attests a carried incarnation). */
-  droppedCarried = false
+  /** What this incarnation carries, and whether a quorum attests it (carrier.ts). */
+  readonly carrier: Carrier
+  /** The books dropped were a seed's share (its heir inherits them): the simulator's audit reads it. */
+  droppedShare = false
   readonly counters = { settlements: 0, tokensSettled: 0 }
   /**
    * What a crashed predecessor held of each peer account's tokens, as its
@@ -80,6 +83,7 @@ export class Reclaim {
   constructor (core: ClusterCore, startMs: number) {
     this.c = core
     this.startMs = startMs
+    this.carrier = new Carrier(core.node, core.fence.quorum, core.carries.length)
   }
 
   /** This account holds a pre-allocated share: it may relay, and is never attested. */
@@ -122,10 +126,14 @@ export class Reclaim {
     if (!this.voting) return undefined
     const out: AttestEntry[] = []
     const keep = this.listForMs
+    const seeds: AttestEntry[] = []
     for (const [n, inc] of this.attested) {
-      if (this.c.peers.get(n) !== undefined || nowMs - (this.settledAt.get(n) ?? -Infinity) < keep) out.push([n, inc])
+      // A seed's attestation is always listed (there are few): a heir, or any survivor, that restarted after it was
+      // settled and never hears the dead seed again must still learn it (its share is inherited once, by all alike).
+      if (this.seedsInherit && this.c.seeds.includes(n)) seeds.push([n, inc])
+      else if (this.c.peers.get(n) !== undefined || nowMs - (this.settledAt.get(n) ?? -Infinity) < keep) out.push([n, inc])
     }
-    return out.slice(-MAX_ATTEST_PER_GOSSIP)
+    return [...seeds, ...out.slice(-(MAX_ATTEST_PER_GOSSIP - seeds.length))]
   }
 
   /** A settled incarnation spoke again (a cut-off process after the heal): gossip its attestation again, so it learns. */
@@ -184,9 +192,8 @@ export class Reclaim {
   private aboutMe (voter: string, inc: number): void {
     const c = this.c
     // Carried incarnations are the consecutive ones before this (each clean or recovered restart carries the last).
-    if (inc < c.incarnation && inc >= c.incarnation - c.carries.length && !this.droppedCarried) {
-      this.droppedCarried = true
-      this.dropBooks()
+    if (inc < c.incarnation && inc >= c.incarnation - c.carries.length) {
+      if (this.carrier.attested(voter)) this.dropBooks()
       return
     }
     if (inc !== c.incarnation || this.reclaimed) return
@@ -197,6 +204,17 @@ export class Reclaim {
     if (!c.fence.quorum.isQuorum([...set])) return
     this.reclaimed = true
     this.dropBooks()
+  }
+
+  /** The carried books were dropped (a quorum attests a carried incarnation). */
+  get droppedCarried (): boolean {
+    return this.carrier.dropped
+  }
+
+  /** Whether voter `voter`'s echo may count for this incarnation's lease, given its gossip's attestations (carrier.ts). */
+  echoCounts (voter: string, attest: readonly AttestEntry[] | undefined): boolean {
+    // No list is an empty one (the gossip leaves it out); a full one may have been cut short.
+    return this.carrier.echoCounts(voter, attest === undefined || attest.length < MAX_ATTEST_PER_GOSSIP)
   }
 
   /** Every key's books to zero: what this account held is credited elsewhere (or never was its own). */
@@ -220,6 +238,7 @@ export class Reclaim {
     this.restored.clear()
     // A seed's share was inherited (heir.ts): it must never materialize it again, nor copy its journal for a heir.
     if (this.hasBase) {
+      this.droppedShare = true
       c.limiter.allocate = false
       c.replication.disable()
     }
@@ -233,8 +252,12 @@ export class Reclaim {
   settle (node: string, inc: number, nowMs: number): void {
     const c = this.c
     const p = c.peers.get(node)
-    // A seed with a share is inherited (heir.ts); once inherited, its later incarnations hold none and are settled as members.
-    if (this.seedsInherit && c.seeds.includes(node) && !c.heir.homes.has(node) && (p === undefined || p.alloc)) { this.settleSeed(node, inc, nowMs); return }
+    // A seed with a share is inherited (heir.ts); once inherited, its later incarnations hold none and are settled as
+    // members. Not by whether the incarnation said it held a share: a survivor may not have heard it, or heard it only
+    // after it dropped its share, and every survivor must settle one incarnation alike (the heir's copy holds what it
+    // held of each survivor's tokens: a survivor that credited them itself as well would count them twice).
+    // Nor by whether the inheritance is known here yet: the heir's gossip names the incarnation it inherited.
+    if (this.seedsInherit && c.seeds.includes(node) && inc <= (c.heir.through.get(node) ?? Infinity)) { this.settleSeed(node, inc, nowMs); return }
     // The dead account's epochs: all we know of the node, less a newer incarnation's and what it carries.
     const live = p !== undefined && p.inc > inc ? new Set([p.epoch, ...p.carries]) : new Set<string>()
     const epochs = new Set<string>()
@@ -267,7 +290,7 @@ export class Reclaim {
    */
   private settleSeed (node: string, inc: number, nowMs: number): void {
     const c = this.c
-    const heir = c.heir.heirOf(node, (n) => this.settled.has(n) || n === node)
+    const heir = c.heir.homes.get(node) ?? c.heir.heirOf(node, (n) => this.settled.has(n) || n === node)
     const heirEpoch = heir === c.node ? c.epoch : c.peers.get(heir ?? '')?.epoch
     // A newer incarnation's own epoch is not the dead one's (what it carries is dropped when it learns: aboutMe).
     const p = c.peers.get(node)
@@ -289,6 +312,13 @@ export class Reclaim {
     }
     c.heir.died(node, inc)
     this.markSettled(node, inc, nowMs)
+  }
+
+  /** Whether account (node, epoch) is a settled incarnation's: its node was settled here and no live incarnation carries it. */
+  settledAccount (node: string, epoch: string): boolean {
+    if (!this.settled.has(node)) return false
+    const p = this.c.peers.get(node)
+    return p === undefined || (p.epoch !== epoch && !p.carries.includes(epoch))
   }
 
   /** Add to what this node holds of account (node, epoch)'s tokens of `key`. */
@@ -338,33 +368,6 @@ export class Reclaim {
     c.active.add(ks)
     this.settledTokens.set(key, (this.settledTokens.get(key) ?? 0) + n)
     this.counters.tokensSettled += n
-  }
-
-  /**
-   * The most this node may give `p` of `key` (Infinity with a share): what it
-   * holds of p's account's tokens, less its unacked grants to p.
-   */
-  giveCap (p: Peer, key: string): number {
-    // With leases off nothing is ever reclaimed, so nothing needs the rule.
-    if (this.hasBase || !this.c.tuning.leases) return Infinity
-    return Math.max(0, this.holdsOf(p, key) - this.c.ledger.inTransitTo(p.name, key))
-  }
-
-  /** Whether `p` (without a share) may give this node any of `key`: it holds some of our tokens, as our books tell. */
-  mayAsk (p: Peer, key: string): boolean {
-    return p.alloc || !this.c.tuning.leases || this.holdsOf(p, key) <= -1
-  }
-
-  /** What `p` may hold of this node's tokens of `key`: what it was given, acked or not, less what it gave back. */
-  lentTo (p: Peer, key: string): number {
-    return Math.max(0, -this.holdsOf(p, key)) + this.c.ledger.inTransitTo(p.name, key)
-  }
-
-  /** What this node holds of `p`'s account's tokens of `key` (negative: what p holds of ours), acked grants only. */
-  private holdsOf (p: Peer, key: string): number {
-    let n = 0
-    for (const e of [p.epoch, ...p.carries]) n += this.c.positions.of(p.name, e, key) + (this.restored.get(p.name)?.get(e)?.get(key) ?? 0)
-    return n
   }
 
   /** For the journal's checkpoint: what this node holds of each peer account's tokens, net of its unacked grants. */

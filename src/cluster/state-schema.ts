@@ -146,6 +146,13 @@ function state (raw: unknown): SavedState {
       return [str(e[0], `${path}[0]`, 64), int(e[1], `${path}[1]`), time(e[2], `${path}[2]`)] as [string, number, number]
     })
   }
+  if (o.estates !== undefined) {
+    s.estates = arr(o.estates, 'estates', 4096).map((e, i) => {
+      const path = `estates[${i}]`
+      if (!Array.isArray(e) || e.length !== 3) throw new Bad(path, 'must be [node, home, inc]')
+      return [str(e[0], `${path}[0]`, 64), str(e[1], `${path}[1]`, 64), int(e[2], `${path}[2]`)] as [string, string, number]
+    })
+  }
   if (o.peers !== undefined) {
     s.peers = arr(o.peers, 'peers', 1_000_000).map((e, i) => {
       const path = `peers[${i}]`

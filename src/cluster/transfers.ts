@@ -15,6 +15,7 @@ import { applyDeferred, booksOf, ext, horizon, keepRate, windowed, windowStart, 
 import { CLUSTER_VERSION, type Ack, type Grant, type GrantItem, type None, type Want } from './messages.js'
 import type { Peer } from './peers.js'
 import type { PeerAccount } from './journal.js'
+import { giveCap, lentTo } from './no-relay.js'
 
 /** A pushed grant may exceed what its giver last said it had by this fraction of the stock. */
 export const PUSH_TOLERANCE = 0.25
@@ -81,7 +82,7 @@ export class Transfers {
     // Whole tokens only: a receiver refuses anything else (a fraction stays here, spendable).
     ks.bucket.advance(nowMs)
     // Without a share, only what it holds of p's tokens (no relay: reclaim.ts).
-    const whole = Math.min(Math.floor(n), Math.floor(ks.bucket.held + 1e-9), Math.floor(c.reclaim.giveCap(p, ks.key) + 1e-9))
+    const whole = Math.min(Math.floor(n), Math.floor(ks.bucket.held + 1e-9), Math.floor(giveCap(c, p, ks.key) + 1e-9))
     if (whole < 1) return undefined
     const debited = ks.bucket.debit(whole)
     // `held` a hair under a whole number (0.9999999999999998 after float sums) debits that; the grant carries
@@ -186,7 +187,7 @@ export class Transfers {
       // Plus what this node lent it and did not get back: it may return those at once, before a gossip says it has them
       // (a want's grant can reach it after the gossip this node last heard, the more so while a seed's grant waits
       // for its journal to be copied: replication.ts).
-      const lent = p === undefined ? 0 : c.reclaim.lentTo(p, key)
+      const lent = p === undefined ? 0 : lentTo(c, p, key)
       if (amount > said + lent + Math.max(1, Math.ceil(PUSH_TOLERANCE * stock))) {
         // The line it was judged by, so that a refusal in a log says which gossip it trusted.
         const line = e === undefined ? 'never said' : `gossip ${e.seq} of epoch ${p?.epoch ?? '?'}: held ${e.held}, outstanding ${e.outstanding}, deferred ${e.deferred}, in transit ${e.inTransitOut}`

@@ -57,7 +57,7 @@ export interface ClusterTuning extends LeaseSettings {
   /**
    * Seeds with a share are attested like members and inherited by their
    * heir (heir.ts, reclaim.ts settleSeed). Needs leases, more than one seed
-   * and replicateJournal. The cluster file's `cluster.inheritSeeds`. @default false
+   * and replicateJournal. The cluster file's `cluster.inheritSeeds`. @default true
    */
   inheritSeeds: boolean
 }
@@ -81,7 +81,7 @@ export function defaultTuning (gossipIntervalMs = 250): ClusterTuning {
     forgetAfterMs: 60_000,
     handoffTimeoutMs: 3000,
     replicateJournal: true,
-    inheritSeeds: false,
+    inheritSeeds: true,
     firstUseWaitMs: 100,
     // leases, leaseMs, reclaimMs, maxClockSkewMs: the cluster file's (config/lease-options.ts)
     ...leaseSettings(gossipIntervalMs)

@@ -40,7 +40,7 @@ const MAX_PER_MS = 366 * 86_400_000
 const LISTEN_RE = /^\/(ip4|ip6|dns4|dns6|dns)\/([^/]+)\/tcp\/([0-9]{1,5})$/
 const HOST_RE = /^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$/
 /** A one-node file needs no cluster section, swarm key or listen address: it runs without the cluster layer. */
-const LONE_CLUSTER: ClusterSection = { name: 'local', secretFile: '', gossipIntervalMs: DEFAULT_GOSSIP_INTERVAL_MS, firstUseWaitMs: DEFAULT_FIRST_USE_WAIT_MS, inheritSeeds: false, ...leaseSettings(DEFAULT_GOSSIP_INTERVAL_MS) }
+const LONE_CLUSTER: ClusterSection = { name: 'local', secretFile: '', gossipIntervalMs: DEFAULT_GOSSIP_INTERVAL_MS, firstUseWaitMs: DEFAULT_FIRST_USE_WAIT_MS, inheritSeeds: true, ...leaseSettings(DEFAULT_GOSSIP_INTERVAL_MS) }
 const LONE_LISTEN = '/ip4/127.0.0.1/tcp/0'
 
 type Obj = Record<string, unknown>
@@ -214,7 +214,7 @@ export function validateClusterFile (raw: unknown, baseDir: string, source?: str
     secretFile: typeof c.secretFile === 'string' ? resolve(baseDir, c.secretFile) : '',
     gossipIntervalMs,
     firstUseWaitMs: typeof c.firstUseWaitMs === 'number' ? c.firstUseWaitMs : DEFAULT_FIRST_USE_WAIT_MS,
-    inheritSeeds: c.inheritSeeds === true,
+    inheritSeeds: c.inheritSeeds !== false,
     ...lease
   }
   const limits: LimitsConfig = { ...DEFAULT_LIMITS, ...((r.limits ?? {}) as Partial<LimitsConfig>) }

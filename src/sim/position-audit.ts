@@ -168,10 +168,16 @@ export class PositionAudit {
     return false
   }
 
-  /** Whether a live core's incarnation, or one it carries, was settled by a live peer (reclaim.ts). */
+  /**
+   * Whether a live core's incarnation, or one it carries, was settled by a
+   * peer (reclaim.ts), alive or not since (a settlement outlives its
+   * settler: its credits are in the settler's journal, a heir's in its
+   * copies), or dropped what it carried (a quorum attests it).
+   */
   private settledSomewhere (x: ClusterCore): boolean {
+    if (x.reclaim.droppedCarried) return true
     const lo = x.incarnation - x.carries.length
-    for (const l of this.live.values()) if (l !== x && (l.reclaim.settled.get(x.node) ?? 0) >= lo) return true
+    for (const l of this.cores) if (l.node !== x.node && (l.reclaim.settled.get(x.node) ?? 0) >= lo) return true
     return false
   }
 
@@ -193,7 +199,7 @@ export class PositionAudit {
     for (const e of this.epochsOf.get(root) ?? [epoch]) {
       const l = this.byEpoch.get(e)
       // A seed with a share is settled without touching the survivor's books (its heir takes them: heir.ts).
-      if (l?.reclaim.isSettled(dead.node, dead.incarnation) === true && !l.heir.dead.has(dead.node) && !l.heir.homes.has(dead.node)) return true
+      if (l !== undefined && settledAsMember(l, dead)) return true
     }
     return false
   }
@@ -214,8 +220,9 @@ export class PositionAudit {
         const base = x.limiter.allocate && rule !== undefined ? initialShare(rule.stock, rule.glob, key, x.node, this.seeds) : 0
         let others = 0
         for (const l of this.cores) {
-          // A dead member settled by x is in x's books; a dead seed's positions stay (its heir took them as they were).
-          if (l.node === x.node || (x.reclaim.isSettled(l.node, l.incarnation) && !x.heir.homes.has(l.node) && !x.heir.dead.has(l.node))) continue
+          // A dead member settled by x's account (a restart settles again, finding nothing left) is in x's books; a
+          // dead seed's positions stay (its heir took them as they were).
+          if (l.node === x.node || epochs.some(e => { const s = this.byEpoch.get(e); return s !== undefined && settledAsMember(s, l) })) continue
           for (const e of epochs) others += l.positions.of(x.node, e, key)
         }
         const ks = x.limiter.existing(key)
@@ -226,4 +233,16 @@ export class PositionAudit {
     }
     return bad
   }
+}
+
+/**
+ * Whether `by` settled `dead`'s incarnation as a member's (its settlement
+ * credited by's books), not as a seed's whose heir inherits it (reclaim.ts
+ * settle: a seed not inherited yet, or an incarnation up to the one its
+ * heir inherited).
+ */
+function settledAsMember (by: ClusterCore, dead: ClusterCore): boolean {
+  if (!by.reclaim.isSettled(dead.node, dead.incarnation) || by.heir.dead.has(dead.node)) return false
+  if (!by.heir.homes.has(dead.node)) return true
+  return dead.incarnation > (by.heir.through.get(dead.node) ?? Infinity)
 }

@@ -99,7 +99,8 @@ export class TokenAudit {
     this.live.set(core.epoch, core)
     this.disk.delete(core.node)
     // A restart of a seed already inherited carries books its heir holds now: they are the heir's until it drops them.
-    if (core.carries.some(e => this.inheritedEpochs.has(e))) { this.shadows.add(core); return }
+    // (Not one whose predecessor had dropped its share already: what it carries is its own.)
+    if (core.limiter.allocate && core.carries.some(e => this.inheritedEpochs.has(e))) { this.shadows.add(core); return }
     if (core.recovery !== null) this.recovered(core)
   }
 
@@ -131,6 +132,9 @@ export class TokenAudit {
     for (const [k, b] of books) add(this.stranded, k, -b)
   }
 
+  /** Incarnations that dropped their share before their heir inherited it (their drop is in `stranded` until then). */
+  private readonly droppedInherited = new Set<ClusterCore>()
+
   /** Per heir: the inheritances (heir.ts `log`) already taken in. */
   private readonly heirSeen = new WeakMap<ClusterCore, number>()
 
@@ -156,11 +160,22 @@ export class TokenAudit {
         this.moveToHeir(core, node, rulesOf(dead), dead.heir.homes, this.crashBooks.get(dead.epoch) ?? new Map(), credits, false)
         this.crashBooks.delete(dead.epoch)
       }
+      // An incarnation that dropped its share before this (reclaim.ts: reclaimed, or a quorum attests what it
+      // carried): what it dropped left `stranded` for the heir's credits.
+      for (const z of this.everCores) {
+        if (z === core || z.node !== node || !z.reclaim.droppedShare || z.incarnation - z.carries.length > log[i].inc) continue
+        if (this.shadows.has(z) || this.droppedInherited.has(z)) continue
+        this.droppedInherited.add(z)
+        this.inheritedEpochs.add(z.epoch)
+        this.moveToHeir(core, node, rulesOf(z), z.heir.homes, z.reclaim.droppedTokens, credits, false)
+      }
       // A seed cut off for longer than reclaimMs is inherited while it lives on, fenced: its books are the heir's from
       // now on, and what it drops when it learns (reclaim.ts: reclaimed) was never its own.
       for (const z of this.live.values()) {
         // Alive (cut off), or a restart that carries the inherited incarnation's books (a journal recovery).
-        if (z === core || z.node !== node || z.incarnation - z.carries.length > log[i].inc || this.shadows.has(z)) continue
+        if (z === core || z.node !== node || z.incarnation - z.carries.length > log[i].inc || this.shadows.has(z) || this.droppedInherited.has(z)) continue
+        // A restart of an incarnation that had dropped its share holds none of it.
+        if (!z.limiter.allocate) continue
         this.shadows.add(z)
         this.inheritedEpochs.add(z.epoch)
         const books = new Map<string, number>()
@@ -225,6 +240,8 @@ export class TokenAudit {
       this.settled.add(id)
     }
     this.live.delete(core.epoch)
+    // A shadow's books are counted at the heir, until it drops them.
+    if (this.shadows.has(core) && !core.reclaim.droppedCarried && !core.reclaim.reclaimed) return
     if (how === 'stop') {
       const keys = new Map<string, number>()
       for (const k of saved?.keys ?? []) keys.set(k.key, (keys.get(k.key) ?? 0) + k.held + k.tokens - k.burn)
@@ -299,6 +316,10 @@ export class TokenAudit {
     for (const d of this.disk.values()) a.saved += d.keys.get(key) ?? this.share(d.node, d.allocate, d.rules, key)
     for (const c of this.crashed) {
       if (c.limiter.existing(key) === undefined) a.stranded += this.share(c.node, c.limiter.allocate, rulesOf(c), key, c.heir.homes)
+    }
+    // A share dropped and not inherited yet: the keys it had no state for, as a crashed seed's.
+    for (const c of this.everCores) {
+      if (c.reclaim.droppedShare && !c.reclaim.droppedTokens.has(key) && !this.droppedInherited.has(c) && !this.shadows.has(c)) a.stranded += this.share(c.node, true, rulesOf(c), key, c.heir.homes)
     }
     for (const r of this.open.values()) {
       const lost = !this.live.has(r.toEpoch) || (!this.live.has(r.giverEpoch) && r.copies === 0)

@@ -94,6 +94,11 @@ export class Heir {
     }
   }
 
+  /** The dead seed whose copies this node reads now, or null. */
+  get reading (): string | null {
+    return this.read?.writer ?? null
+  }
+
   /** A seed with a share was settled here (reclaim.ts): its estate waits for its heir. */
   died (node: string, inc: number): void {
     if (this.homes.has(node) || inc <= (this.dead.get(node) ?? 0)) return

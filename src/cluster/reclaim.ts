@@ -257,7 +257,7 @@ export class Reclaim {
     // after it dropped its share, and every survivor must settle one incarnation alike (the heir's copy holds what it
     // held of each survivor's tokens: a survivor that credited them itself as well would count them twice).
     // Nor by whether the inheritance is known here yet: the heir's gossip names the incarnation it inherited.
-    if (this.seedsInherit && c.seeds.includes(node) && inc <= (c.heir.through.get(node) ?? Infinity)) { this.settleSeed(node, inc, nowMs); return }
+    if (this.asSeed(node, inc)) { this.settleSeed(node, inc, nowMs); return }
     // The dead account's epochs: all we know of the node, less a newer incarnation's and what it carries.
     const live = p !== undefined && p.inc > inc ? new Set([p.epoch, ...p.carries]) : new Set<string>()
     const epochs = new Set<string>()
@@ -314,11 +314,21 @@ export class Reclaim {
     this.markSettled(node, inc, nowMs)
   }
 
-  /** Whether account (node, epoch) is a settled incarnation's: its node was settled here and no live incarnation carries it. */
+  /**
+   * Whether account (node, epoch) is an incarnation settled here as a
+   * member's (its settlement credited this node: not a seed's, whose heir
+   * takes its books), that no live incarnation carries.
+   */
   settledAccount (node: string, epoch: string): boolean {
-    if (!this.settled.has(node)) return false
+    const inc = this.settled.get(node)
+    if (inc === undefined || this.asSeed(node, inc)) return false
     const p = this.c.peers.get(node)
     return p === undefined || (p.epoch !== epoch && !p.carries.includes(epoch))
+  }
+
+  /** Whether node/inc is settled as a seed's (its heir inherits it) rather than a member's (see `settle`). */
+  private asSeed (node: string, inc: number): boolean {
+    return this.seedsInherit && this.c.seeds.includes(node) && inc <= (this.c.heir.through.get(node) ?? Infinity)
   }
 
   /** Add to what this node holds of account (node, epoch)'s tokens of `key`. */

@@ -70,6 +70,17 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
     vc.at(t, () => vc.crash(node))
     if (f.seedReturnAfterMs !== undefined) vc.at(t + f.seedReturnAfterMs, () => vc.start(node))
   }
+  if (f.heirCrashRestartMs !== undefined) {
+    // Watch for the first read of a dead seed's copies; kill its reader then.
+    const watch = (): void => {
+      const heir = [...vc.cores.values()].find(c => c.heir.reading !== null)
+      if (heir === undefined) { if (vc.now < startMs + durationMs) vc.at(vc.now + 20, watch); return }
+      const node = heir.node
+      vc.crash(node)
+      if (Number.isFinite(f.heirCrashRestartMs)) vc.at(vc.now + (f.heirCrashRestartMs as number), () => { vc.start(node); ended() })
+    }
+    vc.at(startMs, watch)
+  }
   const pool = nodes.filter(n => !gone.has(n))
   const p = f.partitions
   if (p !== undefined && nodes.length > 1) {

@@ -46,6 +46,12 @@ export interface FaultSpec {
   /** Those seeds do come back after all, this long after the crash (from their journals, after their inheritance). */
   seedReturnAfterMs?: number
   /**
+   * The heir crashes (kill -9) while it reads a dead seed's copies (heir.ts),
+   * and restarts from its journal this long after (Infinity: never; the
+   * heir's own heir then inherits both).
+   */
+  heirCrashRestartMs?: number
+  /**
    * One long cut, from `atFraction` of the run for `reclaims` x reclaimMs:
    * `minority`, the last seed in name order (never the tie-breaker) and
    * every joiner against the other seeds; `no-quorum`, the seeds in three
@@ -157,6 +163,15 @@ export const SCENARIOS: readonly Scenario[] = [
     faults: { seedCrashesForever: 1, seedReturnAfterMs: 15_000 },
     tuning: { inheritSeeds: true },
     minGossips: 120
+  },
+  {
+    ...base,
+    name: 'heir-crash',
+    summary: 'A seed is killed early for good; its heir is killed while it reads the dead seed\'s copies and restarts from its journal 2 s later: it must learn the death again and inherit once',
+    load: 'zipf',
+    faults: { seedCrashesForever: 1, heirCrashRestartMs: 2000 },
+    tuning: { inheritSeeds: true },
+    minGossips: 100
   },
   {
     ...base,

@@ -186,7 +186,7 @@ export class ClusterNode {
     }
     if (this.core.reclaim.droppedCarried && !this.reportedDropped) {
       this.reportedDropped = true
-      this.opts.log.warn('a seed attests the incarnation this start recovered: its books are dropped (credited elsewhere)', { carried: this.core.carries[0] ?? null, allocate: this.core.limiter.allocate, code: ErrorCodes.RECLAIMED })
+      this.opts.log.warn('a quorum of seeds attests the incarnation this start recovered: its books are dropped (credited elsewhere)', { carried: this.core.carries[0] ?? null, allocate: this.core.limiter.allocate, code: ErrorCodes.RECLAIMED })
     }
     // Credits since the last write (no fsync needed: a lost credit is a lost token, never a double one).
     if (this.transport !== null) void this.disk.persistJournal()

@@ -70,6 +70,21 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
     vc.at(t, () => vc.crash(node))
     if (f.seedReturnAfterMs !== undefined) vc.at(t + f.seedReturnAfterMs, () => vc.start(node))
   }
+  if ((f.crashMidTransfer ?? 0) > 0) {
+    // Watch for a node with a grant out and unacked; kill it then (its journal has the give: journal.ts).
+    let left = f.crashMidTransfer as number
+    const watch = (): void => {
+      if (left <= 0 || vc.now > startMs + durationMs * latest(restart + 200)) return
+      const giver = [...vc.cores.values()].find(c => !gone.has(c.node) && c.ledger.unackedByReceiver().length > 0)
+      if (giver === undefined) { vc.at(vc.now + 5, watch); return }
+      left--
+      const node = giver.node
+      vc.crash(node)
+      if (Number.isFinite(restart)) vc.at(vc.now + restart, () => { vc.start(node); ended() })
+      vc.at(vc.now + Math.max(1000, restart + 200), watch)
+    }
+    vc.at(startMs + durationMs * 0.1, watch)
+  }
   if (f.heirCrashRestartMs !== undefined) {
     // Watch for the first read of a dead seed's copies; kill its reader then.
     const watch = (): void => {

@@ -52,6 +52,12 @@ export interface FaultSpec {
    */
   heirCrashRestartMs?: number
   /**
+   * Crashes (kill -9) of nodes caught in the middle of a transfer: each at
+   * the first moment, at least a second after the last, that some node has
+   * a grant out and not yet acknowledged; restarted after `restartAfterMs`.
+   */
+  crashMidTransfer?: number
+  /**
    * One long cut, from `atFraction` of the run for `reclaims` x reclaimMs:
    * `minority`, the last seed in name order (never the tie-breaker) and
    * every joiner against the other seeds; `no-quorum`, the seeds in three
@@ -175,6 +181,24 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     ...base,
+    name: 'crash-mid-transfer',
+    summary: 'Zipf load; two nodes killed (kill -9) while a grant of theirs is unacknowledged, each restarted from its journal 1.5 s later',
+    load: 'zipf',
+    faults: { crashMidTransfer: 2, restartAfterMs: 1500 },
+    minGossips: 60
+  },
+  {
+    ...base,
+    name: 'skew-reclaim',
+    summary: 'Zipf load; clocks skewed up to +-250 ms (500 ms between two nodes: maxClockSkewMs); a seed and a joined member killed for good, attested, settled and inherited on those clocks',
+    load: 'zipf',
+    skewMs: 250,
+    faults: { seedCrashesForever: 1, joins: 2, crashJoiners: 1, restartAfterMs: Infinity },
+    tuning: { inheritSeeds: true },
+    minGossips: 100
+  },
+  {
+    ...base,
     name: 'crash-forever',
     summary: 'Zipf load; a seed crashes (kill -9) and never comes back: the survivors\' shortfall shows what it had',
     load: 'zipf',
@@ -263,6 +287,14 @@ export const SCENARIOS: readonly Scenario[] = [
     load: 'zipf',
     faults: { cut: { sides: 'no-quorum', atFraction: 0.15, reclaims: 3 } },
     minGossips: 90
+  },
+  {
+    ...base,
+    name: 'partition-heals-early',
+    summary: 'Zipf load; one seed and two joining members cut from the other seeds for 0.9 x reclaimMs: fenced after leaseMs, healed just before any voter attests them',
+    load: 'zipf',
+    faults: { joins: 2, cut: { sides: 'minority', atFraction: 0.15, reclaims: 0.9 } },
+    minGossips: 60
   },
   { ...base, name: 'keys100', summary: '100 active keys of a glob rule, Zipf load at 1.2x each', load: 'zipf', keys: 100 },
   { ...base, name: 'keys100-slow', summary: 'the same 100 keys at a quarter of the request rate', load: 'zipf', keys: 100, demand: 0.3 }

@@ -18,6 +18,7 @@ import { propertySpec } from '../src/sim/property.js'
 import { runSim } from '../src/sim/run.js'
 import { VirtualCluster } from '../src/sim/virtual-cluster.js'
 import { limits, rule } from './helpers/rules.js'
+import { load } from './helpers/sim-load.js'
 
 const T0 = 1_700_000_000_000 - (1_700_000_000_000 % 60_000)
 const STOCK = 60
@@ -31,24 +32,6 @@ function cluster (seed: number): VirtualCluster {
     seed,
     startMs: T0 + 100
   })
-}
-
-/** `rates` acquires per second at each node for `ms`; returns what each window (by true time) admitted. */
-function load (vc: VirtualCluster, ms: number, rates: Record<string, number>, windows = new Map<number, number>()): Map<number, number> {
-  const credit: Record<string, number> = {}
-  vc.runUntil(vc.now + ms, 10, () => {
-    for (const [n, r] of Object.entries(rates)) {
-      credit[n] = (credit[n] ?? 0) + r / 100
-      while (credit[n] >= 1) {
-        credit[n]--
-        if (vc.acquire(n, 'api', 1)?.allowed === true) {
-          const w = Math.floor(vc.calendar(n) / 1000)
-          windows.set(w, (windows.get(w) ?? 0) + 1)
-        }
-      }
-    }
-  })
-  return windows
 }
 
 /** The books of `api` over the live nodes (held, outstanding and deferred: every token a live node has). */

@@ -12,23 +12,11 @@ import test from 'ava'
 import { booksOf } from '../src/cluster/key-ext.js'
 import { VirtualCluster } from '../src/sim/virtual-cluster.js'
 import { limits, rule } from './helpers/rules.js'
+import { load } from './helpers/sim-load.js'
 
 const T0 = 1_700_000_000_000 - (1_700_000_000_000 % 60_000)
 const STOCK = 100
 const SEEDS = ['a', 'b', 'c', 'd', 'e']
-
-function load (vc: VirtualCluster, ms: number, rates: Record<string, number>): void {
-  const credit: Record<string, number> = {}
-  vc.runUntil(vc.now + ms, 10, () => {
-    for (const [n, r] of Object.entries(rates)) {
-      credit[n] = (credit[n] ?? 0) + r / 100
-      while (credit[n] >= 1) {
-        credit[n]--
-        vc.acquire(n, 'api', 1)
-      }
-    }
-  })
-}
 
 test('a restart that one voter attests the crashed incarnation of keeps its books when the other voters heard it first', t => {
   const vc = new VirtualCluster({

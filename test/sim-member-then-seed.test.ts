@@ -12,22 +12,10 @@ import test from 'ava'
 import { booksOf } from '../src/cluster/key-ext.js'
 import { VirtualCluster } from '../src/sim/virtual-cluster.js'
 import { limits, rule } from './helpers/rules.js'
+import { load } from './helpers/sim-load.js'
 
 const T0 = 1_700_000_000_000 - (1_700_000_000_000 % 60_000)
 const STOCK = 90
-
-function load (vc: VirtualCluster, ms: number, rates: Record<string, number>): void {
-  const credit: Record<string, number> = {}
-  vc.runUntil(vc.now + ms, 10, () => {
-    for (const [n, r] of Object.entries(rates)) {
-      credit[n] = (credit[n] ?? 0) + r / 100
-      while (credit[n] >= 1) {
-        credit[n]--
-        vc.acquire(n, 'api', 1)
-      }
-    }
-  })
-}
 
 test('a member killed, then the seed it borrowed from: the heir credits what the member held of the seed\'s tokens', t => {
   let checked = 0

@@ -17,6 +17,7 @@ import { Metrics } from '../src/http/metrics.js'
 import type { UnixServer } from '../src/server/unix-server.js'
 import { VirtualCluster } from '../src/sim/virtual-cluster.js'
 import { limits, rule } from './helpers/rules.js'
+import { load } from './helpers/sim-load.js'
 
 const T0 = 1_700_000_000_000 - (1_700_000_000_000 % 60_000)
 const STOCK = 90
@@ -34,17 +35,6 @@ function cluster (seed: number, inheritSeeds = false): VirtualCluster {
     limits: limits(),
     seed,
     startMs: T0
-  })
-}
-
-/** Skewed demand on `api` for `ms`: c is the busy one, so tokens move to it. */
-function load (vc: VirtualCluster, ms: number, rates: Record<string, number>): void {
-  const credit: Record<string, number> = {}
-  vc.runUntil(vc.now + ms, 10, () => {
-    for (const [n, r] of Object.entries(rates)) {
-      credit[n] = (credit[n] ?? 0) + r / 100
-      while (credit[n] >= 1) { credit[n]--; vc.acquire(n, 'api', 1) }
-    }
   })
 }
 

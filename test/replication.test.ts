@@ -245,6 +245,44 @@ test('reservations: a give under a copied reservation leaves at once, one past i
   t.deepEqual(c2.reserved.get('k'), { ceiling: left[0][1], given: 0 })
 })
 
+test('an idle reservation is given back: once copied, a heir credits the whole books; the next give waits for a new one at a quorum', t => {
+  const { r, j, cp } = writer(['a', 'b', 'c'])
+  const stores = new Map([['b', new ReplicaStore()], ['c', new ReplicaStore()]])
+  r.localDone(r.take(j, cp([['k', 100]]))!.pos)
+  pump(r, stores, 0)
+  j.record('k', -5, true)
+  r.gave(j, 'k', 5, 100, Infinity, 1000)
+  r.localDone(r.take(j, cp())!.pos)
+  pump(r, stores, 0)
+  const credit = (): number => {
+    const copy = replayJournal(stores.get('b')!.get('a')!.text, 'copy', 'a', 'c')
+    const e = copy.books.get('k')!
+    const res = copy.reserved.get('k')!
+    return (e.base ?? 0) + e.delta - Math.max(0, res.ceiling - res.given)
+  }
+  t.is(credit(), 85, 'the heir would lose what is left of the reservation (10)')
+  // Not idle long enough: kept.
+  r.release(j, 1500, 1000)
+  t.is(r.take(j, cp()), null)
+  // Idle for a second: the ceiling comes down to what is given, and the heir would lose nothing.
+  r.release(j, 2000, 1000)
+  t.deepEqual(r.reserved(), [])
+  r.localDone(r.take(j, cp())!.pos)
+  pump(r, stores, 0)
+  t.is(credit(), 95)
+  // The next give is under no copied reservation: its grant waits until the new one is at a quorum.
+  j.record('k', -2, true)
+  r.gave(j, 'k', 2, 100, Infinity, 3000)
+  r.localDone(r.take(j, cp())!.pos)
+  let ok: boolean | undefined
+  r.whenCovered(['k'], 3000, x => { ok = x })
+  t.is(ok, undefined)
+  t.is(credit(), 95, 'the copies lack the give, and rightly: its grant has not left')
+  pump(r, stores, 0)
+  t.true(ok)
+  t.true(credit() <= 93)
+})
+
 test('replica groups: the next four seeds in name order, wrapping; a grant waits for two of them, not for 20 of 39 seeds', t => {
   const seeds = Array.from({ length: 40 }, (_, i) => `s${String(i).padStart(2, '0')}`)
   t.deepEqual(replicaGroup('s10', seeds), ['s11', 's12', 's13', 's14'])

@@ -43,7 +43,7 @@ import { Recovery } from './recovery.js'
 import { Heir } from './heir.js'
 import { forgetDeparted, journalAck, onGossip, onGrant, onJournalWrite, onReply, onRequestFailed, onWant } from './intake.js'
 import { defaultTuning, type ClusterTuning } from './tuning.js'
-import { JournalReplication } from './replication.js'
+import { JournalReplication, RELEASE_AFTER_INTERVALS } from './replication.js'
 import { ReplicaStore, type ReplicaChange } from './replica-store.js'
 import type { Jack, Jcopy, Jget, Jrep } from './replica-messages.js'
 
@@ -290,6 +290,7 @@ export class ClusterCore {
     }
     for (const g of this.ledger.due(nowMs, this.tuning.retransmitMs, to => this.receiverAlive(to, nowMs))) this.request(out, g.to, g)
     this.replication.expire(nowMs)
+    this.replication.release(this.journal, nowMs, RELEASE_AFTER_INTERVALS * this.tuning.gossipIntervalMs)
     for (const r of this.replication.outbound(nowMs, true)) out.push({ kind: 'replicate', to: r.to, msg: r.msg })
     for (const r of this.heir.update(nowMs)) out.push({ kind: 'jget', to: r.to, msg: r.msg })
     const g = this.gossip.due(nowMs)

@@ -59,6 +59,14 @@ export const RESERVE_FRACTION = 0.1
 /** ... and at most this fraction of the key's books after the give (what a heir loses is what is left of it). */
 export const BOOKS_FRACTION = 0.25
 
+/**
+ * A reservation unused for this many gossip intervals is given back (its
+ * ceiling lowered to what is given): a seed that gave once and then only
+ * received would otherwise keep it, and lose it to its heir, for as long as
+ * it lives. The next give after the release waits one quorum round trip.
+ */
+export const RELEASE_AFTER_INTERVALS = 4
+
 /** A generation's text above this many characters (and twice its checkpoint) asks for a new checkpoint. */
 export const MAX_GENERATION_CHARS = 8 * 1024 * 1024
 
@@ -74,12 +82,14 @@ export class JournalReplication {
   /** Per key, in this generation: tokens given, and the reservations written (ascending; `at` null until placed). */
   private readonly given = new Map<string, number>()
   private readonly ceilings = new Map<string, Array<{ r: number, at: ReplPos | null }>>()
+  /** Per key with a reservation left: when it last gave (monotonic ms), for `release`. */
+  private readonly lastGive = new Map<string, number>()
   /** Keys with a reservation in the journal's pending batch, not yet placed. */
   private readonly unplaced = new Set<string>()
   private readonly replicas = new Map<string, Progress>()
   private waiters: Array<{ pos: ReplPos, local: ReplPos, cb: (ok: boolean) => void, until: number }> = []
   /** Counters for status. */
-  readonly counters = { sent: 0, sentChars: 0, acks: 0, failures: 0, timedOut: 0 }
+  readonly counters = { sent: 0, sentChars: 0, acks: 0, failures: 0, timedOut: 0, released: 0 }
 
   /**
    * A node's replication: on for a seed that holds a share, with other
@@ -136,6 +146,7 @@ export class JournalReplication {
       this.text = ''
       this.given.clear()
       this.ceilings.clear()
+      for (const k of [...this.lastGive.keys()]) if (!left.some(([x]) => x === k)) this.lastGive.delete(k)
       this.unplaced.clear()
       for (const [k, n] of left) this.ceilings.set(k, [{ r: n, at: this.head }])
     } else {
@@ -157,10 +168,11 @@ export class JournalReplication {
    * if it outruns the headroom within a round trip. What a dead seed had
    * reserved and not given is lost, never doubled.
    */
-  gave (journal: BooksJournal, key: string, n: number, stock: number, books = Infinity): void {
+  gave (journal: BooksJournal, key: string, n: number, stock: number, books = Infinity, nowMs = 0): void {
     if (!this.enabled || n <= 0) return
     const c = (this.given.get(key) ?? 0) + n
     this.given.set(key, c)
+    this.lastGive.set(key, nowMs)
     journal.note('gave', key, n)
     let list = this.ceilings.get(key)
     if (list === undefined) this.ceilings.set(key, list = [])
@@ -174,6 +186,28 @@ export class JournalReplication {
     list.push({ r, at: null })
     journal.note('ceil', key, r)
     this.unplaced.add(key)
+  }
+
+  /**
+   * Give back the reservations of keys that gave nothing for `idleMs` (a
+   * tick): each one's ceiling comes down to what is given, in the journal's
+   * next batch. Safe: a give after it needs a new ceiling above it, and
+   * `coverPos` makes its grant wait until that one is at a quorum (the
+   * ceilings kept are only those written after the lowering).
+   */
+  release (journal: BooksJournal, nowMs: number, idleMs: number): void {
+    if (!this.enabled) return
+    for (const [key, at] of this.lastGive) {
+      if (nowMs - at < idleMs) continue
+      this.lastGive.delete(key)
+      const list = this.ceilings.get(key)
+      const c = this.given.get(key) ?? 0
+      if (list === undefined || list.length === 0 || list[list.length - 1].r <= c) continue
+      this.ceilings.set(key, [{ r: c, at: null }])
+      journal.note('ceil', key, c)
+      this.unplaced.add(key)
+      this.counters.released++
+    }
   }
 
   /** Tokens of `key` given in this generation (the simulator's replica witness reads it). */

@@ -100,7 +100,7 @@ export class Transfers {
     c.counters.tokensOut += moved
     // Durable before the grant leaves (the driver persists the journal first): a restart must not restore it.
     c.journal.record(ks.key, -moved, true, [p.name, p.epoch])
-    c.replication.gave(c.journal, ks.key, moved, ks.rule.stock, booksOf(ks))
+    c.replication.gave(c.journal, ks.key, moved, ks.rule.stock, booksOf(ks), nowMs)
     c.active.add(ks)
     return c.ledger.grant(p.name, p.epoch, [[ks.key, moved, at]], nowMs)
   }

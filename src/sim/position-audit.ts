@@ -175,7 +175,8 @@ export class PositionAudit {
    * copies), or dropped what it carried (a quorum attests it).
    */
   private settledSomewhere (x: ClusterCore): boolean {
-    if (x.reclaim.droppedCarried) return true
+    // Attested dead by a quorum (it learned it and dropped its books): its heir or its lenders settle it, maybe later.
+    if (x.reclaim.droppedCarried || x.reclaim.reclaimed) return true
     const lo = x.incarnation - x.carries.length
     for (const l of this.cores) if (l.node !== x.node && (l.reclaim.settled.get(x.node) ?? 0) >= lo) return true
     return false

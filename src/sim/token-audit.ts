@@ -135,6 +135,9 @@ export class TokenAudit {
   /** Incarnations that dropped their share before their heir inherited it (their drop is in `stranded` until then). */
   private readonly droppedInherited = new Set<ClusterCore>()
 
+  /** Per dead seed: the heir that last inherited it, and what that heir credited. */
+  private readonly estates = new Map<string, { heir: ClusterCore, credits: ReadonlyMap<string, number> }>()
+
   /** Per heir: the inheritances (heir.ts `log`) already taken in. */
   private readonly heirSeen = new WeakMap<ClusterCore, number>()
 
@@ -152,6 +155,14 @@ export class TokenAudit {
     this.heirSeen.set(core, log.length)
     for (let i = seen; i < log.length; i++) {
       const { node, credits } = log[i]
+      // A heir that died before its inheritance was in its copies (heir.ts: the record is a checkpoint) leaves the
+      // estate to be inherited again by the next heir: what that one credits comes out of the first heir's books,
+      // stranded at its crash, and never more than the first one credited.
+      const before = this.estates.get(node)
+      this.estates.set(node, { heir: core, credits })
+      if (before !== undefined && before.heir !== core && !this.live.has(before.heir.epoch)) {
+        for (const [k, n] of credits) add(this.stranded, k, -Math.min(n, before.credits.get(k) ?? 0))
+      }
       for (let j = this.crashed.length - 1; j >= 0; j--) {
         const dead = this.crashed[j]
         if (dead.node !== node || !dead.limiter.allocate) continue

@@ -4,16 +4,14 @@
  * alone share `api` (300 per second, fixed windows, hard). Load runs on
  * every node. m1 is killed with SIGKILL, then the seed c. Within reclaimMs
  * and a few seconds the survivors (a, b, m2) admit at least 90% of the
- * limit in a window again: m1 is settled (what it held of the seeds'
- * tokens is credited back to them), and c is inherited by its heir a.
- * Issue 11 aims at 90% of the limit; the bar here is 80%, because the heir
- * still loses what is left of c's reservations and the grants in flight to
- * c as it died, which under load on two busy cores came to 37 of 300 in CI
- * (protocol.md, "What is lost"; recovering them needs reclaim-design.md
- * §11.5's marks). The test logs how far it got. Then m1 and
- * c restart from their data directories, and in no window, before or
- * after, do the five admit more than the limit. Every wait is for a
- * condition, with a deadline; no assertion is on elapsed time.
+ * limit in a window again (issue 11's bar): m1 is settled (what it held of
+ * the seeds' tokens is credited back to them), c is inherited by its heir
+ * a, and the survivors' grants in flight to c are delivered or taken back
+ * by the marks in a's copy of c's journal (estate-marks.ts). The test logs
+ * how far it got and what the marks decided. Then m1 and c restart from
+ * their data directories, and in no window, before or after, do the five
+ * admit more than the limit. Every wait is for a condition, with a
+ * deadline; no assertion is on elapsed time.
  */
 import test from 'ava'
 import { join } from 'node:path'
@@ -31,7 +29,7 @@ interface Status {
   peers: Array<{ name: string, alive: boolean }>
   cluster: {
     heir: { inherited: number, homes: Record<string, string> }
-    reclaim: { settled: Array<{ node: string }> }
+    reclaim: { settled: Array<{ node: string }>, inFlightToDeadSeeds: unknown }
   }
   clusterKeys?: Array<{ key: string, shortfall?: number, held: number, outstanding: number, deferred: number }>
 }
@@ -49,7 +47,7 @@ async function startMember (c: TestCluster, name: string): Promise<void> {
   await waitForSocket(c.sockets[name], c.procs[name])
 }
 
-test.serial('kill -9 of a joined member, then of a seed, under load: the survivors get at least 80% of the limit back after reclaimMs (the aim is 90%), and no window ever admits more than the limit', async t => {
+test.serial('kill -9 of a joined member, then of a seed, under load: the survivors get at least 90% of the limit back after reclaimMs, and no window ever admits more than the limit', async t => {
   t.timeout(300_000)
   const seeds = ['a', 'b', 'c']
   const members = ['m1', 'm2']
@@ -80,8 +78,8 @@ test.serial('kill -9 of a joined member, then of a seed, under load: the survivo
   c.procs.m1.child.kill('SIGKILL')
   await c.procs.m1.exited
   await new Promise(resolve => setTimeout(resolve, 300))
-  // What c holds as it dies: its heir may lose what is left of c's reservations, at most a quarter of that
-  // (replication.ts), plus grants in flight to it and credits not yet copied (protocol.md, "What is lost").
+  // What c holds as it dies (logged): its heir may lose what is left of c's reservations, and credits not yet copied
+  // (protocol.md, "What is lost").
   const cLine = (await status(c, 'c')).clusterKeys?.find(k => k.key === 'api')
   const cBooks = cLine === undefined ? LIMIT : cLine.held + cLine.outstanding + cLine.deferred
   c.procs.c.child.kill('SIGKILL')
@@ -97,8 +95,7 @@ test.serial('kill -9 of a joined member, then of a seed, under load: the survivo
 
   // 4. Capacity is back: a whole window in which a, b and m2 admit at least 90% of the limit.
   let seen: unknown
-  // The bar: see the header.
-  const floor = 0.8 * LIMIT
+  const floor = 0.9 * LIMIT
   const best = await eventually(`a, b and m2 to admit ${floor} of api in one window (c held ${cBooks} as it died)`, async () => {
     const most = bestWholeWindow(await drive(c, ['a', 'b', 'm2'], 3000, windows))
     // What a failure shows: each survivor's heir, reclaim and key lines.
@@ -108,9 +105,10 @@ test.serial('kill -9 of a joined member, then of a seed, under load: the survivo
     }))
     return most >= floor ? most : undefined
   }, 90_000, () => [[...windows].slice(-6), seen])
-  t.log(`best whole window after the crashes: ${best} of ${LIMIT} (${best >= 0.9 * LIMIT ? 'at least' : 'below'} 90%; c held ${cBooks})`)
+  t.log(`best whole window after the crashes: ${best} of ${LIMIT} (c held ${cBooks})`)
   const shortfall = (await status(c, 'a')).clusterKeys?.find(k => k.key === 'api')?.shortfall
   t.log(`api shortfall at a: ${String(shortfall)}`)
+  for (const n of ['a', 'b', 'm2']) t.log(`grants in flight to c at ${n}:`, JSON.stringify((await status(c, n)).cluster.reclaim.inFlightToDeadSeeds))
 
   // 5. Both come back from their data directories; the five are loaded again.
   await c.start('c')

@@ -39,6 +39,9 @@ export interface Estate {
   /** The copy's incarnation and generation (0 without a copy). */
   inc: number
   gen: number
+  /** The copy's epoch (null without a copy), and its applied marks: `${giver}\0${giverEpoch}` -> seq (journal.ts). */
+  epoch: string | null
+  marks: Map<string, number>
 }
 
 interface Rules { rules: readonly CompiledRule[], match: (key: string) => CompiledRule | undefined }
@@ -53,7 +56,7 @@ export function estateOf (text: string | null, writer: string, cluster: string, 
   const copied = new Set<string>()
   if (text === null) {
     for (const r of rules.rules) if (!r.glob) credits.set(r.config.match, initialShare(r.stock, false, r.config.match, writer, seeds))
-    return { credits, tokens: sum(credits), copied, peers: new Map(), inherited: [], inc: 0, gen: 0 }
+    return { credits, tokens: sum(credits), copied, peers: new Map(), inherited: [], inc: 0, gen: 0, epoch: null, marks: new Map() }
   }
   const r = replayJournal(text, `copy of ${writer}'s journal`, writer, cluster)
   const cp = r.checkpoint
@@ -72,7 +75,7 @@ export function estateOf (text: string | null, writer: string, cluster: string, 
     credits.set(key, Math.max(0, books - left))
     if (own.match(key)?.glob === true) copied.add(key)
   }
-  return { credits, tokens: sum(credits), copied, peers: r.peers, inherited: cp.inherited ?? [], inc: cp.inc, gen: cp.gen ?? 0 }
+  return { credits, tokens: sum(credits), copied, peers: r.peers, inherited: cp.inherited ?? [], inc: cp.inc, gen: cp.gen ?? 0, epoch: cp.epoch, marks: r.marks }
 }
 
 function sum (m: ReadonlyMap<string, number>): number {

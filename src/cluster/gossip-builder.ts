@@ -64,6 +64,8 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
   for (const [n] of attest ?? []) bytes += n.length + 12
   const estates = core.heir.list()
   for (const [n] of estates) bytes += n.length + 12
+  const estateMarks = core.reclaim.marks.take(nowMs)
+  for (const m of estateMarks) bytes += m[0].length + m[1].length + m[2].length + m[3].length + 14
   // A seed's member list, when it goes (at most 300 entries of about 70 bytes; see membership.ts).
   if (core.gossip.membersDue()) bytes += core.membership.members().reduce((n, [m, id]) => n + m.length + id.length + 6, 0)
   let leftover: KeyState | null = null
@@ -123,7 +125,8 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     ...(heard === undefined || heard.length === 0 ? {} : { heard }),
     ...(core.reclaim.hasBase ? {} : { alloc: false as const }),
     ...(attest === undefined || attest.length === 0 ? {} : { attest }),
-    ...(estates.length === 0 ? {} : { estates })
+    ...(estates.length === 0 ? {} : { estates }),
+    ...(estateMarks.length === 0 ? {} : { estateMarks })
   }
   return { msg, leftover }
 }

@@ -35,7 +35,11 @@
  * each following line is one batch of deltas. A seed that copies its
  * journal to the other seeds (replication.ts) also writes, for a heir only,
  * `["gave", key, n]` and `["ceil", key, ceiling]` entries, and `gen` and
- * `reserved` in its checkpoints; a recovery ignores them.
+ * `reserved` in its checkpoints; a recovery ignores them. It also writes,
+ * for every grant it applies, `["mark", [giver, giverEpoch], seq]` in the
+ * batch that credits it, and its applied marks (`marks`) in checkpoints: any
+ * prefix of the journal is then a consistent cut, whose books hold exactly
+ * the grants up to its marks (a heir tells the givers: estate-marks.ts).
  */
 import type { RuleConfig } from '../config/types.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
@@ -75,6 +79,8 @@ export interface JournalCheckpoint {
    * under these homes.
    */
   inherited?: Array<[node: string, inc: number, calMs: number]>
+  /** The applied marks when it was written (for a heir only): [giver, giver epoch, highest seq applied]. */
+  marks?: Array<[giver: string, epoch: string, seq: number]>
   /** Other seeds' inheritances heard here (heir.ts `known`): [dead seed, its heir, the incarnation inherited]. */
   estates?: Array<[node: string, home: string, inc: number]>
   /** Rule versions still being changed from, and burns others owed (as a clean stop saves them: caution.ts). */
@@ -101,6 +107,8 @@ export class BooksJournal {
   private pendingPeers = new Map<string, number>()
   /** Replication's entries (replication.ts): ['gave', key, n] and ['ceil', key, ceiling]. */
   private pendingCopy = new Map<string, number>()
+  /** `${giver}\0${giverEpoch}` -> the applied mark, for the batch that credits its grants. */
+  private pendingMarks = new Map<string, number>()
   private syncNeeded = false
   private batches = 0
   /** The next take() writes a checkpoint (at start and after a rule change). */
@@ -136,6 +144,17 @@ export class BooksJournal {
     this.pendingCopy.set(id, kind === 'gave' ? (this.pendingCopy.get(id) ?? 0) + n : n)
   }
 
+  /**
+   * Grants from (giver, epoch) are applied up to `seq` (a heir only reads
+   * it): written in the batch that holds their credits, so no copy ever
+   * has one without the other.
+   */
+  mark (giver: string, epoch: string, seq: number): void {
+    if (!this.enabled) return
+    const id = `${giver}\u0000${epoch}`
+    if (seq > (this.pendingMarks.get(id) ?? 0)) this.pendingMarks.set(id, seq)
+  }
+
   /** Whether a give is waiting to be made durable. */
   get mustSync (): boolean {
     return this.syncNeeded
@@ -155,11 +174,12 @@ export class BooksJournal {
       this.pending.clear()
       this.pendingPeers.clear()
       this.pendingCopy.clear()
+      this.pendingMarks.clear()
       this.syncNeeded = false
       return { checkpoint: JSON.stringify(checkpoint()), batch: null, sync }
     }
-    if (this.pending.size === 0 && this.pendingPeers.size === 0 && this.pendingCopy.size === 0) return null
-    const entries: Array<[string, number] | [string, string, number] | [string, string, string, number]> = [...this.pending]
+    if (this.pending.size === 0 && this.pendingPeers.size === 0 && this.pendingCopy.size === 0 && this.pendingMarks.size === 0) return null
+    const entries: Array<[string, number] | [string, string, number] | [string, string, string, number] | MarkEntry> = [...this.pending]
     for (const [id, n] of this.pendingPeers) {
       const [node, epoch, key] = id.split('\u0000')
       entries.push([node, epoch, key, n])
@@ -168,11 +188,16 @@ export class BooksJournal {
       const [kind, key] = id.split('\u0000')
       entries.push([kind, key, n])
     }
+    for (const [id, seq] of this.pendingMarks) {
+      const [giver, epoch] = id.split('\u0000')
+      entries.push(['mark', [giver, epoch], seq])
+    }
     const batch = JSON.stringify(entries)
     const sync = this.syncNeeded
     this.pending.clear()
     this.pendingPeers.clear()
     this.pendingCopy.clear()
+    this.pendingMarks.clear()
     this.syncNeeded = false
     this.batches++
     return { checkpoint: null, batch, sync }
@@ -193,6 +218,8 @@ export interface Replayed {
   peers: Map<string, Map<string, Map<string, number>>>
   /** Per key: the reservation copied to the seeds and what was given under it since the checkpoint (replication.ts). */
   reserved: Map<string, { ceiling: number, given: number }>
+  /** `${giver}\0${giverEpoch}` -> the highest grant seq whose credit these books hold. */
+  marks: Map<string, number>
   /** A torn last line was ignored. */
   torn: boolean
 }
@@ -232,11 +259,18 @@ export function replayJournal (text: string, where: string, node: string, cluste
   for (const [k, n] of checkpoint.reserved ?? []) reserved.set(k, { ceiling: n, given: 0 })
   for (const [k, n] of checkpoint.keys) books.set(k, { base: n, delta: 0 })
   for (const [node, epoch, k, n] of checkpoint.peers ?? []) addPeer(node, epoch, k, n)
+  const marks = new Map<string, number>()
+  const addMark = (giver: string, epoch: string, seq: number): void => {
+    const id = `${giver}\u0000${epoch}`
+    if (seq > (marks.get(id) ?? 0)) marks.set(id, seq)
+  }
+  for (const [giver, epoch, seq] of checkpoint.marks ?? []) addMark(giver, epoch, seq)
   for (let i = 1; i < parsed.length; i++) {
     const batch = parsed[i]
     if (!Array.isArray(batch)) bad(where, `line ${i + 1}`, 'is not a batch of deltas')
     for (const r of batch) {
       if (isPeerEntry(r)) { addPeer(r[0], r[1], r[2], r[3]); continue }
+      if (isMarkEntry(r)) { addMark(r[1][0], r[1][1], r[2]); continue }
       if (isCopyEntry(r)) {
         const e = reserved.get(r[1]) ?? { ceiling: 0, given: 0 }
         if (r[0] === 'gave') e.given += r[2]
@@ -244,13 +278,13 @@ export function replayJournal (text: string, where: string, node: string, cluste
         reserved.set(r[1], e)
         continue
       }
-      if (!isEntry(r)) bad(where, `line ${i + 1}`, 'holds an entry that is not [key, number], [node, epoch, key, number] or [gave|ceil, key, number]')
+      if (!isEntry(r)) bad(where, `line ${i + 1}`, 'holds an entry that is not [key, number], [node, epoch, key, number], [gave|ceil, key, number] or [mark, [giver, epoch], seq]')
       const e = books.get(r[0])
       if (e === undefined) books.set(r[0], { base: undefined, delta: r[1] })
       else e.delta += r[1]
     }
   }
-  return { checkpoint, books, peers, reserved, torn }
+  return { checkpoint, books, peers, reserved, marks, torn }
 }
 
 function checkCheckpoint (v: unknown, where: string): JournalCheckpoint {
@@ -267,6 +301,7 @@ function checkCheckpoint (v: unknown, where: string): JournalCheckpoint {
   if (o.reserved !== undefined && (!Array.isArray(o.reserved) || !o.reserved.every(isEntry))) bad(where, 'reserved', 'must be a list of [key, number]')
   if (o.gen !== undefined && !Number.isSafeInteger(o.gen)) bad(where, 'gen', 'must be a whole number')
   if (o.inherited !== undefined && (!Array.isArray(o.inherited) || !o.inherited.every(isInherited))) bad(where, 'inherited', 'must be a list of [node, inc, calMs]')
+  if (o.marks !== undefined && (!Array.isArray(o.marks) || !o.marks.every(isMark))) bad(where, 'marks', 'must be a list of [giver, epoch, seq]')
   if (o.estates !== undefined && (!Array.isArray(o.estates) || !o.estates.every(isEstate))) bad(where, 'estates', 'must be a list of [node, home, inc]')
   return o as unknown as JournalCheckpoint
 }
@@ -281,6 +316,17 @@ function isEstate (r: unknown): r is [string, string, number] {
 
 function isInherited (r: unknown): r is [string, number, number] {
   return Array.isArray(r) && r.length === 3 && typeof r[0] === 'string' && Number.isSafeInteger(r[1]) && typeof r[2] === 'number' && Number.isFinite(r[2])
+}
+
+type MarkEntry = ['mark', [giver: string, epoch: string], seq: number]
+
+function isMarkEntry (r: unknown): r is MarkEntry {
+  return Array.isArray(r) && r.length === 3 && r[0] === 'mark' && Array.isArray(r[1]) && r[1].length === 2 &&
+    typeof r[1][0] === 'string' && typeof r[1][1] === 'string' && Number.isSafeInteger(r[2]) && (r[2] as number) >= 0
+}
+
+function isMark (r: unknown): r is [string, string, number] {
+  return Array.isArray(r) && r.length === 3 && typeof r[0] === 'string' && typeof r[1] === 'string' && Number.isSafeInteger(r[2]) && (r[2] as number) >= 0
 }
 
 function isCopyEntry (r: unknown): r is ['gave' | 'ceil', string, number] {

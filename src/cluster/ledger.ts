@@ -251,6 +251,15 @@ export class Ledger {
     return back
   }
 
+  /** The unacked grants to (to, toEpoch), taken out of the ledger (a dead seed's settlement: estate-marks.ts decides them). */
+  takeOutbox (to: string, toEpoch: string): Grant[] {
+    const box = this.out.get(`${to}/${toEpoch}`)
+    if (box === undefined) return []
+    this.out.delete(`${to}/${toEpoch}`)
+    for (const { grant } of box.grants) this.settle(grant)
+    return box.grants.map(s => s.grant)
+  }
+
   /** Every outbox goes (this account was reclaimed: its receivers settled those grants). */
   dropAll (): void {
     for (const box of this.out.values()) for (const { grant } of box.grants) this.settle(grant)

@@ -125,7 +125,17 @@ export interface Gossip {
    * most `maxPeers`.
    */
   estates?: AttestEntry[]
+  /**
+   * A heir's marks for the dead seeds it inherited lately (estate-marks.ts):
+   * [dead seed, its epoch, giver, giver epoch, highest seq of that giver's
+   * grants whose credit the dead seed's copied books hold]. For part of its
+   * alive peers in each message; at most `maxPeers`.
+   */
+  estateMarks?: EstateMark[]
 }
+
+/** [dead seed, its epoch, giver, giver epoch, seq] (see Gossip.estateMarks). */
+export type EstateMark = [dead: string, deadEpoch: string, giver: string, giverEpoch: string, seq: number]
 
 /** [node, incarnation]: a voter attests that incarnation dead (reclaim.ts). */
 export type AttestEntry = [node: string, inc: number]
@@ -308,12 +318,19 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
           const t = tuple(e, 2, 'estate entry')
           return [name(t[0], 'estate node'), seq(t[1], 'estate inc')] as AttestEntry
         })
+      const estateMarks = m.estateMarks === undefined || m.estateMarks === null
+        ? undefined
+        : list(m.estateMarks, b.maxPeers, 'estateMarks').map(e => {
+          const t = tuple(e, 5, 'estate mark')
+          return [name(t[0], 'mark dead'), name(t[1], 'mark dead epoch'), name(t[2], 'mark giver'), name(t[3], 'mark giver epoch'), seq(t[4], 'mark seq')] as EstateMark
+        })
       return {
         v: CLUSTER_VERSION, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),
         pending, carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, acks, ...(m.leaving === true ? { leaving: true } : {}),
         ...(m.fenced === true ? { fenced: true } : {}), ...(heard === undefined ? {} : { heard }),
         ...(m.alloc === false ? { alloc: false as const } : {}), ...(attest === undefined || attest.length === 0 ? {} : { attest }),
-        ...(estates === undefined || estates.length === 0 ? {} : { estates })
+        ...(estates === undefined || estates.length === 0 ? {} : { estates }),
+        ...(estateMarks === undefined || estateMarks.length === 0 ? {} : { estateMarks })
       }
     }
     case 'want':

@@ -94,6 +94,7 @@ export function journalCheckpoint (core: ClusterCore): JournalCheckpoint {
     rules: core.limiter.rules.map(r => r.config),
     keys,
     reserved: core.replication.reserved(),
+    ...(core.replication.enabled ? { marks: core.ledger.acks(core.currentEpochs()) } : {}),
     peers: core.reclaim.held(),
     inherited: core.heir.saved(),
     estates: core.heir.known(),

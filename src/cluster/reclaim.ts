@@ -42,6 +42,7 @@ import type { ClusterCore } from './cluster-core.js'
 import { booksOf, deferredTotal, ext } from './key-ext.js'
 import type { PeerAccount } from './journal.js'
 import { Carrier } from './carrier.js'
+import { EstateMarks } from './estate-marks.js'
 import type { AttestEntry } from './messages.js'
 import { horizonAt } from './recovery.js'
 
@@ -67,6 +68,8 @@ export class Reclaim {
   reclaimed = false
   /** What this incarnation carries, and whether a quorum attests it (carrier.ts). */
   readonly carrier: Carrier
+  /** Our unacked grants to dead seeds, waiting for their heirs' marks; a heir's marks to gossip (estate-marks.ts). */
+  readonly marks: EstateMarks
   /** The books dropped were a seed's share (its heir inherits them): the simulator's audit reads it. */
   droppedShare = false
   readonly counters = { settlements: 0, tokensSettled: 0 }
@@ -84,6 +87,7 @@ export class Reclaim {
     this.c = core
     this.startMs = startMs
     this.carrier = new Carrier(core.node, core.fence.quorum, core.carries.length)
+    this.marks = new EstateMarks(core)
   }
 
   /** This account holds a pre-allocated share: it may relay, and is never attested. */
@@ -108,6 +112,7 @@ export class Reclaim {
 
   /** Each housekeeping tick: a voter attests the silent peers without a share, and counts its own word. */
   update (nowMs: number): void {
+    this.marks.update(nowMs)
     if (!this.voting) return
     this.attestSilent(nowMs)
     this.onAttest(this.c.node, this.list(nowMs) ?? [], nowMs)
@@ -284,9 +289,9 @@ export class Reclaim {
    * Settle a dead seed with a share (heir.ts inherits its books): what this
    * node holds of its tokens is held of its heir's from now on (the heir
    * takes what the seed held of ours from the copy's `peers`), less our
-   * unacked grants to it (they may be in its books; if not, they are lost
-   * until our own account is settled, never counted twice). Its grants are
-   * refused from now on.
+   * unacked grants to it: they wait for the heir's marks, which say which
+   * are in its books and which to take back (estate-marks.ts). Its grants
+   * are refused from now on.
    */
   private settleSeed (node: string, inc: number, nowMs: number): void {
     const c = this.c
@@ -301,13 +306,14 @@ export class Reclaim {
       const held = new Map<string, number>()
       for (const [k, n] of c.positions.accounts(node).get(e) ?? []) held.set(k, (held.get(k) ?? 0) + n)
       for (const [k, n] of this.restored.get(node)?.get(e) ?? []) held.set(k, (held.get(k) ?? 0) + n)
-      for (const [k, n] of c.ledger.dropOutbox(node, e)) {
-        held.set(k, (held.get(k) ?? 0) - n)
-        c.ledger.stranded += n
-      }
+      // Counted as returned to it here; they wait for its heir's marks, which tell which to take back (estate-marks.ts).
+      const unacked = c.ledger.takeOutbox(node, e)
+      for (const g of unacked) for (const [k, n] of g.items) held.set(k, (held.get(k) ?? 0) - n)
       c.positions.forgetAccount(node, e)
       this.restored.get(node)?.delete(e)
-      if (heir === undefined || heirEpoch === undefined || heir === c.node) continue
+      const relabel = heir !== undefined && heirEpoch !== undefined && heir !== c.node
+      this.marks.hold(node, e, unacked, relabel ? [heir, heirEpoch] : undefined, nowMs)
+      if (!relabel) continue
       for (const [k, n] of held) this.restore(heir, heirEpoch, k, n)
     }
     c.heir.died(node, inc)
@@ -407,6 +413,7 @@ export class Reclaim {
       settled: [...this.settled].map(([n, inc]) => ({ node: n, inc })),
       reclaimed: this.reclaimed,
       droppedCarried: this.droppedCarried,
+      inFlightToDeadSeeds: this.marks.status(),
       ...this.counters
     }
   }

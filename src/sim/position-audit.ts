@@ -157,6 +157,8 @@ export class PositionAudit {
       }
     }
     for (const c of this.cores) for (const [k, n] of c.takenBackTokens) add(c.epoch, k, -n)
+    // Grants to a dead seed taken back by its heir's marks (estate-marks.ts): in the giver's books again.
+    for (const c of this.cores) for (const [k, n] of c.reclaim.marks.takenBack) add(c.epoch, k, -n)
     return out
   }
 

@@ -96,6 +96,7 @@ export class TokenAudit {
 
   born (core: ClusterCore): void {
     this.everCores.push(core)
+    core.reclaim.marks.onTakeBack = g => this.estateTakeBack(g)
     this.live.set(core.epoch, core)
     this.disk.delete(core.node)
     // A restart of a seed already inherited carries books its heir holds now: they are the heir's until it drops them.
@@ -293,6 +294,25 @@ export class TokenAudit {
         this.strand(r.items)
         this.open.delete(id)
         this.settled.add(id)
+      }
+    }
+  }
+
+  /**
+   * A survivor took back its grant `g` to a dead seed (estate-marks.ts). If a
+   * heir credited a copy of that seed's epoch whose mark for the pair is
+   * below the grant, the copy's books lack it: its tokens were stranded
+   * (unapplied at the crash, or in the books there and not in the credit)
+   * and are the giver's again. Otherwise the heir credited them too: they
+   * stay counted twice, and the run fails as tokens created.
+   */
+  private estateTakeBack (g: Grant): void {
+    for (const c of this.everCores) {
+      for (const e of c.heir.log) {
+        if (e.node !== g.to || e.epoch !== g.toEpoch) continue
+        if (g.seq <= (e.marks.get(`${g.node}\u0000${g.epoch}`) ?? 0)) return
+        for (const [k, n] of g.items) add(this.stranded, k, -n)
+        return
       }
     }
   }

@@ -1,0 +1,194 @@
+/**
+ * Grants in flight to a seed that died for good (reclaim-design.md §11.5,
+ * §11.6 step 7; protocol.md, "Grants in flight to a dead seed").
+ *
+ * When a survivor L settles a dead seed D (reclaim.ts settleSeed), its
+ * unacked grants to D are in one of three states: D applied them and the
+ * credit is in D's copied journal (so in the estate its heir credits); D
+ * applied them but the credit never reached a copy; or D never applied them.
+ * L cannot tell which. Before this module L dropped them all: tokens lost,
+ * never doubled (in CI, 24 of a 300-token stock in one run).
+ *
+ * D's journal writes, in the batch that credits a grant, the pair's new
+ * applied mark (journal.ts `mark`), and its checkpoints carry all its marks.
+ * Any prefix of the journal is then a consistent cut: its books hold
+ * exactly the grants up to its marks. The heir credits the books of the copy
+ * it read (estate.ts), and gossips that copy's marks (`estateMarks`: [D, D's
+ * epoch, giver, giver epoch, seq]). A survivor then:
+ *
+ * - counts its grants at or below the mark as delivered: their credit is in
+ *   the estate;
+ * - takes back those above it, as a credit deferred to the rule's horizon
+ *   (D may have applied one and spent it before it died: the horizon is
+ *   after every spend D made), and, having counted them as returned to D's
+ *   account at the settlement, as held of the heir's account again.
+ *
+ * Why nothing is counted twice: a grant above the mark has no credit in the
+ * copy, so none in the estate; D may have applied it, but then either spent
+ * it (back by the horizon), or given it on, and every give is covered by the
+ * copy's reservation, which the heir's credit deducts whether or not the
+ * give is in the copy (estate.ts). So the heir's credit plus the take-backs
+ * are at most D's books at its death plus the tokens in grants D never
+ * applied, which no one else holds.
+ *
+ * A survivor waits for the marks at most `waitMs` after its settlement
+ * (the heir may have read no copy, or died): then the grants are dropped,
+ * counted stranded, as before. The heir gossips its marks for the same time
+ * after its inheritance, to the peers alive then, a slice per gossip.
+ * Marks are accepted only from the dead seed's heir as this node knows it
+ * (the `estates` in the same gossip are read first).
+ */
+import type { ClusterCore } from './cluster-core.js'
+import { ext } from './key-ext.js'
+import type { EstateMark, Grant } from './messages.js'
+import { horizonAt } from './recovery.js'
+
+/** Entries per gossip (the list rotates through the peers). */
+export const MARKS_PER_GOSSIP = 64
+/** Marks heard for a settlement not made here yet, kept at most. */
+const MAX_EARLY_MARKS = 1024
+
+interface Held {
+  node: string
+  epoch: string
+  grants: Grant[]
+  /** The account our positions of the dead seed were moved to at the settlement (none: the heir is this node, or unknown). */
+  heir?: readonly [string, string]
+  until: number
+}
+
+interface Announced {
+  dead: string
+  epoch: string
+  marks: ReadonlyMap<string, number>
+  until: number
+}
+
+export class EstateMarks {
+  private readonly c: ClusterCore
+  /** Survivor: `${dead}\0${epoch}` -> our unacked grants to it, waiting for its heir's marks. */
+  private readonly held = new Map<string, Held>()
+  /** Survivor: marks heard before this node settled that seed. */
+  private readonly early = new Map<string, { mark: number, until: number }>()
+  /** Heir: the copies' marks it gossips. */
+  private readonly announced: Announced[] = []
+  private cursor = 0
+  /** Per key: tokens taken back (the simulator's audits read it). */
+  readonly takenBack = new Map<string, number>()
+  readonly counters = { tokensTakenBack: 0, tokensDelivered: 0, tokensExpired: 0 }
+  /** Told of each grant taken back (the simulator's token audit checks it against the heir's copy). */
+  onTakeBack: ((g: Grant) => void) | null = null
+
+  constructor (core: ClusterCore) {
+    this.c = core
+  }
+
+  /** How long a survivor waits for a heir's marks, and a heir gossips them. */
+  get waitMs (): number {
+    return Math.max(60_000, 10 * this.c.tuning.reclaimMs)
+  }
+
+  /** Survivor, at the settlement of dead seed `node`: our unacked grants to its `epoch` wait for its heir's marks. */
+  hold (node: string, epoch: string, grants: Grant[], heir: readonly [string, string] | undefined, nowMs: number): void {
+    if (grants.length === 0) return
+    const id = `${node}\u0000${epoch}`
+    const h: Held = { node, epoch, grants, until: nowMs + this.waitMs, ...(heir === undefined ? {} : { heir }) }
+    this.held.set(id, h)
+    const e = this.early.get(id)
+    if (e !== undefined) {
+      this.early.delete(id)
+      this.resolve(id, h, e.mark, nowMs)
+    }
+  }
+
+  /** Heir: the copy it credited had these marks (`${giver}\0${epoch}` -> seq); its own grants are settled at once. */
+  announce (dead: string, epoch: string, marks: ReadonlyMap<string, number>, nowMs: number): void {
+    this.announced.push({ dead, epoch, marks, until: nowMs + this.waitMs })
+    this.mark(dead, epoch, marks.get(`${this.c.node}\u0000${this.c.epoch}`) ?? 0, nowMs)
+  }
+
+  /** For gossip: a slice of [dead, epoch, peer, peer epoch, mark] over the alive peers, while announcements last. */
+  take (nowMs: number): EstateMark[] {
+    const c = this.c
+    while (this.announced.length > 0 && this.announced[0].until <= nowMs) this.announced.shift()
+    if (this.announced.length === 0) return []
+    const all: EstateMark[] = []
+    for (const a of this.announced) {
+      for (const p of c.peers.all()) {
+        if (p.name === a.dead || !p.sameCluster || !c.peers.isAlive(p, nowMs)) continue
+        all.push([a.dead, a.epoch, p.name, p.epoch, a.marks.get(`${p.name}\u0000${p.epoch}`) ?? 0])
+      }
+    }
+    if (all.length <= MARKS_PER_GOSSIP) return all
+    const out: EstateMark[] = []
+    for (let i = 0; i < MARKS_PER_GOSSIP; i++) out.push(all[(this.cursor + i) % all.length])
+    this.cursor = (this.cursor + MARKS_PER_GOSSIP) % all.length
+    return out
+  }
+
+  /** A gossip's marks from `from`: those for this incarnation, if `from` is the dead seed's heir here. */
+  onMarks (from: string, entries: readonly EstateMark[], nowMs: number): void {
+    const c = this.c
+    for (const [dead, epoch, giver, giverEpoch, seq] of entries) {
+      if (giver !== c.node || giverEpoch !== c.epoch || c.heir.homes.get(dead) !== from) continue
+      this.mark(dead, epoch, seq, nowMs)
+    }
+  }
+
+  private mark (dead: string, epoch: string, seq: number, nowMs: number): void {
+    const id = `${dead}\u0000${epoch}`
+    const h = this.held.get(id)
+    if (h !== undefined) { this.resolve(id, h, seq, nowMs); return }
+    if (this.early.size < MAX_EARLY_MARKS && !this.early.has(id)) this.early.set(id, { mark: seq, until: nowMs + this.waitMs })
+  }
+
+  /** Settle `h` by the mark: delivered at or below it, taken back above it. */
+  private resolve (id: string, h: Held, mark: number, nowMs: number): void {
+    const c = this.c
+    this.held.delete(id)
+    const cal = c.calendar.at(nowMs)
+    const skew = c.tuning.maxClockSkewMs
+    for (const g of h.grants) {
+      if (g.seq > mark) this.onTakeBack?.(g)
+      for (const [k, n] of g.items) {
+        if (g.seq <= mark) { this.counters.tokensDelivered += n; continue }
+        let ks
+        try {
+          ks = c.limiter.existing(k) ?? c.limiter.keyState(k, 1, nowMs)
+        } catch {
+          c.ledger.stranded += n
+          continue
+        }
+        ;(ext(ks).deferred ??= []).push([n, horizonAt(ks.rule.config, cal, skew)])
+        c.journal.record(k, n, false)
+        c.active.add(ks)
+        // Counted as returned to the dead seed's account at the settlement, and moved to its heir's: held again.
+        if (h.heir !== undefined) c.reclaim.restore(h.heir[0], h.heir[1], k, n)
+        this.takenBack.set(k, (this.takenBack.get(k) ?? 0) + n)
+        this.counters.tokensTakenBack += n
+      }
+    }
+    // What it holds of the heir's tokens goes to disk with the credit (the checkpoint's `peers`).
+    c.journal.checkpointNeeded = true
+  }
+
+  /** Housekeeping: grants that waited too long are dropped, stranded (the heir read no copy, or died). */
+  update (nowMs: number): void {
+    for (const [id, h] of this.held) {
+      if (nowMs < h.until) continue
+      this.held.delete(id)
+      for (const g of h.grants) {
+        for (const [, n] of g.items) {
+          this.c.ledger.stranded += n
+          this.counters.tokensExpired += n
+        }
+      }
+    }
+    for (const [id, e] of this.early) if (nowMs >= e.until) this.early.delete(id)
+  }
+
+  status (): Record<string, unknown> {
+    const waiting = [...this.held.values()].map(h => ({ node: h.node, epoch: h.epoch, tokens: h.grants.reduce((a, g) => a + g.items.reduce((b, [, n]) => b + n, 0), 0) }))
+    return { waiting, announcing: this.announced.length, ...this.counters }
+  }
+}

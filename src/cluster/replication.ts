@@ -55,7 +55,7 @@ export interface ReplicationOptions {
 }
 
 /** A new reservation's headroom, as a fraction of the key's stock (`gave`). */
-export const RESERVE_FRACTION = 0.1
+export const RESERVE_FRACTION = 0.05
 /** ... and at most this fraction of the key's books after the give (what a heir loses is what is left of it). */
 export const BOOKS_FRACTION = 0.25
 
@@ -163,7 +163,7 @@ export class JournalReplication {
    * Its grant may leave once a reservation that covers it is durable at a
    * quorum of seeds: a heir credits the copied books less what is left of
    * the copied reservation, so it never credits a token given under it.
-   * A reservation has headroom (a tenth of the stock, or twice this give),
+   * A reservation has headroom (a twentieth of the stock, or twice this give),
    * and the next is written when half of it is used: a give then waits only
    * if it outruns the headroom within a round trip. What a dead seed had
    * reserved and not given is lost, never doubled.

@@ -17,7 +17,7 @@ import test from 'ava'
 import { homeNode } from '../src/core/share.js'
 import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
 import { bestWholeWindow, drive } from './helpers/drive.js'
-import { connect, eventually } from './helpers/proc.js'
+import { connect, eventually, waitForLog } from './helpers/proc.js'
 import { nodeStatus } from './helpers/settle.js'
 
 const LIMIT = 300
@@ -106,6 +106,9 @@ test.serial('kill -9 of a seed for good: its heir inherits its books and its glo
     const s = await status(c, 'b')
     return s.heir.homes.c === 'a' && s.heir.inherited === 0 && s.reclaim.settled.some(x => x.node === 'c')
   }, 60_000)
+  // What an operator reads (operations.md, "Logs"): the settlement at every survivor, the inheritance at the heir.
+  await waitForLog(c.procs.a, '"msg":"inherited a dead seed')
+  for (const n of ['a', 'b']) await waitForLog(c.procs[n], `"msg":"settled a dead incarnation: a quorum of seeds attests it","node":"${n}","dead":"c"`)
 
   // 4. Capacity is back: in some window after the inheritance (c's books come back at the next window), a and b
   //    together admit at least 90% of the limit; in no window more than the limit.

@@ -30,6 +30,7 @@ import { readReplicas } from './replica-file.js'
 import { readCopy, sendReplica, sendReplicas } from './replica-link.js'
 import { checkOwner } from './state-schema.js'
 import { clusterHash } from './cluster-hash.js'
+import { ReclaimLog } from './reclaim-log.js'
 import { DEFAULT_BOUNDS, gossipTopic, parseMessage, type Grant, type MessageBounds, type Want } from './messages.js'
 import type { Transport, TransportOptions } from './transport/types.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
@@ -67,6 +68,7 @@ export class ClusterNode {
     this.opts = opts
     this.core = core
     this.loggedFenced = core.fence.fenced
+    this.reclaimLog = new ReclaimLog(opts.log)
     this.startKind = restored.kind
     this.restored = restored
     this.bounds = { ...DEFAULT_BOUNDS, maxKeyBytes: opts.config.limits.maxKeyBytes, maxMembers: opts.config.limits.maxMembers }
@@ -178,16 +180,7 @@ export class ClusterNode {
     this.core.observeWall(clock.now(), mono)
     this.dispatch(this.core.tick(mono))
     this.logFence(mono)
-    if (this.core.reclaim.reclaimed && !this.reportedReclaimed) {
-      this.reportedReclaimed = true
-      this.opts.log.error('a quorum of seeds attests this incarnation dead: what it held is credited to its peers; restarting as a new incarnation',
-        { incarnation: this.core.incarnation, code: ErrorCodes.RECLAIMED })
-      this.opts.onReclaimed?.()
-    }
-    if (this.core.reclaim.droppedCarried && !this.reportedDropped) {
-      this.reportedDropped = true
-      this.opts.log.warn('a quorum of seeds attests the incarnation this start recovered: its books are dropped (credited elsewhere)', { carried: this.core.carries[0] ?? null, allocate: this.core.limiter.allocate, code: ErrorCodes.RECLAIMED })
-    }
+    if (this.reclaimLog.tick(this.core)) this.opts.onReclaimed?.()
     // Credits since the last write (no fsync needed: a lost credit is a lost token, never a double one).
     if (this.transport !== null) void this.disk.persistJournal()
   }
@@ -208,8 +201,7 @@ export class ClusterNode {
     return this.core.setRules(rules, this.opts.clock.mono())
   }
 
-  private reportedReclaimed = false
-  private reportedDropped = false
+  private readonly reclaimLog: ReclaimLog
 
   private publish (t: Transport, msg: unknown): void {
     t.publish(packr.pack(msg)).catch(err => this.opts.log.debug('publish failed', { err }))

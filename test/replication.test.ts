@@ -49,6 +49,14 @@ function pump (r: JournalReplication, stores: Map<string, ReplicaStore>, start: 
   return seen
 }
 
+/** What a heir reading `store`'s copy of a's journal credits for `key`: its books less what is left of its reservation. */
+function copyCredit (store: ReplicaStore, key: string): number {
+  const copy = replayJournal(store.get('a')!.text, 'copy', 'a', 'c')
+  const e = copy.books.get(key)!
+  const res = copy.reserved.get(key)!
+  return (e.base ?? 0) + e.delta - Math.max(0, res.ceiling - res.given)
+}
+
 test('a give is durable once it is on this disk and one other seed of three: not before', t => {
   const { r, j, cp } = writer(['a', 'b', 'c'])
   const stores = new Map([['b', new ReplicaStore()], ['c', new ReplicaStore()]])
@@ -220,10 +228,7 @@ test('reservations: a give under a copied reservation leaves at once, one past i
   r.whenCovered(['k'], 0, x => { ok = x })
   t.true(ok, 'covered by the reservation the seeds have')
   // A heir reading b's copy (which lacks the give of 3) credits its books less what is left of the reservation.
-  const copy = replayJournal(stores.get('b')!.get('a')!.text, 'copy', 'a', 'c')
-  const e = copy.books.get('k')!
-  const res = copy.reserved.get('k')!
-  const credit = (e.base ?? 0) + e.delta - Math.max(0, res.ceiling - res.given)
+  const credit = copyCredit(stores.get('b')!, 'k')
   t.is(credit, 85)
   t.true(credit <= 100 - 8, 'never more than the writer has')
   // Past the reservation: a new one, and the grant waits for it.
@@ -254,12 +259,7 @@ test('an idle reservation is given back: once copied, a heir credits the whole b
   r.gave(j, 'k', 5, 100, Infinity, 1000)
   r.localDone(r.take(j, cp())!.pos)
   pump(r, stores, 0)
-  const credit = (): number => {
-    const copy = replayJournal(stores.get('b')!.get('a')!.text, 'copy', 'a', 'c')
-    const e = copy.books.get('k')!
-    const res = copy.reserved.get('k')!
-    return (e.base ?? 0) + e.delta - Math.max(0, res.ceiling - res.given)
-  }
+  const credit = (): number => copyCredit(stores.get('b')!, 'k')
   t.is(credit(), 85, 'the heir would lose what is left of the reservation (10)')
   // Not idle long enough: kept.
   r.release(j, 1500, 1000)

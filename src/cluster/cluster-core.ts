@@ -290,7 +290,6 @@ export class ClusterCore {
     }
     for (const g of this.ledger.due(nowMs, this.tuning.retransmitMs, to => this.receiverAlive(to, nowMs))) this.request(out, g.to, g)
     this.replication.expire(nowMs)
-    this.replication.release(this.journal, nowMs, RELEASE_AFTER_INTERVALS * this.tuning.gossipIntervalMs)
     for (const r of this.replication.outbound(nowMs, true)) out.push({ kind: 'replicate', to: r.to, msg: r.msg })
     for (const r of this.heir.update(nowMs)) out.push({ kind: 'jget', to: r.to, msg: r.msg })
     const g = this.gossip.due(nowMs)
@@ -300,6 +299,7 @@ export class ClusterCore {
       this.transitions.settle(this.limiter.rules, this.seeds, this.node, n => this.peers.get(n))
       forgetDeparted(this, nowMs)
       this.reclaim.update(nowMs)
+      this.replication.release(this.journal, nowMs, RELEASE_AFTER_INTERVALS * this.tuning.gossipIntervalMs)
     }
     if (!running) this.stopper.step(this, nowMs, out)
     return out

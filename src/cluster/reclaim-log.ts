@@ -53,13 +53,14 @@ export class ReclaimLog {
       this.log.info('inherited a dead seed: its books are credited here, spendable from the rule\'s horizon, and its glob keys are homed here', { dead: e.node, inc: e.inc, tokens: Math.round(e.tokens) })
     }
     const m = r.marks.counters
-    if (m.tokensTakenBack !== this.marks.tokensTakenBack || m.tokensDelivered !== this.marks.tokensDelivered) {
-      this.log.info('grants in flight to a dead seed settled by its heir\'s marks', { delivered: m.tokensDelivered - this.marks.tokensDelivered, takenBack: m.tokensTakenBack - this.marks.tokensTakenBack })
+    const was = this.marks
+    if (m.tokensTakenBack !== was.tokensTakenBack || m.tokensDelivered !== was.tokensDelivered) {
+      this.log.info('grants in flight to a dead seed settled by its heir\'s marks', { delivered: m.tokensDelivered - was.tokensDelivered, takenBack: m.tokensTakenBack - was.tokensTakenBack })
     }
-    if (m.tokensExpired !== this.marks.tokensExpired) {
-      this.log.warn('no marks came from a dead seed\'s heir in time: the grants in flight to it are lost', { tokens: m.tokensExpired - this.marks.tokensExpired })
+    if (m.tokensExpired !== was.tokensExpired) {
+      this.log.warn('no marks came from a dead seed\'s heir in time: the grants in flight to it are lost', { tokens: m.tokensExpired - was.tokensExpired })
     }
-    this.marks = { ...m }
+    if (m.tokensTakenBack !== was.tokensTakenBack || m.tokensDelivered !== was.tokensDelivered || m.tokensExpired !== was.tokensExpired) this.marks = { ...m }
     return attested
   }
 }

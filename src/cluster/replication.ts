@@ -82,7 +82,7 @@ export class JournalReplication {
   /** Per key, in this generation: tokens given, and the reservations written (ascending; `at` null until placed). */
   private readonly given = new Map<string, number>()
   private readonly ceilings = new Map<string, Array<{ r: number, at: ReplPos | null }>>()
-  /** Per key with a reservation left: when it last gave (monotonic ms), for `release`. */
+  /** Per key that gave lately: when it last gave (monotonic ms), for `release`. */
   private readonly lastGive = new Map<string, number>()
   /** Keys with a reservation in the journal's pending batch, not yet placed. */
   private readonly unplaced = new Set<string>()
@@ -146,7 +146,6 @@ export class JournalReplication {
       this.text = ''
       this.given.clear()
       this.ceilings.clear()
-      for (const k of [...this.lastGive.keys()]) if (!left.some(([x]) => x === k)) this.lastGive.delete(k)
       this.unplaced.clear()
       for (const [k, n] of left) this.ceilings.set(k, [{ r: n, at: this.head }])
     } else {
@@ -189,8 +188,8 @@ export class JournalReplication {
   }
 
   /**
-   * Give back the reservations of keys that gave nothing for `idleMs` (a
-   * tick): each one's ceiling comes down to what is given, in the journal's
+   * Give back the reservations of keys that gave nothing for `idleMs` (at
+   * housekeeping, once a gossip interval): each one's ceiling comes down to what is given, in the journal's
    * next batch. Safe: a give after it needs a new ceiling above it, and
    * `coverPos` makes its grant wait until that one is at a quorum (the
    * ceilings kept are only those written after the lowering).

@@ -21,7 +21,7 @@ import type { CalendarView } from '../core/calendar.js'
  * array of doubles); the value read back is the very double written.
  */
 export class KeyExt {
-  private readonly n: number[] = [0, 0, 0, -Infinity, -Infinity, -Infinity, 0, -Infinity, 0, 0, 0, -Infinity, 0, 0, 0, 0, 0, NaN, NaN, NaN, NaN, NaN, 0, NaN, -Infinity, 0]
+  private readonly n: number[] = [0, 0, 0, -Infinity, -Infinity, -Infinity, 0, -Infinity, 0, 0, 0, -Infinity, 0, 0, 0, 0, 0, NaN, NaN, NaN, NaN, NaN, 0, NaN, -Infinity, 0, 0]
   deferred: Array<[amount: number, at: number]> | null = null
   /** Tightening: cluster-wide remaining below the low-water mark. */
   tight = false
@@ -102,6 +102,9 @@ export class KeyExt {
   /** Wants of the current round (rebalance.ts) still unanswered; the round is over at 0 or after wantTimeoutMs. */
   get wantsOut (): number { return this.n[25] }
   set wantsOut (v: number) { this.n[25] = v }
+  /** The rates alive agreeing peers gossiped, summed with `peersHeld` (ClusterView.scarcity). */
+  get peersRate (): number { return this.n[26] }
+  set peersRate (v: number) { this.n[26] = v }
 }
 
 export function ext (ks: KeyState): KeyExt {

@@ -1,0 +1,56 @@
+/**
+ * How a short node plans and whom it asks (ClusterView.scarcity and
+ * chooseDonors), on the simulator's virtual cluster with the daemon's state
+ * machine. At 200 nodes every short node saw the same, gossip-old view: with
+ * one order for all, they asked the same few donors and most wants were
+ * answered `none`; and each asked for twice its need even when the cluster
+ * had less than everyone's need, so the first to ask hoarded.
+ */
+import test from 'ava'
+import { VirtualCluster } from '../src/sim/virtual-cluster.js'
+import type { ClusterCore } from '../src/cluster/cluster-core.js'
+import { limits, rule } from './helpers/rules.js'
+
+const T0 = 1_700_000_000_000 - (1_700_000_000_000 % 60_000)
+const NODES = Array.from({ length: 12 }, (_, i) => `n${String(i).padStart(2, '0')}`)
+
+function formed (): { vc: VirtualCluster, core: (n: string) => ClusterCore } {
+  const vc = new VirtualCluster({ nodes: NODES, rules: [rule({ name: 'api', limit: 1200, perMs: 1000 })], limits: limits(), seed: 5, startMs: T0 })
+  vc.runUntil(T0 + 4000)
+  const core = (n: string): ClusterCore => {
+    const c = vc.cores.get(n)
+    if (c === undefined) throw new Error(`no ${n}`)
+    return c
+  }
+  return { vc, core }
+}
+
+test('scarcity: 1 while the cluster holds what every node expects to need; else what it holds over that need', t => {
+  const { vc, core } = formed()
+  const c = core('n00')
+  const ks = c.limiter.keyState('api', 1, vc.now)
+  const remaining = c.view.clusterRemaining(ks, vc.now)
+  t.true(remaining > 1000, `the stock is nearly all held: ${remaining}`)
+  // No peer has gossiped a rate: this node's own rate is all the need there is.
+  t.is(c.view.scarcity(ks, vc.now, 0), 1)
+  t.is(c.view.scarcity(ks, vc.now, remaining / 2), 1, 'half of what is held, even over the whole horizon: plenty')
+  const s = c.view.scarcity(ks, vc.now, 1e6)
+  t.true(s > 0 && s < 0.01, `a need far above what is held: ${s}`)
+})
+
+test('short nodes with the same view do not all ask the same donor first', t => {
+  const { vc, core } = formed()
+  const first = new Map<string, number>()
+  for (const n of NODES) {
+    const c = core(n)
+    const ks = c.limiter.keyState('api', 1, vc.now)
+    // Every peer still at its 100-token share and idle: equal surpluses, one donor enough for 1 token.
+    const donors = c.view.chooseDonors(ks, vc.now, 1, 32)
+    t.is(donors.length, 1)
+    t.true(donors[0][1] >= 99, `a donor's surplus as this node sees it: ${donors[0][1]}`)
+    first.set(donors[0][0].name, (first.get(donors[0][0].name) ?? 0) + 1)
+  }
+  t.log(`first donor asked, by how many of the ${NODES.length} askers: ${JSON.stringify(Object.fromEntries(first))}`)
+  t.true(first.size >= 4, `askers spread over ${first.size} donors`)
+  t.true(Math.max(...first.values()) <= NODES.length / 2, 'no donor is everyone\'s first choice')
+})

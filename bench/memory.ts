@@ -258,7 +258,7 @@ async function main (): Promise<void> {
 
   const rows: Row[] = []
   const head = ['algorithm', 'keys', 'delta MiB', 'bytes/key', 'core bytes/key', 'keys created/s']
-  const widths = [25, 11, 15, 10, 15, 15]
+  const widths = [26, 11, 15, 10, 15, 15]
   const line = (cells: string[]): void => {
     process.stdout.write(cells.map((c, i) => i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i])).join(' ') + '\n')
   }

@@ -142,14 +142,23 @@ function warmUp (): void {
   }
 }
 
-/** N keys, each spent `spends` times, one token each time (the clock moves on between any two). */
+/**
+ * Apart by more than the sliding log's time unit (1/64 ms at this period):
+ * spends in one unit merge into one entry, and the `full` rows measure a
+ * log whose every token is an entry of its own.
+ */
+const SPEND_GAP_MS = 1 / 32
+
+/** N keys, each spent `spends` times, one token each time (the clock moves on between any two, by SPEND_GAP_MS at least). */
 function fill (algorithm: Algorithm, n: number, limit: number, maker: KeyMaker, spends = 1): Limiter {
   const limits = { ...DEFAULT_LIMITS, maxKeys: n * 2 }
   const limiter = new Limiter({ node: 'a', limits, rules: [rule(algorithm, limit)] })
+  let last = -Infinity
   for (let i = 0; i < n; i++) {
     const key = maker.key(i)
     for (let j = 0; j < spends; j++) {
-      const d = limiter.acquire(key, 1, monoNow())
+      last = spends === 1 ? monoNow() : Math.max(monoNow(), last + SPEND_GAP_MS)
+      const d = limiter.acquire(key, 1, last)
       if (!d.allowed) throw new Error(`key ${i} was denied at spend ${j + 1}; the bench expects every spend up to the limit to be allowed`)
     }
   }

@@ -69,7 +69,7 @@ class ReferenceLog {
   resetIn (now: number): number {
     this.advance(now)
     const n = this.log.length
-    return n > this.head ? this.log[n - 2] + this.perMs - now : 0
+    return n > this.head ? Math.min(this.perMs, this.log[n - 2] + this.perMs - now) : 0
   }
 
   forceSpend (count: number, now: number): void {

@@ -195,7 +195,9 @@ export class SlidingLogBucket extends KeyState implements Bucket {
     const b = this.log
     if (b === NO_LOG) return 0
     const L = logsOf(this.h.spec)
-    return L.time(L.u[b + META + newestOf(L.u, b)]) + this.h.spec.perMs - nowMs
+    const perMs = this.h.spec.perMs
+    // A spend logged up to a unit after it was made is not reported as back later than one period from now.
+    return Math.min(perMs, L.time(L.u[b + META + newestOf(L.u, b)]) + perMs - nowMs)
   }
 
   forceSpend (count: number, nowMs: number): void {

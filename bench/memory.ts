@@ -1,7 +1,8 @@
 /**
  * Memory per active key in the decision core: fill a `Limiter` with N keys of
- * one glob rule (one acquire each; the sliding log's `full` row spends the
- * whole limit) and divide the V8 heap growth by N, for every algorithm.
+ * one glob rule (one acquire each; the sliding log's `full` rows spend the
+ * whole limit) and divide the growth of the V8 heap and of typed arrays'
+ * backing stores by N, for every algorithm.
  *
  * Why the keys are made the way they are: on the daemon a key string is
  * decoded from a msgpack frame, it is flat, and only the key table holds it. So
@@ -43,10 +44,12 @@ const KEY_PREFIX = 'mem:user:'
 
 /**
  * The sliding log's memory grows with the spends it keeps, up to the limit:
- * two more rows at a small limit, one spend per key and the whole limit
- * spent (one token at a time, each at its own time: the log's worst case).
+ * more rows at a small limit, one spend per key and the whole limit spent
+ * (one token at a time, each at its own time: the log's worst case), and
+ * the whole of a larger limit spent (the per-token cost, not the fixed part).
  */
 const SMALL_LOG_LIMIT = 10
+const LARGE_LOG_LIMIT = 100
 
 /** Algorithms driven through a ClusterCore (all by default). */
 const CLUSTER_ALGORITHMS: readonly Algorithm[] = ALGORITHMS
@@ -139,14 +142,23 @@ function warmUp (): void {
   }
 }
 
-/** N keys, each spent `spends` times, one token each time (the clock moves on between any two). */
+/**
+ * Apart by more than the sliding log's time unit (1/64 ms at this period):
+ * spends in one unit merge into one entry, and the `full` rows measure a
+ * log whose every token is an entry of its own.
+ */
+const SPEND_GAP_MS = 1 / 32
+
+/** N keys, each spent `spends` times, one token each time (the clock moves on between any two, by SPEND_GAP_MS at least). */
 function fill (algorithm: Algorithm, n: number, limit: number, maker: KeyMaker, spends = 1): Limiter {
   const limits = { ...DEFAULT_LIMITS, maxKeys: n * 2 }
   const limiter = new Limiter({ node: 'a', limits, rules: [rule(algorithm, limit)] })
+  let last = -Infinity
   for (let i = 0; i < n; i++) {
     const key = maker.key(i)
     for (let j = 0; j < spends; j++) {
-      const d = limiter.acquire(key, 1, monoNow())
+      last = spends === 1 ? monoNow() : Math.max(monoNow(), last + SPEND_GAP_MS)
+      const d = limiter.acquire(key, 1, last)
       if (!d.allowed) throw new Error(`key ${i} was denied at spend ${j + 1}; the bench expects every spend up to the limit to be allowed`)
     }
   }
@@ -168,15 +180,24 @@ function fillCluster (algorithm: Algorithm, n: number, maker: KeyMaker): Cluster
   return core
 }
 
+/**
+ * The heap's live bytes and typed arrays' backing stores, which V8 keeps
+ * outside its heap (so `heapUsed` alone would not count them).
+ */
+function usedBytes (): number {
+  const m = process.memoryUsage()
+  return m.heapUsed + m.arrayBuffers
+}
+
 function measure (algorithm: Algorithm, n: number, keyStringBytes: number, limit = 1000, cluster = false, spends = 1): Row {
   const maker = new KeyMaker(KEY_PREFIX)
   gc()
-  const before = process.memoryUsage().heapUsed
+  const before = usedBytes()
   const t0 = performance.now()
   const filled = cluster ? fillCluster(algorithm, n, maker) : fill(algorithm, n, limit, maker, spends)
   const ms = performance.now() - t0
   gc()
-  const heapBytes = process.memoryUsage().heapUsed - before
+  const heapBytes = usedBytes() - before
   // Keep the limiter (and the cluster core) alive across the measurement.
   const limiter = filled instanceof Limiter ? filled : filled.limiter
   if (limiter.keyCount !== n) throw new Error(`expected ${n} keys, the limiter holds ${limiter.keyCount}`)
@@ -241,12 +262,12 @@ async function main (): Promise<void> {
   warmUp()
   const machine = machineInfo()
   printMachine(machine)
-  process.stdout.write(`config: rule match "${KEY_PREFIX}*" limit 1000 per 1m, one acquire per key (the "full" row: the limit, one token at a time), keys "${KEY_PREFIX}<i>" (${KEY_PREFIX.length + 1}-${KEY_PREFIX.length + String(Math.max(...sizes) - 1).length} chars, flat one-byte strings)\n`)
-  process.stdout.write('bytes/key = V8 heapUsed delta (after gc) / N; core bytes/key excludes the key string itself\n\n')
+  process.stdout.write(`config: rule match "${KEY_PREFIX}*" limit 1000 per 1m, one acquire per key (the "full" rows: the limit, one token at a time), keys "${KEY_PREFIX}<i>" (${KEY_PREFIX.length + 1}-${KEY_PREFIX.length + String(Math.max(...sizes) - 1).length} chars, flat one-byte strings)\n`)
+  process.stdout.write('bytes/key = (V8 heapUsed + arrayBuffers) delta (after gc) / N; core bytes/key excludes the key string itself\n\n')
 
   const rows: Row[] = []
-  const head = ['algorithm', 'keys', 'heap delta MiB', 'bytes/key', 'core bytes/key', 'keys created/s']
-  const widths = [25, 11, 15, 10, 15, 15]
+  const head = ['algorithm', 'keys', 'delta MiB', 'bytes/key', 'core bytes/key', 'keys created/s']
+  const widths = [26, 11, 15, 10, 15, 15]
   const line = (cells: string[]): void => {
     process.stdout.write(cells.map((c, i) => i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i])).join(' ') + '\n')
   }
@@ -263,7 +284,8 @@ async function main (): Promise<void> {
     }
     const more = [
       measure('sliding-log', n, control.bytesPerKey, SMALL_LOG_LIMIT),
-      measure('sliding-log', n, control.bytesPerKey, SMALL_LOG_LIMIT, false, SMALL_LOG_LIMIT)
+      measure('sliding-log', n, control.bytesPerKey, SMALL_LOG_LIMIT, false, SMALL_LOG_LIMIT),
+      measure('sliding-log', n, control.bytesPerKey, LARGE_LOG_LIMIT, false, LARGE_LOG_LIMIT)
     ]
     for (const algorithm of CLUSTER_ALGORITHMS) more.push(measure(algorithm, n, control.bytesPerKey, 1000, true))
     for (const r of more) {

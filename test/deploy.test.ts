@@ -40,5 +40,12 @@ test('the Kubernetes sidecar example: its cluster file validates, and it sets th
   t.true(yaml.includes('path: /readyz') && yaml.includes('path: /healthz'))
   const docker = deploy('Dockerfile')
   t.true(docker.includes('STOPSIGNAL SIGTERM'))
-  t.true(docker.includes('ENTRYPOINT ["node", "/opt/quotad/dist/src/cli/quotad.js"]'))
+  t.true(docker.includes('ENTRYPOINT ["node", "--max-semi-space-size=1", "/opt/quotad/dist/src/cli/quotad.js"]'))
+})
+
+test('the image and the unit start node with the flags on the quotad bin\'s first line (a 1 MiB young generation)', t => {
+  const shebang = readFileSync(new URL('../src/cli/quotad.js', import.meta.url), 'utf8').split('\n', 1)[0]
+  t.is(shebang, '#!/usr/bin/env -S node --max-semi-space-size=1')
+  t.true(deploy('quotad@.service').includes('ExecStart=/usr/bin/node --max-semi-space-size=1 /opt/quotad/dist/src/cli/quotad.js'))
+  t.true(deploy('Dockerfile').includes('["node", "--max-semi-space-size=1", '))
 })

@@ -3,8 +3,9 @@
  * without measuring the heap: a key is one object whose own fields are
  * counted here, keys of a rule share one head while their rarely used
  * fields are at their defaults (a head of its own exists only while one is set), and the
- * sliding log keeps one spend as a bare number and a token spent at its own
- * time as one double. Adding a field to a
+ * sliding log keeps its entries in its rule's slab (log-slab.ts): one spend
+ * in a block of 4 words, a token spent at its own time in one 32-bit word.
+ * Adding a field to a
  * bucket or to KeyState fails this test on purpose: each costs 8 MB per
  * million keys; rerun bench/memory and update bench/README.md with it.
  */
@@ -13,6 +14,7 @@ import { Limiter, type Waiter } from '../src/core/limiter.js'
 import { ALGORITHMS, type Algorithm } from '../src/config/types.js'
 import type { Decision } from '../src/core/types.js'
 import { limits, rule } from './helpers/rules.js'
+import { META, PAIRS, blockWords, countsAt, type LogSlab } from '../src/core/algorithms/log-slab.js'
 
 const T0 = 1_700_000_000_000 - (1_700_000_000_000 % 60_000)
 
@@ -65,41 +67,43 @@ for (const algorithm of ALGORITHMS) {
   })
 }
 
-/** The sliding log's private `log` (sliding-log.ts), decoded: null, a bare time, or the ring's stride and [time, count] entries. */
-function slidingLog (ks: object): null | number | { stride: number, slots: number, entries: number[][] } {
-  const log = (ks as { log: null | number | number[] }).log
-  if (log === null || typeof log === 'number') return log
-  const [head, size, stride] = log
+/** The sliding log's private block (sliding-log.ts, log-slab.ts), decoded: null, or its mode, capacity and [time, count] entries. */
+function slidingLog (ks: object): null | { mode: string, cap: number, words: number, entries: number[][] } {
+  const { log, h } = ks as { log: number, h: { spec: { logs: LogSlab } } }
+  if (log === -1) return null
+  const L = h.spec.logs
+  const u = L.u
+  const cap = u[log] >>> 1
+  const mode = u[log] & 1
   const entries: number[][] = []
-  let at = head
-  for (let k = 0; k < size; k++) {
-    entries.push([log[at], stride === 1 ? 1 : log[at + 1]])
-    at += stride
-    if (at === log.length) at = 3
+  let at = u[log + 1]
+  for (let k = 0; k < u[log + 2]; k++) {
+    entries.push([L.time(u[log + META + at]), mode === PAIRS ? L.f[countsAt(log, cap) + at] : 1])
+    at = at + 1 === cap ? 0 : at + 1
   }
-  return { stride, slots: log.length, entries }
+  return { mode: mode === PAIRS ? 'pairs' : 'units', cap, words: blockWords(cap, mode), entries }
 }
 
-test('sliding-log: one spend is a bare number, tokens spent one at a time are one double each, and the log empties', t => {
+test('sliding-log: one spend is a block of 4 words, tokens spent one at a time are one word each, and the log empties', t => {
   const l = limiter('sliding-log')
   l.acquire('k:1', 1, T0)
   const ks = l.existing('k:1')
   if (ks === undefined) return t.fail('the key has no state')
-  t.is(slidingLog(ks), T0, 'one entry: its time alone (its count is the outstanding tokens)')
+  t.deepEqual(slidingLog(ks), { mode: 'units', cap: 1, words: 4, entries: [[T0, 1]] }, 'one entry: 16 bytes')
   l.acquire('k:1', 2, T0)
-  t.is(slidingLog(ks), T0, 'a spend at the same time merges into it')
+  t.like(slidingLog(ks), { mode: 'pairs', entries: [[T0, 3]] }, 'a spend at the same time merges into it')
   t.is(ks.bucket.outstanding(T0), 3)
 
   l.acquire('k:1', 1, T0 + 5)
-  t.deepEqual(slidingLog(ks), { stride: 2, slots: 3 + 2 * 4, entries: [[T0, 3], [T0 + 5, 1]] }, 'a count other than 1: pairs')
+  t.deepEqual(slidingLog(ks), { mode: 'pairs', cap: 2, words: 6 + 4, entries: [[T0, 3], [T0 + 5, 1]] }, 'a count other than 1: pairs')
   l.peek('k:1', 1, T0 + 60_000)
-  t.is(slidingLog(ks), T0 + 5, 'one entry left, of the count outstanding: a bare number again')
+  t.like(slidingLog(ks), { entries: [[T0 + 5, 1]] })
   l.peek('k:1', 1, T0 + 60_005)
   t.is(slidingLog(ks), null)
 
   const times = Array.from({ length: 10 }, (_, i) => T0 + 60_010 + i * 0.25)
   for (const at of times) t.true(l.acquire('k:1', 1, at).allowed)
-  t.deepEqual(slidingLog(ks), { stride: 1, slots: 3 + 10, entries: times.map(at => [at, 1]) }, 'the whole limit, one token at a time: one double per token')
+  t.deepEqual(slidingLog(ks), { mode: 'units', cap: 10, words: 14, entries: times.map(at => [at, 1]) }, 'the whole limit, one token at a time: one word per token')
 })
 
 test('sliding-log: the ring wraps around, and pairs whose counts are all 1 again turn back to units when the ring grows', t => {
@@ -110,7 +114,7 @@ test('sliding-log: the ring wraps around, and pairs whose counts are all 1 again
   for (let j = 0; j < 15; j++) t.true(l.acquire('k:1', 1, at(j)).allowed, `spend ${j}`)
   const ks = l.existing('k:1')
   if (ks === undefined) return t.fail('the key has no state')
-  t.deepEqual(slidingLog(ks), { stride: 1, slots: 13, entries: Array.from({ length: 10 }, (_, i) => [at(i + 5), 1]) })
+  t.deepEqual(slidingLog(ks), { mode: 'units', cap: 10, words: 14, entries: Array.from({ length: 10 }, (_, i) => [at(i + 5), 1]) })
   t.is(ks.bucket.waitFor(1, at(14)), at(5) + 60_000 - at(14))
   t.is(ks.bucket.waitFor(10, at(14)), at(14) + 60_000 - at(14))
 
@@ -119,12 +123,12 @@ test('sliding-log: the ring wraps around, and pairs whose counts are all 1 again
   for (let i = 1; i <= 3; i++) m.acquire('k:1', 1, T0 + 10 * i)
   const ms = m.existing('k:1')
   if (ms === undefined) return t.fail('the key has no state')
-  t.like(slidingLog(ms), { stride: 2, entries: [[T0, 2], [T0 + 10, 1], [T0 + 20, 1], [T0 + 30, 1]] })
+  t.like(slidingLog(ms), { mode: 'pairs', entries: [[T0, 2], [T0 + 10, 1], [T0 + 20, 1], [T0 + 30, 1]] })
   m.peek('k:1', 1, T0 + 60_000) // the spend of 2 returns; every count left is 1
   m.acquire('k:1', 1, T0 + 60_001)
-  t.like(slidingLog(ms), { stride: 2 }, 'pairs while there is room')
+  t.like(slidingLog(ms), { mode: 'pairs' }, 'pairs while there is room')
   m.acquire('k:1', 1, T0 + 60_002)
-  t.like(slidingLog(ms), { stride: 1, entries: [[T0 + 10, 1], [T0 + 20, 1], [T0 + 30, 1], [T0 + 60_001, 1], [T0 + 60_002, 1]] }, 'units once it grows')
+  t.like(slidingLog(ms), { mode: 'units', entries: [[T0 + 10, 1], [T0 + 20, 1], [T0 + 30, 1], [T0 + 60_001, 1], [T0 + 60_002, 1]] }, 'units once it grows')
 })
 
 test('a reload that changes the rule gives the key a bucket of its own, and the state stays one key', t => {

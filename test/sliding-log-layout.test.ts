@@ -1,23 +1,28 @@
 /**
- * The sliding log's compact layout (sliding-log.ts: one entry as a bare
- * number, units, pairs, managed capacity) must decide exactly as a plain log
- * of (time, count) pairs: every answer and every number of the books bit for
- * bit equal, under random traffic with merges, long gaps, fractional times and
- * fractional counts (transfers can move fractions). The reference below is
- * the log as it was before the layout changed (one [time, count] pair per
- * entry, appended and consumed in order), kept here as the oracle.
+ * The sliding log's compact layout (sliding-log.ts and log-slab.ts: blocks
+ * of a shared slab, units, pairs, managed capacity, 32-bit times rebased)
+ * must decide exactly as a plain log of (time, count) pairs whose times are
+ * rounded up to the slab's unit: every answer and every number of the books
+ * bit for bit equal, under random traffic with merges, long gaps, fractional
+ * times and fractional counts (transfers can move fractions). The reference
+ * below is the log as it was before the layout changed (one [time, count]
+ * pair per entry, appended and consumed in order), kept here as the oracle,
+ * with the rounding of recorded times the slab brought.
  */
 import test from 'ava'
 import { createBucket, type Bucket } from '../src/core/algorithms/index.js'
+import { PAIRS, quantize, unitFor, type LogSlab } from '../src/core/algorithms/log-slab.js'
 
 class ReferenceLog {
   held: number
   pending = 0
   private readonly log: number[] = []
   private head = 0
+  private readonly unit: number
 
   constructor (share: number, private readonly perMs: number) {
     this.held = share
+    this.unit = unitFor(perMs)
   }
 
   get share (): number { return this.held + this.pending }
@@ -42,9 +47,10 @@ class ReferenceLog {
   private record (count: number, now: number): void {
     this.held -= count
     this.pending += count
+    const at = quantize(now, this.unit)
     const n = this.log.length
-    if (n > this.head && this.log[n - 2] === now) this.log[n - 1] += count
-    else this.log.push(now, count)
+    if (n > this.head && this.log[n - 2] === at) this.log[n - 1] += count
+    else this.log.push(at, count)
   }
 
   outstanding (now: number): number { this.advance(now); return this.pending }
@@ -63,7 +69,7 @@ class ReferenceLog {
   resetIn (now: number): number {
     this.advance(now)
     const n = this.log.length
-    return n > this.head ? this.log[n - 2] + this.perMs - now : 0
+    return n > this.head ? Math.min(this.perMs, this.log[n - 2] + this.perMs - now) : 0
   }
 
   forceSpend (count: number, now: number): void {
@@ -102,12 +108,13 @@ interface Traffic {
   fractions: number
 }
 
-/** The form the log is in (the private field, read for coverage only). */
+/** The form the log is in (private fields, read for coverage only): no block, one entry, units or pairs. */
 function form (b: Bucket): string {
-  const log = (b as unknown as { log: number | number[] | null }).log
-  if (log === null) return 'empty'
-  if (typeof log === 'number') return 'one'
-  return log[2] === 1 ? 'units' : 'pairs'
+  const { log, h } = b as unknown as { log: number, h: { spec: { logs: LogSlab } } }
+  if (log === -1) return 'empty'
+  const u = h.spec.logs.u
+  if (u[log + 2] === 1) return 'one'
+  return (u[log] & 1) === PAIRS ? 'pairs' : 'units'
 }
 
 /** Runs `steps` random operations on both logs; throws at the first difference. Returns the forms the log took. */
@@ -160,7 +167,9 @@ const TRAFFIC: Array<[string, Traffic]> = [
   ['limit 1', { limit: 1, perMs: 50, same: 0.2, fractions: 0 }],
   ['limit 200, long logs that grow, wrap around and shrink', { limit: 200, perMs: 60_000, same: 0.1, fractions: 0 }],
   ['limit 10, transfers and forced spends of fractions', { limit: 10, perMs: 1000, same: 0.3, fractions: 0.15 }],
-  ['limit 50, fractions and merges', { limit: 50, perMs: 7.5, same: 0.4, fractions: 0.1 }]
+  ['limit 50, fractions and merges', { limit: 50, perMs: 7.5, same: 0.4, fractions: 0.1 }],
+  // A unit of 1/16 ms: the slab rebases every ~37 h of this run's ~100 days, with entries live across it.
+  ['limit 20, a 5 h period, rebased many times', { limit: 20, perMs: 5 * 3_600_000, same: 0.1, fractions: 0.05 }]
 ]
 
 for (const [name, tr] of TRAFFIC) {

@@ -11,6 +11,8 @@
  * of a 200 MB target; the median of several says where the code is.
  */
 import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import v8 from 'node:v8'
 
 export interface RssConfig {
@@ -23,16 +25,24 @@ export interface RssConfig {
 }
 
 /**
- * Node's defaults; a 1 MiB semi-space on the command line (the young
- * generation V8 otherwise grows to 2 x 16 MiB, resident for good); and the
- * same cap set by the process itself at run time. `--max-semi-space-size`
+ * The node flags the daemon is launched with: those on the first line of
+ * its entry point (`#!/usr/bin/env -S node FLAGS`), which the `quotad` bin
+ * runs with and deploy/ passes too.
+ */
+export const LAUNCH_FLAGS: string[] = readFileSync(fileURLToPath(new URL('../../src/cli/quotad.js', import.meta.url)), 'utf8')
+  .split('\n', 1)[0].split(/\s+/).filter(a => a.startsWith('--'))
+
+/**
+ * Node's defaults; the daemon as launched (a 1 MiB semi-space on the
+ * command line: the young generation V8 otherwise grows to 2 x 16 MiB,
+ * resident for good); and the same cap set by the process itself at run time. `--max-semi-space-size`
  * set at run time does nothing (V8 reads it once, when it sets up the heap),
  * but `--semi-space-growth-factor` is read each time the young generation
  * would grow: at 1 it stays at its initial 1 MiB semi-space.
  */
 export const RSS_CONFIGS: readonly RssConfig[] = [
   { label: 'node defaults', nodeArgs: [] },
-  { label: '--max-semi-space-size=1', nodeArgs: ['--max-semi-space-size=1'] },
+  { label: `as launched: ${LAUNCH_FLAGS.join(' ')}`, nodeArgs: LAUNCH_FLAGS },
   { label: 'growth factor 1, set at run time', nodeArgs: [], runtimeFlag: '--semi-space-growth-factor=1' }
 ]
 
@@ -93,7 +103,7 @@ const mb = (b: number): string => (b / 1e6).toFixed(1)
 export function rssLine (cfg: RssConfig, full: RssSample[], empty: RssSample[]): string {
   const m = full[Math.floor(full.length / 2)]
   const e = empty[Math.floor(empty.length / 2)]
-  return `  ${cfg.label.padEnd(34)} ${mb(m.rss)} MB (${mb(full[0].rss)}-${mb(full[full.length - 1].rss)}); no keys ${mb(e.rss)} MB` +
+  return `  ${cfg.label.padEnd(36)} ${mb(m.rss)} MB (${mb(full[0].rss)}-${mb(full[full.length - 1].rss)}); no keys ${mb(e.rss)} MB` +
     ` | heap used ${mb(m.heapUsed)}, young gen ${mb(m.young)}, old space ${mb(m.oldSize)} (${mb(m.oldSize - m.oldUsed)} free),` +
     ` large objects ${mb(m.large)}; outside the heap ${mb(m.rss - m.heapPhysical)} (no keys ${mb(e.rss - e.heapPhysical)})\n`
 }

@@ -63,6 +63,7 @@ export function carryOver (ks: KeyState, next: CompiledRule, node: string, seeds
   fresh.forceSpend(out, nowMs)
   fresh.setReserve?.(ks.reserve)
   ks.bucket = fresh
+  b.release?.()
   ks.initial = Math.max(0, ks.initial + delta)
   // Peers must hear the new owed (and holding) at the new version; the reserve is recomputed now.
   x.sentOwed = NaN

@@ -293,6 +293,7 @@ export class Limiter {
       const ks = next.value
       if (this.isIdle(ks, now)) {
         this.table.delete(ks.key)
+        ks.bucket.release?.()
         ks.rule.stats.keys--
         evicted++
       }
@@ -324,6 +325,7 @@ export class Limiter {
       if (rule === undefined) {
         this.waits.denyAll(ks, now, out)
         this.table.delete(ks.key)
+        ks.bucket.release?.()
         continue
       }
       if (rule.hash !== ks.rule.hash && this.onRuleChange !== undefined) {
@@ -332,7 +334,9 @@ export class Limiter {
         const carried = ks.bucket.outstanding(now)
         const fresh = this.create(ks.key, rule, now)
         fresh.bucket.forceSpend(Math.ceil(carried - EPSILON), now)
+        const old = ks.bucket
         ks.bucket = fresh.bucket
+        old.release?.()
         ks.initial = fresh.initial
         rule.stats.keys--
       }

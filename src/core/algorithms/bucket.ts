@@ -18,6 +18,7 @@
  * (the limiter clamps it).
  */
 import type { CalendarView } from '../calendar.js'
+import type { LogSlab } from './log-slab.js'
 
 /** Float tolerance for algorithms whose tokens return continuously. */
 export const EPSILON = 1e-9
@@ -53,6 +54,13 @@ export interface Bucket {
    * Called after `advance(nowMs)`, so the past refills at the old rate.
    */
   setReserve?: (reserve: number) => void
+  /**
+   * Give back what the bucket keeps outside itself, shared with other keys
+   * (a sliding log's block in its rule's slab). Called when the bucket is
+   * dropped (its key evicted or removed, or the bucket replaced); it is not
+   * used after.
+   */
+  release?: () => void
 }
 
 /**
@@ -71,10 +79,16 @@ export interface BucketSpec {
    * object itself, but boxes any other number in a heap number of its own.
    */
   readonly origin: number
+  /**
+   * The slab the rule's sliding logs keep their entries in (log-slab.ts):
+   * made by the first sliding log that records a spend, null until then
+   * (other algorithms never make one). The one field written after creation.
+   */
+  logs: LogSlab | null
 }
 
 export function bucketSpec (p: Omit<BucketParams, 'share'>, nowMs: number, cal: CalendarView): BucketSpec {
-  return { perMs: p.perMs, ratePerCap: p.limit / p.perMs / p.burst, cal, origin: Math.floor(cal.at(nowMs) / p.perMs) }
+  return { perMs: p.perMs, ratePerCap: p.limit / p.perMs / p.burst, cal, origin: Math.floor(cal.at(nowMs) / p.perMs), logs: null }
 }
 
 /** Parameters every algorithm gets. `share` is this node's starting holding. */

@@ -31,6 +31,7 @@ import { readCopy, sendReplica, sendReplicas } from './replica-link.js'
 import { checkOwner } from './state-schema.js'
 import { clusterHash } from './cluster-hash.js'
 import { ReclaimLog } from './reclaim-log.js'
+import { GossipInbox } from './gossip-inbox.js'
 import { DEFAULT_BOUNDS, gossipTopic, parseMessage, type Grant, type MessageBounds, type Want } from './messages.js'
 import type { Transport, TransportOptions } from './transport/types.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
@@ -63,6 +64,8 @@ export class ClusterNode {
   private readonly disk: NodeDisk
   /** A voter found no attestations file (a first start, or a state file from before `attestKept`): start() creates it. */
   private attestMissing = false
+  /** Gossip is applied in slices off the transport's callback, so socket reads are not queued behind it (gossip-inbox.ts). */
+  private readonly inbox = new GossipInbox({ apply: (from, data) => this.onGossip(from, data) })
 
   private constructor (opts: ClusterNodeOptions, core: ClusterCore, restored: Restored) {
     this.opts = opts
@@ -150,7 +153,7 @@ export class ClusterNode {
       topic: gossipTopic(config.cluster.name),
       onEvent: (name, fields) => log.debug(name, fields)
     })
-    t.onGossip = (from, data) => this.onGossip(from, data)
+    t.onGossip = (from, data) => this.inbox.push(from, data)
     t.onRequest = (from, data) => this.onRequest(from, data)
     t.onPeer = (peerId, connected) => log.info(connected ? 'peer connected' : 'peer disconnected', { peerId, node: this.core.membership.nameOf(peerId) ?? null })
     await t.start()
@@ -361,7 +364,7 @@ export class ClusterNode {
   status (): Record<string, unknown> {
     const s = clusterStatus(this.core, this.opts.clock.mono(), this.opts.clock.now())
     const taken = this.nameTaken.seeds.length > 0 ? { nameTaken: { seeds: this.nameTaken.seeds, heldBy: this.nameTaken.heldBy ?? null } } : {}
-    return { ...s, cluster: { ...(s.cluster as object), start: this.startKind, peerId: this.transport?.peerId, listen: this.transport?.listenAddrs, transport: this.transport?.stats(), ...taken } }
+    return { ...s, cluster: { ...(s.cluster as object), start: this.startKind, peerId: this.transport?.peerId, listen: this.transport?.listenAddrs, transport: this.transport?.stats(), inbox: this.inbox.stats(), ...taken } }
   }
 
   /** The transport's counters (empty before start and after stop). */
@@ -397,6 +400,7 @@ export class ClusterNode {
     await writeState(node.dataDir, snap)
     // The snapshot supersedes the journal (a clean restart reads only the snapshot).
     await this.disk.close()
+    this.inbox.close()
     const t = this.transport
     this.transport = null
     if (t !== null) await t.stop()

@@ -43,7 +43,7 @@ export interface ClusterNodeOptions {
   node: NodeConfig
   clock: Clock
   log: Logger
-  /** Build the transport (tests may inject). @default the libp2p transport */
+  /** Build the transport (tests may inject). @default the libp2p transport, in a worker thread */
   createTransport?: (opts: TransportOptions) => Promise<Transport>
   /** Called when tokens arrived, so waiting acquires can be served. */
   onTokens?: () => void
@@ -143,7 +143,8 @@ export class ClusterNode {
     }
 
     const psk = await loadSwarmKey(config.cluster.secretFile)
-    const create = this.opts.createTransport ?? (await import('./transport/libp2p-transport.js')).createTransport
+    // libp2p runs in a worker thread, off the loop that answers the socket (thread-transport.ts).
+    const create = this.opts.createTransport ?? (await import('./transport/thread-transport.js')).createTransport
     const t = await create({
       listen: node.listen,
       // Port 0 is "any port": such an entry can't be dialled (its node dials us instead).

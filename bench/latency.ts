@@ -152,12 +152,13 @@ function rules (o: Opts): unknown[] {
 }
 
 interface Side { name: string, client: QuotadClient, pid: number }
-interface TrialRow { side: string, s: LatencySummary, ops: number, allowed: number, serverCpuPct: number, otherCpuPct: number }
+interface TrialRow { side: string, s: LatencySummary, ops: number, allowed: number, serverCpuPct: number, peersCpuPct: number, otherCpuPct: number }
 
 /** One trial: a c=1 closed loop of acquires for `ms`. */
-async function trial (side: Side, key: string, ms: number, others: number[]): Promise<TrialRow> {
+async function trial (side: Side, key: string, ms: number, others: number[], peers: number[]): Promise<TrialRow> {
   const log = new LatencyLog(1 << 17)
   const server0 = cpuMs(side.pid)
+  const peers0 = peers.reduce((a, p) => a + cpuMs(p), 0)
   const own0 = cpuMs(null) + others.reduce((a, p) => a + cpuMs(p), 0)
   const machine0 = machineBusyMs()
   const t0 = performance.now()
@@ -173,24 +174,25 @@ async function trial (side: Side, key: string, ms: number, others: number[]): Pr
   }
   const wall = performance.now() - t0
   const server = cpuMs(side.pid) - server0
+  const peersCpu = peers.reduce((a, p) => a + cpuMs(p), 0) - peers0
   const own = cpuMs(null) + others.reduce((a, p) => a + cpuMs(p), 0) - own0
-  return { side: side.name, s: log.summary(), ops, allowed, serverCpuPct: 100 * server / wall, otherCpuPct: 100 * (machineBusyMs() - machine0 - server - own) / wall }
+  return { side: side.name, s: log.summary(), ops, allowed, serverCpuPct: 100 * server / wall, peersCpuPct: 100 * peersCpu / wall, otherCpuPct: 100 * (machineBusyMs() - machine0 - server - own) / wall }
 }
 
 const us = (x: number): string => x >= 100 ? x.toFixed(0) : x.toFixed(1)
 
 /** Alternate the sides ABBA... for `trials` rounds; print each trial and the medians. */
-async function measure (label: string, clustered: Side, lone: Side, o: Opts, pids: number[]): Promise<Record<string, unknown>> {
+async function measure (label: string, clustered: Side, lone: Side, o: Opts, pids: number[], peers: number[]): Promise<Record<string, unknown>> {
   // Warm up both paths (JIT, connections) before anything is kept.
   for (let i = 0; i < 2000; i++) { await clustered.client.acquire(o.probeKey); await lone.client.acquire(o.probeKey) }
   const rows: TrialRow[] = []
   for (let i = 0; i < o.trials; i++) {
     const order = i % 2 === 0 ? [clustered, lone] : [lone, clustered]
     for (const side of order) {
-      const r = await trial(side, o.probeKey, o.trialMs, pids.filter(p => p !== side.pid))
+      const r = await trial(side, o.probeKey, o.trialMs, pids.filter(p => p !== side.pid), peers)
       rows.push(r)
       process.stdout.write(`  ${label} trial ${i + 1} ${side.name.padEnd(9)} n=${String(r.ops).padStart(6)} (${(100 * r.allowed / r.ops).toFixed(0).padStart(3)}% allowed) p50 ${us(r.s.p50Us).padStart(5)} µs p99 ${us(r.s.p99Us).padStart(5)} µs ` +
-        `p99.9 ${us(r.s.p999Us).padStart(5)} µs; daemon CPU ${r.serverCpuPct.toFixed(0)}%, other ${r.otherCpuPct.toFixed(0)}%\n`)
+        `p99.9 ${us(r.s.p999Us).padStart(5)} µs; CPU: daemon ${r.serverCpuPct.toFixed(0)}%, its peers ${r.peersCpuPct.toFixed(0)}%, other ${r.otherCpuPct.toFixed(0)}%\n`)
     }
   }
   const med = (side: string, f: (s: LatencySummary) => number): number => median(rows.filter(r => r.side === side).map(r => f(r.s)))
@@ -201,9 +203,14 @@ async function measure (label: string, clustered: Side, lone: Side, o: Opts, pid
   const ratio50 = c50 / l50
   const ratio99 = c99 / l99
   const ok = (r: number): string => r <= 1.2 ? 'met' : 'MISSED'
+  // Each round's two trials ran back to back: their ratio is the least disturbed by the machine's drift.
+  const pairs = (f: (s: LatencySummary) => number): number[] => Array.from({ length: o.trials }, (_, i) => f(rows[2 * i + (i % 2)].s) / f(rows[2 * i + 1 - (i % 2)].s))
+  const p50s = pairs(s => s.p50Us)
+  const p99s = pairs(s => s.p99Us)
+  process.stdout.write(`  ${label}: clustered/lone per round: p50 ${p50s.map(r => r.toFixed(2)).join(' ')}; p99 ${p99s.map(r => r.toFixed(2)).join(' ')}\n`)
   process.stdout.write(`  ${label}: clustered p50 ${us(c50)} p99 ${us(c99)} µs; lone p50 ${us(l50)} p99 ${us(l99)} µs; ` +
     `ratio p50 ${ratio50.toFixed(2)}x [${ok(ratio50)}], p99 ${ratio99.toFixed(2)}x [${ok(ratio99)}] (medians of ${o.trials} trials of ${o.trialMs / 1000} s per side)\n`)
-  return { label, clustered: { p50Us: c50, p99Us: c99 }, lone: { p50Us: l50, p99Us: l99 }, ratio50, ratio99, rows }
+  return { label, clustered: { p50Us: c50, p99Us: c99 }, lone: { p50Us: l50, p99Us: l99 }, ratio50, ratio99, pairs50: p50s, pairs99: p99s, rows }
 }
 
 async function main (): Promise<void> {
@@ -241,7 +248,7 @@ async function main (): Promise<void> {
       helpers.push(load)
       await sleep(1000)
       process.stdout.write(`n3: seeds a, b, c up (pids ${nodes.map(n => n.pid).join(', ')}), lone pid ${lone.pid}; demand ${o.rate}/s on a, b, c and the lone daemon\n`)
-      await measure('n3', { name: 'clustered', client: await connect(nodes[0]), pid: nodes[0].pid }, loneSide, o, [...nodes.map(n => n.pid), lone.pid, load.child.pid ?? -1])
+      await measure('n3', { name: 'clustered', client: await connect(nodes[0]), pid: nodes[0].pid }, loneSide, o, [...nodes.map(n => n.pid), lone.pid, load.child.pid ?? -1], [nodes[1].pid, nodes[2].pid])
       process.stdout.write(`  load: ${JSON.stringify(load.last())}\n\n`)
       await load.stop()
       await Promise.all(nodes.map(async n => await n.stop()))
@@ -271,7 +278,7 @@ async function main (): Promise<void> {
       const s0 = await ca.status() as { cluster?: { transport?: Record<string, number> } }
       const t0 = performance.now()
       process.stdout.write(`n200: seed a (pid ${a.pid}) hears ${o.peers} generated members (pid ${String(gen.child.pid)}); demand ${o.rate}/s on a and the lone daemon\n`)
-      await measure('n200', { name: 'clustered', client: await connect(a), pid: a.pid }, loneSide, o, [a.pid, lone.pid, load.child.pid ?? -1, gen.child.pid ?? -1])
+      await measure('n200', { name: 'clustered', client: await connect(a), pid: a.pid }, loneSide, o, [a.pid, lone.pid, load.child.pid ?? -1, gen.child.pid ?? -1], [gen.child.pid ?? -1])
       const s1 = await ca.status() as { cluster?: { transport?: Record<string, number> } }
       const secs = (performance.now() - t0) / 1000
       const d = (k: string): number => ((s1.cluster?.transport?.[k] ?? NaN) - (s0.cluster?.transport?.[k] ?? NaN)) / secs

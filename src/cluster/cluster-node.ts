@@ -152,7 +152,7 @@ export class ClusterNode {
       psk,
       dataDir: node.dataDir,
       topic: gossipTopic(config.cluster.name),
-      onEvent: (name, fields) => log.debug(name, fields)
+      onEvent: (name, fields) => { if (name === 'thread-exited') log.error('the transport thread ended: this node hears no peer; restart it', fields); else log.debug(name, fields) }
     })
     t.onGossip = (from, data) => this.inbox.push(from, data)
     t.onRequest = (from, data) => this.onRequest(from, data)

@@ -57,6 +57,7 @@ const HELP = `usage: node dist/bench/latency.js [options]
   --gossip-ms MS    gossipIntervalMs, also the generated members' interval (default 250)
   --probe-key K     lat (default): the probe spends the rule's key, as the issue measured; probe: a key of its own (1e9/1s)
   --log-level L     quotad log level (default warn)
+  --gap-ms MS       pause between probes (default 0: back to back); with 1, the probe leaves the machine a core to spare
   --cli FILE        quotad.js of another build for every daemon (a before/after run; default this build's)
   --node-arg ARG    a node flag for node a's process only, e.g. --node-arg=--cpu-prof --node-arg=--cpu-prof-dir=DIR (repeatable)
 `
@@ -67,7 +68,7 @@ const PROBE = 'probe'
 const GEN = fileURLToPath(new URL('./gossip-gen.js', import.meta.url))
 const LOAD = fileURLToPath(new URL('./latency-load.js', import.meta.url))
 
-interface Opts { scenes: string[], trials: number, trialMs: number, rate: number, limit: number, peers: number, echoes: number, gossipMs: number, logLevel: string, nodeArgs: string[], probeKey: string, cli: string | undefined }
+interface Opts { scenes: string[], trials: number, trialMs: number, rate: number, limit: number, peers: number, echoes: number, gossipMs: number, logLevel: string, nodeArgs: string[], probeKey: string, cli: string | undefined, gapMs: number }
 
 function options (): Opts {
   const { values } = parseArgs({
@@ -84,6 +85,7 @@ function options (): Opts {
       'node-arg': { type: 'string', multiple: true },
       'probe-key': { type: 'string' },
       cli: { type: 'string' },
+      'gap-ms': { type: 'string' },
       help: { type: 'boolean', short: 'h' }
     }
   })
@@ -102,7 +104,8 @@ function options (): Opts {
     logLevel: values['log-level'] ?? 'warn',
     nodeArgs: values['node-arg'] ?? [],
     probeKey: values['probe-key'] === PROBE ? PROBE : KEY,
-    cli: values.cli
+    cli: values.cli,
+    gapMs: intFlag('gap-ms', values['gap-ms'], 0, 0)
   }
 }
 
@@ -155,7 +158,7 @@ interface Side { name: string, client: QuotadClient, pid: number }
 interface TrialRow { side: string, s: LatencySummary, ops: number, allowed: number, serverCpuPct: number, peersCpuPct: number, otherCpuPct: number }
 
 /** One trial: a c=1 closed loop of acquires for `ms`. */
-async function trial (side: Side, key: string, ms: number, others: number[], peers: number[]): Promise<TrialRow> {
+async function trial (side: Side, key: string, ms: number, gapMs: number, others: number[], peers: number[]): Promise<TrialRow> {
   const log = new LatencyLog(1 << 17)
   const server0 = cpuMs(side.pid)
   const peers0 = peers.reduce((a, p) => a + cpuMs(p), 0)
@@ -171,6 +174,7 @@ async function trial (side: Side, key: string, ms: number, others: number[], pee
     log.push(performance.now() - t)
     ops++
     if (d.allowed) allowed++
+    if (gapMs > 0) await sleep(gapMs)
   }
   const wall = performance.now() - t0
   const server = cpuMs(side.pid) - server0
@@ -189,7 +193,7 @@ async function measure (label: string, clustered: Side, lone: Side, o: Opts, pid
   for (let i = 0; i < o.trials; i++) {
     const order = i % 2 === 0 ? [clustered, lone] : [lone, clustered]
     for (const side of order) {
-      const r = await trial(side, o.probeKey, o.trialMs, pids.filter(p => p !== side.pid), peers)
+      const r = await trial(side, o.probeKey, o.trialMs, o.gapMs, pids.filter(p => p !== side.pid), peers)
       rows.push(r)
       process.stdout.write(`  ${label} trial ${i + 1} ${side.name.padEnd(9)} n=${String(r.ops).padStart(6)} (${(100 * r.allowed / r.ops).toFixed(0).padStart(3)}% allowed) p50 ${us(r.s.p50Us).padStart(5)} µs p99 ${us(r.s.p99Us).padStart(5)} µs ` +
         `p99.9 ${us(r.s.p999Us).padStart(5)} µs; CPU: daemon ${r.serverCpuPct.toFixed(0)}%, its peers ${r.peersCpuPct.toFixed(0)}%, other ${r.otherCpuPct.toFixed(0)}%\n`)
@@ -218,7 +222,7 @@ async function main (): Promise<void> {
   printMachine(machineInfo())
   if (o.cli !== undefined) process.stdout.write(`daemons: ${o.cli}\n`)
   process.stdout.write(`settings: rule fixed-window ${o.limit}/1s hard on key "${KEY}"; background demand ${o.rate}/s per node (open loop, own process); ` +
-    `probe: c=1 closed-loop acquire of "${o.probeKey}"${o.probeKey === PROBE ? ' (same algorithm, 1e9/1s)' : ''} from the bench process; ${o.trials} trials of ${o.trialMs / 1000} s per side, alternating (ABBA); ` +
+    `probe: c=1 closed-loop acquire of "${o.probeKey}"${o.probeKey === PROBE ? ' (same algorithm, 1e9/1s)' : ''} from the bench process${o.gapMs > 0 ? `, ${o.gapMs} ms apart` : ''}; ${o.trials} trials of ${o.trialMs / 1000} s per side, alternating (ABBA); ` +
     `gossipIntervalMs ${o.gossipMs}\n\n`)
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'quotad-latency-bench-'))
   const procs: NodeProc[] = []

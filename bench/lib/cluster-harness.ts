@@ -79,10 +79,13 @@ export interface NodeProc {
   stop: () => Promise<void>
 }
 
-/** Start one node and wait until its socket answers a ping. `cli`: another build's quotad.js (a before/after bench). */
-export async function startNode (file: ClusterFile, name: string, logLevel = 'warn', timeoutMs = 30_000, cli = QUOTAD_CLI): Promise<NodeProc> {
+/**
+ * Start one node and wait until its socket answers a ping. `cli`: another build's quotad.js (a before/after bench);
+ * `nodeArgs`: node's own flags (e.g. --cpu-prof, which NODE_OPTIONS refuses).
+ */
+export async function startNode (file: ClusterFile, name: string, logLevel = 'warn', timeoutMs = 30_000, cli = QUOTAD_CLI, nodeArgs: string[] = []): Promise<NodeProc> {
   if (!existsSync(cli)) throw new Error(`${cli} does not exist: run npx tsc -p . first`)
-  const child: ChildProcess = spawn(process.execPath, [cli, '--config', file.file, '--node', name, '--log-level', logLevel], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, cli, '--config', file.file, '--node', name, '--log-level', logLevel], { stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   const keep = (b: Buffer): void => { out = (out + b.toString()).slice(-16_000) }
   child.stdout?.on('data', keep)

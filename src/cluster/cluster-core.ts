@@ -256,7 +256,8 @@ export class ClusterCore {
   /** No peer alive in a cluster that has others: the condition soft-mode policies apply to. */
   isolated (nowMs: number): boolean {
     if (this.seeds.length <= 1 && this.peers.size === 0) return false
-    return this.peers.alive(nowMs).length === 0
+    // Asked on every soft-mode decision: stop at the first alive peer, build no list.
+    return !this.peers.anyAlive(nowMs)
   }
 
   // ---- ticks -------------------------------------------------------------

@@ -31,6 +31,7 @@ import { readCopy, sendReplica, sendReplicas } from './replica-link.js'
 import { checkOwner } from './state-schema.js'
 import { clusterHash } from './cluster-hash.js'
 import { ReclaimLog } from './reclaim-log.js'
+import { GossipInbox } from './gossip-inbox.js'
 import { DEFAULT_BOUNDS, gossipTopic, parseMessage, type Grant, type MessageBounds, type Want } from './messages.js'
 import type { Transport, TransportOptions } from './transport/types.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
@@ -42,7 +43,7 @@ export interface ClusterNodeOptions {
   node: NodeConfig
   clock: Clock
   log: Logger
-  /** Build the transport (tests may inject). @default the libp2p transport */
+  /** Build the transport (tests may inject). @default the libp2p transport, in a worker thread */
   createTransport?: (opts: TransportOptions) => Promise<Transport>
   /** Called when tokens arrived, so waiting acquires can be served. */
   onTokens?: () => void
@@ -63,6 +64,8 @@ export class ClusterNode {
   private readonly disk: NodeDisk
   /** A voter found no attestations file (a first start, or a state file from before `attestKept`): start() creates it. */
   private attestMissing = false
+  /** Gossip is applied in slices off the transport's callback, so socket reads are not queued behind it (gossip-inbox.ts). */
+  private readonly inbox = new GossipInbox({ apply: (from, data) => this.onGossip(from, data) })
 
   private constructor (opts: ClusterNodeOptions, core: ClusterCore, restored: Restored) {
     this.opts = opts
@@ -140,7 +143,8 @@ export class ClusterNode {
     }
 
     const psk = await loadSwarmKey(config.cluster.secretFile)
-    const create = this.opts.createTransport ?? (await import('./transport/libp2p-transport.js')).createTransport
+    // libp2p runs in a worker thread, off the loop that answers the socket (thread-transport.ts).
+    const create = this.opts.createTransport ?? (await import('./transport/thread-transport.js')).createTransport
     const t = await create({
       listen: node.listen,
       // Port 0 is "any port": such an entry can't be dialled (its node dials us instead).
@@ -148,9 +152,9 @@ export class ClusterNode {
       psk,
       dataDir: node.dataDir,
       topic: gossipTopic(config.cluster.name),
-      onEvent: (name, fields) => log.debug(name, fields)
+      onEvent: (name, fields) => { if (name === 'thread-exited') log.error('the transport thread ended: this node hears no peer; restart it', fields); else log.debug(name, fields) }
     })
-    t.onGossip = (from, data) => this.onGossip(from, data)
+    t.onGossip = (from, data) => this.inbox.push(from, data)
     t.onRequest = (from, data) => this.onRequest(from, data)
     t.onPeer = (peerId, connected) => log.info(connected ? 'peer connected' : 'peer disconnected', { peerId, node: this.core.membership.nameOf(peerId) ?? null })
     await t.start()
@@ -361,7 +365,7 @@ export class ClusterNode {
   status (): Record<string, unknown> {
     const s = clusterStatus(this.core, this.opts.clock.mono(), this.opts.clock.now())
     const taken = this.nameTaken.seeds.length > 0 ? { nameTaken: { seeds: this.nameTaken.seeds, heldBy: this.nameTaken.heldBy ?? null } } : {}
-    return { ...s, cluster: { ...(s.cluster as object), start: this.startKind, peerId: this.transport?.peerId, listen: this.transport?.listenAddrs, transport: this.transport?.stats(), ...taken } }
+    return { ...s, cluster: { ...(s.cluster as object), start: this.startKind, peerId: this.transport?.peerId, listen: this.transport?.listenAddrs, transport: this.transport?.stats(), inbox: this.inbox.stats(), ...taken } }
   }
 
   /** The transport's counters (empty before start and after stop). */
@@ -397,6 +401,7 @@ export class ClusterNode {
     await writeState(node.dataDir, snap)
     // The snapshot supersedes the journal (a clean restart reads only the snapshot).
     await this.disk.close()
+    this.inbox.close()
     const t = this.transport
     this.transport = null
     if (t !== null) await t.stop()

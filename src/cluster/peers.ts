@@ -312,6 +312,12 @@ export class Peers {
     return this.byName.size
   }
 
+  /** Whether any peer is alive (cheaper than `alive(nowMs).length > 0`: no list, stops at the first). */
+  anyAlive (nowMs: number): boolean {
+    for (const p of this.byName.values()) if (this.isAlive(p, nowMs)) return true
+    return false
+  }
+
   alive (nowMs: number): Peer[] {
     const out: Peer[] = []
     for (const p of this.byName.values()) if (this.isAlive(p, nowMs)) out.push(p)

@@ -1,0 +1,76 @@
+/**
+ * The worker-thread side of thread-transport.ts: it runs the libp2p
+ * transport (libp2p-transport.ts, unchanged) and relays its calls, handlers,
+ * events and counters over the thread's port. Everything libp2p does per
+ * message (pnet and noise decryption, yamux, gossipsub's protobuf decoding
+ * and signature checks, heartbeats) runs here, off the daemon's event loop.
+ *
+ * Messages in: start, stop, publish, request, dial (each with an `id`, answered
+ * by `done` or `fail`), and `reply` / `replyFail` to a relayed inbound request.
+ * Messages out: `created`, `gossip`, `peer`, `event`, `req`, `stats`, and the
+ * answers. Errors cross as { code, message } (QuotadError's), rebuilt there.
+ */
+import { parentPort, workerData } from 'node:worker_threads'
+import { createTransport } from './libp2p-transport.js'
+import type { TransportOptions } from './types.js'
+
+/** How often the counters and the connected peers are sent over (the main side's `stats()` is synchronous). */
+const STATS_EVERY_MS = 200
+
+interface Failure { code: string, message: string }
+
+function failure (err: unknown): Failure {
+  const e = err as { code?: unknown, message?: unknown }
+  return { code: typeof e?.code === 'string' ? e.code : 'E_INTERNAL', message: typeof e?.message === 'string' ? e.message : String(err) }
+}
+
+/** Event fields as the port can carry them (an unclonable value becomes its string). */
+function cloneable (fields: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(fields)) {
+    out[k] = v === null || ['string', 'number', 'boolean', 'undefined'].includes(typeof v) || Array.isArray(v) ? v : v instanceof Error ? v.message : String(v)
+  }
+  return out
+}
+
+async function main (): Promise<void> {
+  const port = parentPort
+  if (port === null) throw new Error('thread-worker.js runs only as a worker thread')
+  const opts = workerData as Omit<TransportOptions, 'onEvent'>
+  let t
+  try {
+    t = await createTransport({ ...opts, onEvent: (name, fields) => port.postMessage({ t: 'event', name, fields: cloneable(fields) }) })
+  } catch (err) {
+    port.postMessage({ t: 'created', error: failure(err) })
+    return
+  }
+  const tr = t
+  let nextReq = 0
+  const waiting = new Map<number, { resolve: (b: Uint8Array) => void, reject: (e: Error) => void }>()
+  tr.onGossip = (from, data) => port.postMessage({ t: 'gossip', from, data })
+  tr.onPeer = (peerId, connected) => port.postMessage({ t: 'peer', peerId, connected })
+  tr.onRequest = async (from, data) => await new Promise<Uint8Array>((resolve, reject) => {
+    const id = ++nextReq
+    waiting.set(id, { resolve, reject })
+    port.postMessage({ t: 'req', id, from, data })
+  })
+  const sendStats = (): void => port.postMessage({ t: 'stats', stats: tr.stats(), peers: tr.connectedPeers() })
+  const timer = setInterval(sendStats, STATS_EVERY_MS)
+  const answer = (id: number, run: () => Promise<unknown>): void => {
+    run().then(value => port.postMessage({ t: 'done', id, value }), err => port.postMessage({ t: 'fail', id, error: failure(err) }))
+  }
+  port.on('message', (m: { t: string, id: number, data?: Uint8Array, peerId?: string, timeoutMs?: number, addr?: string, message?: string }) => {
+    switch (m.t) {
+      case 'start': answer(m.id, async () => { await tr.start(); return tr.listenAddrs }); break
+      case 'stop': answer(m.id, async () => { clearInterval(timer); await tr.stop(); return tr.stats() }); break
+      case 'publish': answer(m.id, async () => await tr.publish(m.data as Uint8Array)); break
+      case 'request': answer(m.id, async () => await tr.request(m.peerId as string, m.data as Uint8Array, m.timeoutMs as number)); break
+      case 'dial': answer(m.id, async () => { await tr.dial(m.addr as string) }); break
+      case 'reply': waiting.get(m.id)?.resolve(m.data as Uint8Array); waiting.delete(m.id); break
+      case 'replyFail': waiting.get(m.id)?.reject(new Error(m.message)); waiting.delete(m.id); break
+    }
+  })
+  port.postMessage({ t: 'created', peerId: tr.peerId })
+}
+
+main().catch(err => { parentPort?.postMessage({ t: 'created', error: failure(err) }) })

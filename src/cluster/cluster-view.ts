@@ -121,9 +121,13 @@ export class ClusterView {
    * moving-hot at N=10 gained 0.3 points, and keys100 at N=3 sent twice the
    * messages, 2,031 per node per second against 934. Not kept.)
    */
-  chooseDonors (ks: KeyState, nowMs: number, deficit: number, max: number, forBurn = false): Array<[Peer, number]> {
-    const found: Array<[Peer, number, number?]> = []
+  chooseDonors (ks: KeyState, nowMs: number, deficit: number, max: number, forBurn = false): Array<[donor: Peer, surplus: number, order: number]> {
+    const found: Array<[donor: Peer, surplus: number, order: number]> = []
     const h = horizon(ks, this.tuning.horizonMs, nowMs, this.calendar) / 1000
+    // Largest surplus first, but each asker's order is its own: every surplus weighed by a factor from 0.5 to 1.5
+    // drawn from (asker, donor, moment). Views are a gossip old, so with one order for all, every short node asked
+    // the same few donors at once and most were answered `none` (uniform load at 200 nodes: 95% of wants).
+    const salt = mix(this.nameHash(this.node) ^ Math.floor(nowMs))
     for (const p of this.peers.alive(nowMs)) {
       // A fenced peer gives nothing (fence.ts): asking it would only wait out a `none`.
       if (p.leaving || p.fenced || !agrees(p, ks) || !this.mayAsk(p, ks.key)) continue
@@ -131,19 +135,14 @@ export class ClusterView {
       let surplus = this.peerHeld(p, ks) - (e?.rate ?? 0) * h
       // A burn is paid from what peers hold in reserve for it, however busy they are (transfers.ts).
       if (forBurn && e !== undefined && e.debts > 0) surplus = Math.max(surplus, Math.min(e.held, e.debts))
-      if (surplus > 0.999) found.push([p, surplus])
+      if (surplus > 0.999) found.push([p, surplus, surplus * (0.5 + mix(this.nameHash(p.name) ^ salt) / 0x100000000)])
     }
-    // Largest surplus first, but each asker's order is its own: every surplus weighed by a factor from 0.5 to 1.5
-    // drawn from (asker, donor, moment). Views are a gossip old, so with one order for all, every short node asked
-    // the same few donors at once and most were answered `none` (uniform load at 200 nodes: 95% of wants).
-    const salt = mix(this.nameHash(this.node) ^ Math.floor(nowMs))
-    for (const f of found) f.push(f[1] * (0.5 + mix(this.nameHash(f[0].name) ^ salt) / 0x100000000))
-    found.sort((a, b) => (b[2] as number) - (a[2] as number))
+    found.sort((a, b) => b[2] - a[2])
     let covered = 0
     let n = 0
     while (n < found.length && n < max && covered < deficit) covered += found[n++][1]
     found.length = n
-    return found.map(f => [f[0], f[1]])
+    return found
   }
 
   private readonly hashes = new Map<string, number>()

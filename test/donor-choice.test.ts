@@ -9,6 +9,9 @@
 import test from 'ava'
 import { VirtualCluster } from '../src/sim/virtual-cluster.js'
 import type { ClusterCore } from '../src/cluster/cluster-core.js'
+import type { KeyExt } from '../src/cluster/key-ext.js'
+import { CLUSTER_VERSION, type Gossip } from '../src/cluster/messages.js'
+import type { Peer } from '../src/cluster/peers.js'
 import { limits, rule } from './helpers/rules.js'
 
 const T0 = 1_700_000_000_000 - (1_700_000_000_000 % 60_000)
@@ -53,4 +56,29 @@ test('short nodes with the same view do not all ask the same donor first', t => 
   t.log(`first donor asked, by how many of the ${NODES.length} askers: ${JSON.stringify(Object.fromEntries(first))}`)
   t.true(first.size >= 4, `askers spread over ${first.size} donors`)
   t.true(Math.max(...first.values()) <= NODES.length / 2, 'no donor is everyone\'s first choice')
+})
+
+test('a peer that comes to hold a token after the last walk is a donor at once, from its gossip or a push to it', t => {
+  const { vc, core } = formed()
+  const c = core('n00')
+  const ks = c.limiter.keyState('api', 1, vc.now)
+  const x = ks.ext as KeyExt
+  // Every peer believed empty, then a fresh walk: no donor candidate is left.
+  for (const n of NODES.slice(1)) c.view.believeHeld(n, ks, -1e6)
+  x.peersHeldAt = -Infinity
+  c.view.clusterRemaining(ks, vc.now)
+  const walked = x.peersHeldAt
+  t.deepEqual(c.view.chooseDonors(ks, vc.now, 1, 32), [])
+  // A push to n05 makes it hold 50 as this node believes.
+  c.view.believeHeld('n05', ks, 50)
+  // n07 gossips a line: it holds 30 now.
+  const p = c.peers.get('n07') as Peer
+  const g: Gossip = {
+    v: CLUSTER_VERSION, t: 'gossip', node: 'n07', epoch: p.epoch, inc: p.inc, seq: p.seq + 1, now: vc.now, pending: [], carries: [],
+    cfg: c.clusterHash, rules: p.rules, keys: [['api', 30, 0, 0, 0, 0, 0, 0]], acks: []
+  }
+  t.not(c.peers.observe(g, 'n00', c.epoch, vc.mono('n00'), vc.now), null)
+  const donors = c.view.chooseDonors(ks, vc.now, 60, 32)
+  t.is(x.peersHeldAt, walked, 'no new walk over the peers')
+  t.deepEqual(donors.map(d => d[0].name).sort(), ['n05', 'n07'])
 })

@@ -134,6 +134,10 @@ export class ClusterCore {
     this.view.homes = this.heir.homes
     // A member gives only what it holds of the asker's tokens (reclaim.ts): ask it only when it owes us some.
     this.view.mayAsk = (p, key) => mayAsk(this, p, key)
+    this.peers.onRise = (key, p) => {
+      const ks = this.limiter.existing(key)
+      if (ks !== undefined) this.view.risen(ks, p)
+    }
     this.stopper = new StopMachine(this.tuning)
     // A seed's first start (it allocates and carries nothing) holds a start lease (lease.ts).
     this.fence = new Fence(this.node, this.seeds, this.tuning, opts.monoMs, opts.allocate && this.carries.length === 0 && this.seeds.includes(this.node))

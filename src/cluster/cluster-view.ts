@@ -9,7 +9,7 @@ import type { KeyState } from '../core/limiter.js'
 import type { CalendarView } from '../core/calendar.js'
 import { homeOf, initialShare } from '../core/share.js'
 import { horizon, type KeyExt } from './key-ext.js'
-import type { Peer, Peers } from './peers.js'
+import { DONOR_MIN, type Peer, type Peers } from './peers.js'
 import type { ClusterTuning } from './tuning.js'
 
 const NO_GEN: Record<string, string> = Object.freeze({}) as Record<string, string>
@@ -58,6 +58,7 @@ export class ClusterView {
     if (p === undefined) return
     const held = Math.max(0, this.peerHeld(p, ks) + delta)
     const k = p.keys.get(ks.key)
+    if (held > DONOR_MIN) this.risen(ks, p)
     if (k !== undefined) k.held = held
     else p.keys.set(ks.key, { held, outstanding: 0, rate: 0, owed: 0, debts: 0, deferred: 0, inTransitOut: 0, said: NaN, gen: NO_GEN, seq: 0 }) // a belief: says nothing of burns
   }
@@ -67,22 +68,44 @@ export class ClusterView {
    * hold. The peers' part is a sum over every peer, so it is recomputed at
    * most every half gossip interval per key (peers' figures change only that
    * often anyway): ticks cost O(active keys), not O(active keys x peers).
+   * The same walk keeps the key's donor candidates (`chooseDonors`).
    */
   clusterRemaining (ks: KeyState, nowMs: number): number {
     const x = ks.ext as KeyExt | null
     if (x !== null && nowMs >= x.peersHeldAt && nowMs - x.peersHeldAt < this.tuning.gossipIntervalMs / 2) return ks.bucket.held + x.peersHeld
     let n = 0
     let r = 0
+    const candidates: Peer[] = []
+    // A glob key's home, found once per walk: a peer without a line holds the whole stock there, none elsewhere.
+    const home = ks.rule.glob ? homeOf(ks.key, this.seeds, this.homes) : undefined
     for (const p of this.peers.alive(nowMs)) {
       if (!agrees(p, ks)) continue
-      const held = this.peerHeld(p, ks)
+      const k = p.keys.get(ks.key)
+      const held = k !== undefined ? k.held : ks.rule.glob ? (p.name === home ? ks.rule.stock : 0) : this.peerShare(p, ks)
       n += held
+      if (held > DONOR_MIN) candidates.push(p)
       // A peer that answered `none` is believed to need all it holds (rate Infinity): that is what it counts for.
-      const rate = p.keys.get(ks.key)?.rate ?? 0
+      const rate = k?.rate ?? 0
       r += Number.isFinite(rate) ? rate : held * 1000 / this.tuning.horizonMs
     }
-    if (x !== null) { x.peersHeld = n; x.peersRate = r; x.peersHeldAt = nowMs }
+    if (x !== null) { x.peersHeld = n; x.peersRate = r; x.peersHeldAt = nowMs; this.candidates.set(ks, candidates) }
     return ks.bucket.held + n
+  }
+
+  /**
+   * Peers that held at least a token of each key at the last walk, plus those
+   * seen to reach one since (`risen`): the only peers a want can be answered
+   * by, so choosing donors walks them, not every peer (at 200 nodes and 100
+   * keys the walk over every peer per want round was a third of the
+   * simulator's time, and the daemon's too). A WeakMap: a key's list goes
+   * with its state when a glob key is dropped.
+   */
+  private readonly candidates = new WeakMap<KeyState, Peer[]>()
+
+  /** `p` was seen to hold a token or more of a key since the last walk (its gossip, or a push to it). */
+  risen (ks: KeyState, p: Peer): void {
+    const list = this.candidates.get(ks)
+    if (list !== undefined && !list.includes(p)) list.push(p)
   }
 
   /**
@@ -128,14 +151,18 @@ export class ClusterView {
     // drawn from (asker, donor, moment). Views are a gossip old, so with one order for all, every short node asked
     // the same few donors at once and most were answered `none` (uniform load at 200 nodes: 95% of wants).
     const salt = mix(this.nameHash(this.node) ^ Math.floor(nowMs))
-    for (const p of this.peers.alive(nowMs)) {
+    // The candidates of the last walk (refreshed here if it is half a gossip old) rather than every peer, checked
+    // again now. A burn is paid from reserves, which a peer holding under a token may have too: every peer then.
+    this.clusterRemaining(ks, nowMs)
+    const pool = forBurn ? undefined : this.candidates.get(ks)
+    for (const p of pool ?? this.peers.alive(nowMs)) {
       // A fenced peer gives nothing (fence.ts): asking it would only wait out a `none`.
-      if (p.leaving || p.fenced || !agrees(p, ks) || !this.mayAsk(p, ks.key)) continue
+      if (p.leaving || p.fenced || (pool !== undefined && !this.peers.isAlive(p, nowMs)) || !agrees(p, ks) || !this.mayAsk(p, ks.key)) continue
       const e = p.keys.get(ks.key)
       let surplus = this.peerHeld(p, ks) - (e?.rate ?? 0) * h
       // A burn is paid from what peers hold in reserve for it, however busy they are (transfers.ts).
       if (forBurn && e !== undefined && e.debts > 0) surplus = Math.max(surplus, Math.min(e.held, e.debts))
-      if (surplus > 0.999) found.push([p, surplus, surplus * (0.5 + mix(this.nameHash(p.name) ^ salt) / 0x100000000)])
+      if (surplus > DONOR_MIN) found.push([p, surplus, surplus * (0.5 + mix(this.nameHash(p.name) ^ salt) / 0x100000000)])
     }
     found.sort((a, b) => b[2] - a[2])
     let covered = 0

@@ -93,6 +93,9 @@ export interface Observed {
 
 const NO_PENDING: ReadonlySet<string> = new Set()
 
+/** A surplus (or a holding) over this is at least a whole token, give or take float error: worth a want. */
+export const DONOR_MIN = 0.999
+
 /** What a peer's key lines are checked against before they are kept. */
 export interface KeepPolicy {
   /** Our cluster hash. */
@@ -109,6 +112,8 @@ export class Peers {
   private readonly keep: KeepPolicy
   /** Entries with owed > 0 or debts > 0, plus legacy debts, over all peers: 0 lets caution skip its sums. */
   owingEntries = 0
+  /** Called when a line says a peer holds a whole token of a key where it held less (ClusterView's donor candidates). */
+  onRise: (key: string, p: Peer) => void = () => {}
 
   constructor (aliveTimeoutMs: number, keep: KeepPolicy) {
     this.aliveTimeoutMs = aliveTimeoutMs
@@ -156,6 +161,7 @@ export class Peers {
       if (old !== undefined && (old.owed > 0 || old.debts > 0)) this.owingEntries--
       if (owed > 0 || debts > 0) this.owingEntries++
       p.keys.set(k, { held, outstanding, rate, owed, debts, deferred, inTransitOut, said: held + outstanding + deferred + inTransitOut, gen: p.rules, seq: g.seq })
+      if (held > DONOR_MIN && (old === undefined || old.held <= DONOR_MIN)) this.onRise(k, p)
       // A debt of this epoch restored from our own state file is superseded by what the epoch says now.
       const restored = p.legacy?.get(p.epoch)
       if (restored?.delete(k) === true) {

@@ -6,7 +6,7 @@
  * sliding-log-layout.test.ts.
  */
 import test from 'ava'
-import { LogSlab, UNITS, blockWords, metaOf, quantize, unitFor } from '../src/core/algorithms/log-slab.js'
+import { LogSlab, PAIRS, UNITS, blockWords, metaOf, quantize, unitFor } from '../src/core/algorithms/log-slab.js'
 import { createBucket } from '../src/core/algorithms/index.js'
 import { Limiter } from '../src/core/limiter.js'
 import { limits, rule } from './helpers/rules.js'
@@ -53,6 +53,21 @@ test('blocks: freed blocks are reused by length first, the slab grows with its c
   t.is(L.alloc(10, UNITS), used, 'none free: a new one at the end')
   L.release(a)
   t.is(L.alloc(3, UNITS), used + blockWords(10, UNITS), 'another length (6 words) does not take a freed block of 4')
+})
+
+test('a freed block is reused by one of another layout and the same length, its free list intact', t => {
+  const L = new LogSlab(1000)
+  // Head and size in one word (a 16-bit capacity) or in two: the free-list link sits after them.
+  const wide = 196_606
+  t.is(blockWords(65_535, PAIRS), blockWords(wide, UNITS), 'the same length')
+  const first = L.alloc(1, UNITS)
+  const a = L.alloc(65_535, PAIRS)
+  const b = L.alloc(65_535, PAIRS)
+  L.release(a)
+  L.release(b)
+  t.is(L.alloc(wide, UNITS), b)
+  t.is(L.alloc(wide, UNITS), a, 'not the block at offset 0, nor garbage')
+  t.is(L.alloc(wide, UNITS), first + blockWords(1, UNITS) + 2 * blockWords(wide, UNITS), 'none free: a new one at the end')
 })
 
 test('rebasing: a spend live across a rebase returns exactly one period after its rounded time, not earlier', t => {

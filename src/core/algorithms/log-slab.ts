@@ -156,7 +156,8 @@ export class LogSlab {
     const w = blockWords(cap, mode)
     let b = this.free.get(w)
     if (b !== undefined) {
-      const next = this.u[b + metaOf(cap)]
+      // The link is where the freed block's own layout puts it: one of another capacity and mode may have this length.
+      const next = this.u[b + metaOf(this.u[b] >>> 1)]
       if (next === NONE) this.free.delete(w)
       else this.free.set(w, next)
     } else {

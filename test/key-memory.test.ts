@@ -14,14 +14,14 @@ import { Limiter, type Waiter } from '../src/core/limiter.js'
 import { ALGORITHMS, type Algorithm } from '../src/config/types.js'
 import type { Decision } from '../src/core/types.js'
 import { limits, rule } from './helpers/rules.js'
-import { META, PAIRS, blockWords, countsAt, type LogSlab } from '../src/core/algorithms/log-slab.js'
+import { PAIRS, blockWords, countsAt, headOf as ringHead, metaOf, sizeOf, type LogSlab } from '../src/core/algorithms/log-slab.js'
 
 const T0 = 1_700_000_000_000 - (1_700_000_000_000 % 60_000)
 
 /** Own fields per key: the key, its head (rule, spec, initial and the rare part), and the algorithm's. */
 const FIELDS: Record<Algorithm, number> = {
   'fixed-window': 2 + 3,
-  'sliding-log': 2 + 3,
+  'sliding-log': 2 + 2,
   'sliding-window': 2 + 5,
   'token-bucket': 2 + 3
 }
@@ -76,9 +76,9 @@ function slidingLog (ks: object): null | { mode: string, cap: number, words: num
   const cap = u[log] >>> 1
   const mode = u[log] & 1
   const entries: number[][] = []
-  let at = u[log + 1]
-  for (let k = 0; k < u[log + 2]; k++) {
-    entries.push([L.time(u[log + META + at]), mode === PAIRS ? L.f[countsAt(log, cap) + at] : 1])
+  let at = ringHead(u, log)
+  for (let k = 0; k < sizeOf(u, log); k++) {
+    entries.push([L.time(u[log + metaOf(cap) + at]), mode === PAIRS ? L.f[countsAt(log, cap) + at] : 1])
     at = at + 1 === cap ? 0 : at + 1
   }
   return { mode: mode === PAIRS ? 'pairs' : 'units', cap, words: blockWords(cap, mode), entries }
@@ -95,7 +95,7 @@ test('sliding-log: one spend is a block of 4 words, tokens spent one at a time a
   t.is(ks.bucket.outstanding(T0), 3)
 
   l.acquire('k:1', 1, T0 + 5)
-  t.deepEqual(slidingLog(ks), { mode: 'pairs', cap: 2, words: 6 + 4, entries: [[T0, 3], [T0 + 5, 1]] }, 'a count other than 1: pairs')
+  t.deepEqual(slidingLog(ks), { mode: 'pairs', cap: 2, words: 4 + 6, entries: [[T0, 3], [T0 + 5, 1]] }, 'a count other than 1: pairs')
   l.peek('k:1', 1, T0 + 60_000)
   t.like(slidingLog(ks), { entries: [[T0 + 5, 1]] })
   l.peek('k:1', 1, T0 + 60_005)
@@ -103,7 +103,7 @@ test('sliding-log: one spend is a block of 4 words, tokens spent one at a time a
 
   const times = Array.from({ length: 10 }, (_, i) => T0 + 60_010 + i * 0.25)
   for (const at of times) t.true(l.acquire('k:1', 1, at).allowed)
-  t.deepEqual(slidingLog(ks), { mode: 'units', cap: 10, words: 14, entries: times.map(at => [at, 1]) }, 'the whole limit, one token at a time: one word per token')
+  t.deepEqual(slidingLog(ks), { mode: 'units', cap: 10, words: 12, entries: times.map(at => [at, 1]) }, 'the whole limit, one token at a time: one word per token')
 })
 
 test('sliding-log: the ring wraps around, and pairs whose counts are all 1 again turn back to units when the ring grows', t => {
@@ -114,7 +114,7 @@ test('sliding-log: the ring wraps around, and pairs whose counts are all 1 again
   for (let j = 0; j < 15; j++) t.true(l.acquire('k:1', 1, at(j)).allowed, `spend ${j}`)
   const ks = l.existing('k:1')
   if (ks === undefined) return t.fail('the key has no state')
-  t.deepEqual(slidingLog(ks), { mode: 'units', cap: 10, words: 14, entries: Array.from({ length: 10 }, (_, i) => [at(i + 5), 1]) })
+  t.deepEqual(slidingLog(ks), { mode: 'units', cap: 10, words: 12, entries: Array.from({ length: 10 }, (_, i) => [at(i + 5), 1]) })
   t.is(ks.bucket.waitFor(1, at(14)), at(5) + 60_000 - at(14))
   t.is(ks.bucket.waitFor(10, at(14)), at(14) + 60_000 - at(14))
 

@@ -6,7 +6,7 @@
  * sliding-log-layout.test.ts.
  */
 import test from 'ava'
-import { LogSlab, META, UNITS, blockWords, quantize, unitFor } from '../src/core/algorithms/log-slab.js'
+import { LogSlab, PAIRS, UNITS, blockWords, metaOf, quantize, unitFor } from '../src/core/algorithms/log-slab.js'
 import { createBucket } from '../src/core/algorithms/index.js'
 import { Limiter } from '../src/core/limiter.js'
 import { limits, rule } from './helpers/rules.js'
@@ -36,14 +36,14 @@ test('the unit is a power of two of ms, 2^-6 at least, and 2^29 units cover the 
 test('blocks: freed blocks are reused by length first, the slab grows with its contents intact', t => {
   const L = new LogSlab(1000)
   const a = L.alloc(1, UNITS)
-  L.u[a + META] = 7
+  L.u[a + metaOf(1)] = 7
   const blocks = Array.from({ length: 100 }, (_, i) => {
     const b = L.alloc(10, UNITS)
-    L.u[b + META] = i
+    L.u[b + metaOf(10)] = i
     return b
   })
-  t.is(L.u[a + META], 7, 'the first block survived the slab growing')
-  t.deepEqual(blocks.map(b => L.u[b + META]), Array.from({ length: 100 }, (_, i) => i))
+  t.is(L.u[a + metaOf(1)], 7, 'the first block survived the slab growing')
+  t.deepEqual(blocks.map(b => L.u[b + metaOf(10)]), Array.from({ length: 100 }, (_, i) => i))
   const used = L.used
   t.is(used, blockWords(1, UNITS) + 100 * blockWords(10, UNITS))
   L.release(blocks[3])
@@ -52,7 +52,22 @@ test('blocks: freed blocks are reused by length first, the slab grows with its c
   t.is(L.alloc(10, UNITS), blocks[3])
   t.is(L.alloc(10, UNITS), used, 'none free: a new one at the end')
   L.release(a)
-  t.is(L.alloc(2, UNITS), used + blockWords(10, UNITS), 'another length does not take a freed block of 4 words')
+  t.is(L.alloc(3, UNITS), used + blockWords(10, UNITS), 'another length (6 words) does not take a freed block of 4')
+})
+
+test('a freed block is reused by one of another layout and the same length, its free list intact', t => {
+  const L = new LogSlab(1000)
+  // Head and size in one word (a 16-bit capacity) or in two: the free-list link sits after them.
+  const wide = 196_606
+  t.is(blockWords(65_535, PAIRS), blockWords(wide, UNITS), 'the same length')
+  const first = L.alloc(1, UNITS)
+  const a = L.alloc(65_535, PAIRS)
+  const b = L.alloc(65_535, PAIRS)
+  L.release(a)
+  L.release(b)
+  t.is(L.alloc(wide, UNITS), b)
+  t.is(L.alloc(wide, UNITS), a, 'not the block at offset 0, nor garbage')
+  t.is(L.alloc(wide, UNITS), first + blockWords(1, UNITS) + 2 * blockWords(wide, UNITS), 'none free: a new one at the end')
 })
 
 test('rebasing: a spend live across a rebase returns exactly one period after its rounded time, not earlier', t => {
@@ -104,6 +119,6 @@ test('many keys: blocks go back when logs empty and when keys are evicted or dro
   l.setRules([rule({ name: 'other', match: 'x:*', limit: 10, perMs: 1000, algorithm: 'sliding-log' })], 60_000)
   const free = (slab as unknown as { free: Map<number, number> }).free
   let n = 0
-  for (let b = free.get(blockWords(10, UNITS)); b !== undefined && b !== 0xFFFFFFFF; b = slab.u[b + 1]) n++
+  for (let b = free.get(blockWords(10, UNITS)); b !== undefined && b !== 0xFFFFFFFF; b = slab.u[b + metaOf(10)]) n++
   t.is(n, 2000, 'every full ring is on the free list')
 })

@@ -11,7 +11,7 @@
  */
 import test from 'ava'
 import { createBucket, type Bucket } from '../src/core/algorithms/index.js'
-import { PAIRS, quantize, unitFor, type LogSlab } from '../src/core/algorithms/log-slab.js'
+import { PAIRS, quantize, sizeOf, unitFor, type LogSlab } from '../src/core/algorithms/log-slab.js'
 
 class ReferenceLog {
   held: number
@@ -113,7 +113,8 @@ function form (b: Bucket): string {
   const { log, h } = b as unknown as { log: number, h: { spec: { logs: LogSlab } } }
   if (log === -1) return 'empty'
   const u = h.spec.logs.u
-  if (u[log + 2] === 1) return 'one'
+  if (sizeOf(u, log) === 0) return 'residue'
+  if (sizeOf(u, log) === 1) return 'one'
   return (u[log] & 1) === PAIRS ? 'pairs' : 'units'
 }
 
@@ -181,3 +182,34 @@ for (const [name, tr] of TRAFFIC) {
     t.deepEqual([...forms].sort(), expected.sort())
   })
 }
+
+test('a total left a rounding off zero by fractions is kept in an empty block, as the field kept it', t => {
+  const perMs = 1000
+  const b = createBucket('sliding-log', { limit: 10, perMs, burst: 10, share: 10 }, 0)
+  const ref = new ReferenceLog(10, perMs)
+  const both = (what: string): void => {
+    t.true(Object.is(b.held, ref.held), `${what}: held`)
+    t.true(Object.is(b.share, ref.share), `${what}: share`)
+  }
+  // 0 + 0.3 + 2 - 0.3 - 2 is -2^-52, not 0, in doubles.
+  b.forceSpend(0.3, 5000); ref.forceSpend(0.3, 5000)
+  t.true(b.trySpend(2, 5001)); ref.trySpend(2, 5001)
+  both('two spends')
+  t.is(b.outstanding(7000), ref.outstanding(7000))
+  t.is(ref.outstanding(7000), -(2 ** -52), 'the reference keeps a residue')
+  t.is(form(b), 'residue')
+  both('all back')
+  t.is(b.resetIn(7000), ref.resetIn(7000))
+  t.is(b.waitFor(11, 7000), ref.waitFor(11, 7000))
+  t.true(b.trySpend(1, 7001)); ref.trySpend(1, 7001)
+  t.is(form(b), 'one')
+  t.is(b.outstanding(7001), ref.outstanding(7001))
+  t.true(b.trySpend(1, 7002)); ref.trySpend(1, 7002)
+  t.is(form(b), 'pairs', 'counts all 1, but a total of 2 - 2^-52 is not their number: no units')
+  t.is(b.outstanding(7002), ref.outstanding(7002))
+  t.is(b.resetIn(7500), ref.resetIn(7500))
+  both('spends on the residue')
+  t.is(b.outstanding(9000), ref.outstanding(9000))
+  t.is(form(b), 'residue')
+  both('back again')
+})

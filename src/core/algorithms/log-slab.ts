@@ -4,9 +4,9 @@
  *
  * Why: a JS array costs 48 bytes before its first element (the array and
  * its store's header), and a double 8 bytes a time. Here a key's log is a
- * block of the slab: 3 words of ring state and one 32-bit word per entry's
+ * block of the slab: 2 words of ring state and one 32-bit word per entry's
  * time (4 bytes a token while every entry has count 1), plus a double per
- * entry for the counts once one is not 1. The key keeps the block's offset,
+ * entry for the counts, and one for their total, once one is not 1. The key keeps the block's offset,
  * a small integer (no heap number).
  *
  * Times are kept as 32-bit offsets, in `unit`s, from the slab's `base`, and
@@ -30,10 +30,14 @@
  *
  * Blocks: a block's first word is its capacity (entries) times 2 plus its
  * mode (UNITS: every count is 1, not stored; PAIRS: counts as doubles after
- * the times, 8-byte aligned), then the ring's head (its oldest entry's index)
- * and size, then the times. Blocks start at even words. A freed block keeps
- * its first word, has size 0 and its head holds the next free block of its
- * length (free lists by length, reused first). The slab grows by a quarter
+ * the times, 8-byte aligned, preceded by the log's outstanding total), then
+ * the ring's head (its oldest entry's index) and size: in ONE word, 16 bits
+ * each, while the capacity fits 16 bits (every block a limit under 65,536
+ * makes), else in two; then the times. `metaOf(cap)` is where the times
+ * start. So a block of 10 units is 12 words (48 bytes), not 14. Blocks start
+ * at even words. A freed block keeps its first word, has size 0 and its
+ * first time slot holds the next free block of its length (free lists by
+ * length, reused first). The slab grows by a quarter
  * when full (copied once), and never shrinks: memory a burst of logs used is
  * reused by later logs of the rule, not given back while the rule's spec
  * lives (a reload that changes the rule lets it go with the old keys).
@@ -42,8 +46,8 @@ import type { BucketSpec } from './bucket.js'
 
 export const UNITS = 0
 export const PAIRS = 1
-/** Words of ring state before a block's times: capacity and mode, head, size. */
-export const META = 3
+/** The largest capacity whose head and size share one word (16 bits each). */
+const NARROW = 0xFFFF
 
 const SPAN = 2 ** 32
 const HALF = 2 ** 31
@@ -66,14 +70,44 @@ export function quantize (t: number, unit: number): number {
   return Math.ceil(t / unit) * unit
 }
 
-/** Words a block of `cap` entries takes in `mode`. */
+/** Words of ring state before the times of a block of `cap` entries: capacity and mode, then head and size (one word while both fit 16 bits, else two). */
+export function metaOf (cap: number): number {
+  return cap <= NARROW ? 2 : 3
+}
+
+/** Words a block of `cap` entries takes in `mode` (PAIRS: a double per count and one for their total). */
 export function blockWords (cap: number, mode: number): number {
-  return ((META + cap + 1) & ~1) + (mode === PAIRS ? 2 * cap : 0)
+  return ((metaOf(cap) + cap + 1) & ~1) + (mode === PAIRS ? 2 * cap + 2 : 0)
+}
+
+/** The index (in the slab's doubles) of a PAIRS block's total of counts (its key's outstanding tokens). */
+export function pendingAt (b: number, cap: number): number {
+  return (b + metaOf(cap) + cap + 1) >>> 1
 }
 
 /** The index (in the slab's doubles) of the count of a PAIRS block's entry 0. */
 export function countsAt (b: number, cap: number): number {
-  return (b + META + cap + 1) >>> 1
+  return pendingAt(b, cap) + 1
+}
+
+/** The index of block `b`'s oldest entry. */
+export function headOf (u: Uint32Array, b: number): number {
+  return (u[b] >>> 1) <= NARROW ? u[b + 1] & 0xFFFF : u[b + 1]
+}
+
+/** How many entries block `b` holds. */
+export function sizeOf (u: Uint32Array, b: number): number {
+  return (u[b] >>> 1) <= NARROW ? u[b + 1] >>> 16 : u[b + 2]
+}
+
+/** Set block `b`'s head and size (head < capacity, size <= capacity). */
+export function setRing (u: Uint32Array, b: number, head: number, size: number): void {
+  if ((u[b] >>> 1) <= NARROW) {
+    u[b + 1] = head | (size << 16)
+  } else {
+    u[b + 1] = head
+    u[b + 2] = size
+  }
 }
 
 /** The slab of a spec's sliding logs, made on first use. */
@@ -122,7 +156,8 @@ export class LogSlab {
     const w = blockWords(cap, mode)
     let b = this.free.get(w)
     if (b !== undefined) {
-      const next = this.u[b + 1]
+      // The link is where the freed block's own layout puts it: one of another capacity and mode may have this length.
+      const next = this.u[b + metaOf(this.u[b] >>> 1)]
       if (next === NONE) this.free.delete(w)
       else this.free.set(w, next)
     } else {
@@ -132,17 +167,17 @@ export class LogSlab {
     }
     const u = this.u
     u[b] = cap * 2 + mode
-    u[b + 1] = 0
-    u[b + 2] = 0
+    setRing(u, b, 0, 0)
     return b
   }
 
   /** Give a block back (its key no longer needs it). */
   release (b: number): void {
     const u = this.u
-    const w = blockWords(u[b] >>> 1, u[b] & 1)
-    u[b + 2] = 0
-    u[b + 1] = this.free.get(w) ?? NONE
+    const cap = u[b] >>> 1
+    const w = blockWords(cap, u[b] & 1)
+    setRing(u, b, 0, 0)
+    u[b + metaOf(cap)] = this.free.get(w) ?? NONE
     this.free.set(w, b)
   }
 
@@ -164,11 +199,12 @@ export class LogSlab {
     const u = this.u
     for (let b = 0; b < this.top; b += blockWords(u[b] >>> 1, u[b] & 1)) {
       const cap = u[b] >>> 1
-      let at = u[b + 1]
-      for (let k = u[b + 2]; k > 0; k--) {
-        const o = u[b + META + at] + shift
+      const t0 = b + metaOf(cap)
+      let at = headOf(u, b)
+      for (let k = sizeOf(u, b); k > 0; k--) {
+        const o = u[t0 + at] + shift
         // Below 0: expired long ago (see the header); kept at the base, in order.
-        u[b + META + at] = o < 0 ? 0 : o
+        u[t0 + at] = o < 0 ? 0 : o
         at = at + 1 === cap ? 0 : at + 1
       }
     }

@@ -32,7 +32,7 @@ interface Status {
     strandedInLedger: number
     reclaim: { settled: Array<{ node: string }>, inFlightToDeadSeeds: unknown }
   }
-  clusterKeys?: Array<{ key: string, shortfall?: number, held: number, outstanding: number, deferred: number }>
+  clusterKeys?: Array<{ key: string, shortfall?: number, held: number, outstanding: number, deferred: number, inTransitOut: number }>
 }
 
 async function status (c: TestCluster, node: string): Promise<Status> {
@@ -85,6 +85,7 @@ test.serial('kill -9 of a joined member, then of a seed, under load: the survivo
   // (protocol.md, "What is lost").
   const cLine = (await status(c, 'c')).clusterKeys?.find(k => k.key === 'api')
   const cBooks = cLine === undefined ? LIMIT : cLine.held + cLine.outstanding + cLine.deferred
+  t.log(`as they died: m1 ${JSON.stringify(m1Line)}, c ${JSON.stringify(cLine)}`)
   c.procs.c.child.kill('SIGKILL')
   await c.procs.c.exited
   await loadDoomed

@@ -42,6 +42,8 @@ export interface Estate {
   /** The copy's epoch (null without a copy), and its applied marks: `${giver}\0${giverEpoch}` -> seq (journal.ts). */
   epoch: string | null
   marks: Map<string, number>
+  /** The grants the dead seed gave that the copy names: `${to}\0${toEpoch}` -> seq -> items (estate-returns.ts). */
+  sent: Map<string, Map<number, Array<[string, number]>>>
 }
 
 interface Rules { rules: readonly CompiledRule[], match: (key: string) => CompiledRule | undefined }
@@ -56,7 +58,7 @@ export function estateOf (text: string | null, writer: string, cluster: string, 
   const copied = new Set<string>()
   if (text === null) {
     for (const r of rules.rules) if (!r.glob) credits.set(r.config.match, initialShare(r.stock, false, r.config.match, writer, seeds))
-    return { credits, tokens: sum(credits), copied, peers: new Map(), inherited: [], inc: 0, gen: 0, epoch: null, marks: new Map() }
+    return { credits, tokens: sum(credits), copied, peers: new Map(), inherited: [], inc: 0, gen: 0, epoch: null, marks: new Map(), sent: new Map() }
   }
   const r = replayJournal(text, `copy of ${writer}'s journal`, writer, cluster)
   const cp = r.checkpoint
@@ -75,7 +77,7 @@ export function estateOf (text: string | null, writer: string, cluster: string, 
     credits.set(key, Math.max(0, books - left))
     if (own.match(key)?.glob === true) copied.add(key)
   }
-  return { credits, tokens: sum(credits), copied, peers: r.peers, inherited: cp.inherited ?? [], inc: cp.inc, gen: cp.gen ?? 0, epoch: cp.epoch, marks: r.marks }
+  return { credits, tokens: sum(credits), copied, peers: r.peers, inherited: cp.inherited ?? [], inc: cp.inc, gen: cp.gen ?? 0, epoch: cp.epoch, marks: r.marks, sent: r.sent }
 }
 
 function sum (m: ReadonlyMap<string, number>): number {

@@ -66,6 +66,8 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
   for (const [n] of estates) bytes += n.length + 12
   const estateMarks = core.reclaim.marks.take(nowMs)
   for (const m of estateMarks) bytes += m[0].length + m[1].length + m[2].length + m[3].length + 14
+  const deadApplied = core.reclaim.returns.take(nowMs)
+  for (const m of deadApplied) bytes += m[0].length + m[1].length + 12
   // A seed's member list, when it goes (at most 300 entries of about 70 bytes; see membership.ts).
   if (core.gossip.membersDue()) bytes += core.membership.members().reduce((n, [m, id]) => n + m.length + id.length + 6, 0)
   let leftover: KeyState | null = null
@@ -126,7 +128,8 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     ...(core.reclaim.hasBase ? {} : { alloc: false as const }),
     ...(attest === undefined || attest.length === 0 ? {} : { attest }),
     ...(estates.length === 0 ? {} : { estates }),
-    ...(estateMarks.length === 0 ? {} : { estateMarks })
+    ...(estateMarks.length === 0 ? {} : { estateMarks }),
+    ...(deadApplied.length === 0 ? {} : { deadApplied })
   }
   return { msg, leftover }
 }

@@ -336,6 +336,8 @@ export class Heir {
     this.log.push({ node: d, inc: r.inc, tokens, credits, epoch: est.epoch, marks: est.marks })
     // Our grants in flight to D, and everyone's: the copy's marks say which its books hold (estate-marks.ts).
     if (est.epoch !== null) c.reclaim.marks.announce(d, est.epoch, est.marks, nowMs)
+    // D's grants in the copy that their receivers never applied: taken back as the receivers report (estate-returns.ts).
+    if (est.epoch !== null) c.reclaim.returns.inherited(d, est.epoch, est.sent, nowMs)
   }
 
   /**

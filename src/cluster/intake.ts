@@ -54,6 +54,7 @@ export function onGossip (c: ClusterCore, g: Gossip, from: string, nowMs: number
   if (g.attest !== undefined && p.sameCluster) c.reclaim.onAttest(g.node, g.attest, nowMs)
   if (g.estates !== undefined && p.sameCluster) c.heir.onEstates(g.node, g.estates)
   if (g.estateMarks !== undefined && p.sameCluster) c.reclaim.marks.onMarks(g.node, g.estateMarks, nowMs)
+  if (g.deadApplied !== undefined && p.sameCluster) c.reclaim.returns.onReports(g.node, g.epoch, g.deadApplied, nowMs)
   if (g.heard !== undefined && p.sameCluster) echoed(c, g.node, g.heard, g.attest, nowMs)
   return verdict
 }

@@ -40,6 +40,9 @@
  * batch that credits it, and its applied marks (`marks`) in checkpoints: any
  * prefix of the journal is then a consistent cut, whose books hold exactly
  * the grants up to its marks (a heir tells the givers: estate-marks.ts).
+ * And, in the batch that holds a give, `["sent", [to, toEpoch, seq], key,
+ * n]` for its grant, and its unacked grants (`sent`) in checkpoints: a heir
+ * takes back those their receivers never applied (estate-returns.ts).
  */
 import type { RuleConfig } from '../config/types.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
@@ -79,6 +82,8 @@ export interface JournalCheckpoint {
    * under these homes.
    */
   inherited?: Array<[node: string, inc: number, calMs: number]>
+  /** Its unacked grants when it was written (for a heir only): [receiver, receiver epoch, seq, key, tokens]. */
+  sent?: SentEntry[]
   /** The applied marks when it was written (for a heir only): [giver, giver epoch, highest seq applied]. */
   marks?: Array<[giver: string, epoch: string, seq: number]>
   /** Other seeds' inheritances heard here (heir.ts `known`): [dead seed, its heir, the incarnation inherited]. */
@@ -98,6 +103,9 @@ export interface JournalWrite {
   sync: boolean
 }
 
+/** One item of a grant this node gave: [receiver, receiver epoch, seq, key, tokens] (estate-returns.ts). */
+export type SentEntry = [to: string, toEpoch: string, seq: number, key: string, n: number]
+
 /** [node, epoch]: the peer account a books change came from or went to. */
 export type PeerAccount = readonly [node: string, epoch: string]
 
@@ -109,6 +117,8 @@ export class BooksJournal {
   private pendingCopy = new Map<string, number>()
   /** `${giver}\0${giverEpoch}` -> the applied mark, for the batch that credits its grants. */
   private pendingMarks = new Map<string, number>()
+  /** The grants given since the last take() (a heir only reads them). */
+  private pendingSent: SentEntry[] = []
   private syncNeeded = false
   private batches = 0
   /** The next take() writes a checkpoint (at start and after a rule change). */
@@ -155,6 +165,16 @@ export class BooksJournal {
     if (seq > (this.pendingMarks.get(id) ?? 0)) this.pendingMarks.set(id, seq)
   }
 
+  /**
+   * A grant was made (a heir only reads it: estate-returns.ts): written in
+   * the batch that holds its give, so a copy that has the give names the
+   * grant.
+   */
+  sent (to: string, toEpoch: string, seq: number, items: ReadonlyArray<readonly [string, number, number]>): void {
+    if (!this.enabled) return
+    for (const [key, n] of items) this.pendingSent.push([to, toEpoch, seq, key, n])
+  }
+
   /** Whether a give is waiting to be made durable. */
   get mustSync (): boolean {
     return this.syncNeeded
@@ -175,11 +195,12 @@ export class BooksJournal {
       this.pendingPeers.clear()
       this.pendingCopy.clear()
       this.pendingMarks.clear()
+      this.pendingSent = []
       this.syncNeeded = false
       return { checkpoint: JSON.stringify(checkpoint()), batch: null, sync }
     }
-    if (this.pending.size === 0 && this.pendingPeers.size === 0 && this.pendingCopy.size === 0 && this.pendingMarks.size === 0) return null
-    const entries: Array<[string, number] | [string, string, number] | [string, string, string, number] | MarkEntry> = [...this.pending]
+    if (this.pending.size === 0 && this.pendingPeers.size === 0 && this.pendingCopy.size === 0 && this.pendingMarks.size === 0 && this.pendingSent.length === 0) return null
+    const entries: Array<[string, number] | [string, string, number] | [string, string, string, number] | MarkEntry | SentBatchEntry> = [...this.pending]
     for (const [id, n] of this.pendingPeers) {
       const [node, epoch, key] = id.split('\u0000')
       entries.push([node, epoch, key, n])
@@ -192,12 +213,14 @@ export class BooksJournal {
       const [giver, epoch] = id.split('\u0000')
       entries.push(['mark', [giver, epoch], seq])
     }
+    for (const [to, toEpoch, seq, key, n] of this.pendingSent) entries.push(['sent', [to, toEpoch, seq], key, n])
     const batch = JSON.stringify(entries)
     const sync = this.syncNeeded
     this.pending.clear()
     this.pendingPeers.clear()
     this.pendingCopy.clear()
     this.pendingMarks.clear()
+    this.pendingSent = []
     this.syncNeeded = false
     this.batches++
     return { checkpoint: null, batch, sync }
@@ -220,6 +243,8 @@ export interface Replayed {
   reserved: Map<string, { ceiling: number, given: number }>
   /** `${giver}\0${giverEpoch}` -> the highest grant seq whose credit these books hold. */
   marks: Map<string, number>
+  /** The grants it gave that the text names: `${to}\0${toEpoch}` -> seq -> [key, tokens] items. */
+  sent: Map<string, Map<number, Array<[string, number]>>>
   /** A torn last line was ignored. */
   torn: boolean
 }
@@ -265,12 +290,23 @@ export function replayJournal (text: string, where: string, node: string, cluste
     if (seq > (marks.get(id) ?? 0)) marks.set(id, seq)
   }
   for (const [giver, epoch, seq] of checkpoint.marks ?? []) addMark(giver, epoch, seq)
+  const sent = new Map<string, Map<number, Array<[string, number]>>>()
+  const addSent = (to: string, toEpoch: string, seq: number, key: string, n: number): void => {
+    const id = `${to}\u0000${toEpoch}`
+    let bySeq = sent.get(id)
+    if (bySeq === undefined) sent.set(id, bySeq = new Map())
+    let items = bySeq.get(seq)
+    if (items === undefined) bySeq.set(seq, items = [])
+    items.push([key, n])
+  }
+  for (const [to, toEpoch, seq, key, n] of checkpoint.sent ?? []) addSent(to, toEpoch, seq, key, n)
   for (let i = 1; i < parsed.length; i++) {
     const batch = parsed[i]
     if (!Array.isArray(batch)) bad(where, `line ${i + 1}`, 'is not a batch of deltas')
     for (const r of batch) {
       if (isPeerEntry(r)) { addPeer(r[0], r[1], r[2], r[3]); continue }
       if (isMarkEntry(r)) { addMark(r[1][0], r[1][1], r[2]); continue }
+      if (isSentEntry(r)) { addSent(r[1][0], r[1][1], r[1][2], r[2], r[3]); continue }
       if (isCopyEntry(r)) {
         const e = reserved.get(r[1]) ?? { ceiling: 0, given: 0 }
         if (r[0] === 'gave') e.given += r[2]
@@ -278,13 +314,13 @@ export function replayJournal (text: string, where: string, node: string, cluste
         reserved.set(r[1], e)
         continue
       }
-      if (!isEntry(r)) bad(where, `line ${i + 1}`, 'holds an entry that is not [key, number], [node, epoch, key, number], [gave|ceil, key, number] or [mark, [giver, epoch], seq]')
+      if (!isEntry(r)) bad(where, `line ${i + 1}`, 'holds an entry that is not [key, number], [node, epoch, key, number], [gave|ceil, key, number], [mark, [giver, epoch], seq] or [sent, [to, epoch, seq], key, number]')
       const e = books.get(r[0])
       if (e === undefined) books.set(r[0], { base: undefined, delta: r[1] })
       else e.delta += r[1]
     }
   }
-  return { checkpoint, books, peers, reserved, marks, torn }
+  return { checkpoint, books, peers, reserved, marks, sent, torn }
 }
 
 function checkCheckpoint (v: unknown, where: string): JournalCheckpoint {
@@ -302,6 +338,7 @@ function checkCheckpoint (v: unknown, where: string): JournalCheckpoint {
   if (o.gen !== undefined && !Number.isSafeInteger(o.gen)) bad(where, 'gen', 'must be a whole number')
   if (o.inherited !== undefined && (!Array.isArray(o.inherited) || !o.inherited.every(isInherited))) bad(where, 'inherited', 'must be a list of [node, inc, calMs]')
   if (o.marks !== undefined && (!Array.isArray(o.marks) || !o.marks.every(isMark))) bad(where, 'marks', 'must be a list of [giver, epoch, seq]')
+  if (o.sent !== undefined && (!Array.isArray(o.sent) || !o.sent.every(isSent))) bad(where, 'sent', 'must be a list of [to, epoch, seq, key, number]')
   if (o.estates !== undefined && (!Array.isArray(o.estates) || !o.estates.every(isEstate))) bad(where, 'estates', 'must be a list of [node, home, inc]')
   return o as unknown as JournalCheckpoint
 }
@@ -327,6 +364,18 @@ function isMarkEntry (r: unknown): r is MarkEntry {
 
 function isMark (r: unknown): r is [string, string, number] {
   return Array.isArray(r) && r.length === 3 && typeof r[0] === 'string' && typeof r[1] === 'string' && Number.isSafeInteger(r[2]) && (r[2] as number) >= 0
+}
+
+type SentBatchEntry = ['sent', [to: string, toEpoch: string, seq: number], key: string, n: number]
+
+function isSentEntry (r: unknown): r is SentBatchEntry {
+  return Array.isArray(r) && r.length === 4 && r[0] === 'sent' && Array.isArray(r[1]) && r[1].length === 3 && typeof r[1][0] === 'string' &&
+    typeof r[1][1] === 'string' && Number.isSafeInteger(r[1][2]) && typeof r[2] === 'string' && typeof r[3] === 'number' && Number.isFinite(r[3])
+}
+
+function isSent (r: unknown): r is SentEntry {
+  return Array.isArray(r) && r.length === 5 && typeof r[0] === 'string' && typeof r[1] === 'string' && Number.isSafeInteger(r[2]) &&
+    typeof r[3] === 'string' && typeof r[4] === 'number' && Number.isFinite(r[4])
 }
 
 function isCopyEntry (r: unknown): r is ['gave' | 'ceil', string, number] {

@@ -267,6 +267,23 @@ export class Ledger {
   }
 
   /** Receivers with an outbox here, as [to, toEpoch], and their unacked tokens per key. */
+  /** Every unacked grant's items, one entry per item: [receiver, receiver epoch, seq, key, tokens] (a journal checkpoint's `sent`). */
+  unackedItems (): Array<[string, string, number, string, number]> {
+    const out: Array<[string, string, number, string, number]> = []
+    for (const box of this.out.values()) for (const { grant } of box.grants) for (const [k, n] of grant.items) out.push([box.to, box.toEpoch, grant.seq, k, n])
+    return out
+  }
+
+  /** The epochs of `giver` whose grants this node has applied (their marks: a settled seed's, for its heir). */
+  appliedEpochs (giver: string): string[] {
+    const out: string[] = []
+    for (const id of this.applied.keys()) {
+      const i = id.lastIndexOf('/')
+      if (id.slice(0, i) === giver) out.push(id.slice(i + 1))
+    }
+    return out
+  }
+
   unackedByReceiver (): Array<[string, string, Map<string, number>]> {
     const out: Array<[string, string, Map<string, number>]> = []
     for (const box of this.out.values()) {

@@ -132,7 +132,17 @@ export interface Gossip {
    * alive peers in each message; at most `maxPeers`.
    */
   estateMarks?: EstateMark[]
+  /**
+   * A survivor's final applied marks of seeds it settled lately
+   * (estate-returns.ts): [dead seed, its epoch, highest seq of its grants
+   * applied here]. The dead seed's heir takes back its grants above them. At
+   * most `maxPeers`.
+   */
+  deadApplied?: DeadApplied[]
 }
+
+/** [dead seed, its epoch, seq] (see Gossip.deadApplied). */
+export type DeadApplied = [dead: string, deadEpoch: string, seq: number]
 
 /** [dead seed, its epoch, giver, giver epoch, seq] (see Gossip.estateMarks). */
 export type EstateMark = [dead: string, deadEpoch: string, giver: string, giverEpoch: string, seq: number]
@@ -324,13 +334,20 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
           const t = tuple(e, 5, 'estate mark')
           return [name(t[0], 'mark dead'), name(t[1], 'mark dead epoch'), name(t[2], 'mark giver'), name(t[3], 'mark giver epoch'), seq(t[4], 'mark seq')] as EstateMark
         })
+      const deadApplied = m.deadApplied === undefined || m.deadApplied === null
+        ? undefined
+        : list(m.deadApplied, b.maxPeers, 'deadApplied').map(e => {
+          const t = tuple(e, 3, 'dead applied entry')
+          return [name(t[0], 'applied dead'), name(t[1], 'applied dead epoch'), seq(t[2], 'applied seq')] as DeadApplied
+        })
       return {
         v: CLUSTER_VERSION, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),
         pending, carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, acks, ...(m.leaving === true ? { leaving: true } : {}),
         ...(m.fenced === true ? { fenced: true } : {}), ...(heard === undefined ? {} : { heard }),
         ...(m.alloc === false ? { alloc: false as const } : {}), ...(attest === undefined || attest.length === 0 ? {} : { attest }),
         ...(estates === undefined || estates.length === 0 ? {} : { estates }),
-        ...(estateMarks === undefined || estateMarks.length === 0 ? {} : { estateMarks })
+        ...(estateMarks === undefined || estateMarks.length === 0 ? {} : { estateMarks }),
+        ...(deadApplied === undefined || deadApplied.length === 0 ? {} : { deadApplied })
       }
     }
     case 'want':

@@ -94,7 +94,7 @@ export function journalCheckpoint (core: ClusterCore): JournalCheckpoint {
     rules: core.limiter.rules.map(r => r.config),
     keys,
     reserved: core.replication.reserved(),
-    ...(core.replication.enabled ? { marks: core.ledger.acks(core.currentEpochs()) } : {}),
+    ...(core.replication.enabled ? { marks: core.ledger.acks(core.currentEpochs()), sent: core.ledger.unackedItems() } : {}),
     peers: core.reclaim.held(),
     inherited: core.heir.saved(),
     estates: core.heir.known(),

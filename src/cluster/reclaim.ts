@@ -43,6 +43,7 @@ import { booksOf, deferredTotal, ext } from './key-ext.js'
 import type { PeerAccount } from './journal.js'
 import { Carrier } from './carrier.js'
 import { EstateMarks } from './estate-marks.js'
+import { EstateReturns } from './estate-returns.js'
 import type { AttestEntry } from './messages.js'
 import { horizonAt } from './recovery.js'
 
@@ -70,6 +71,8 @@ export class Reclaim {
   readonly carrier: Carrier
   /** Our unacked grants to dead seeds, waiting for their heirs' marks; a heir's marks to gossip (estate-marks.ts). */
   readonly marks: EstateMarks
+  /** Dead seeds' grants their receivers never applied: our final marks to gossip; a heir's to take back (estate-returns.ts). */
+  readonly returns: EstateReturns
   /** The books dropped were a seed's share (its heir inherits them): the simulator's audit reads it. */
   droppedShare = false
   readonly counters = { settlements: 0, tokensSettled: 0 }
@@ -88,6 +91,7 @@ export class Reclaim {
     this.startMs = startMs
     this.carrier = new Carrier(core.node, core.fence.quorum, core.carries.length)
     this.marks = new EstateMarks(core)
+    this.returns = new EstateReturns(core)
   }
 
   /** This account holds a pre-allocated share: it may relay, and is never attested. */
@@ -113,6 +117,7 @@ export class Reclaim {
   /** Each housekeeping tick: a voter attests the silent peers without a share, and counts its own word. */
   update (nowMs: number): void {
     this.marks.update(nowMs)
+    this.returns.update(nowMs)
     if (!this.voting) return
     this.attestSilent(nowMs)
     this.onAttest(this.c.node, this.list(nowMs) ?? [], nowMs)
@@ -302,6 +307,8 @@ export class Reclaim {
     const live = p !== undefined && p.inc > inc ? p.epoch : undefined
     const epochs = new Set<string>([...c.positions.accounts(node).keys(), ...c.ledger.epochsOf(node), ...(this.restored.get(node)?.keys() ?? [])])
     epochs.delete(live as string)
+    // Our applied marks of its grants are final from now on (they are refused): its heir takes back those above them.
+    this.returns.settled(node, p !== undefined && p.inc <= inc ? p.epoch : undefined, nowMs)
     for (const e of epochs) {
       const held = new Map<string, number>()
       for (const [k, n] of c.positions.accounts(node).get(e) ?? []) held.set(k, (held.get(k) ?? 0) + n)
@@ -414,6 +421,7 @@ export class Reclaim {
       reclaimed: this.reclaimed,
       droppedCarried: this.droppedCarried,
       inFlightToDeadSeeds: this.marks.status(),
+      inFlightFromDeadSeeds: this.returns.status(),
       ...this.counters
     }
   }

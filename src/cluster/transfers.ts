@@ -102,7 +102,10 @@ export class Transfers {
     c.journal.record(ks.key, -moved, true, [p.name, p.epoch])
     c.replication.gave(c.journal, ks.key, moved, ks.rule.stock, booksOf(ks), nowMs)
     c.active.add(ks)
-    return c.ledger.grant(p.name, p.epoch, [[ks.key, moved, at]], nowMs)
+    const g = c.ledger.grant(p.name, p.epoch, [[ks.key, moved, at]], nowMs)
+    // For a heir: the grant, in the batch that holds its give, so that it can take it back if p never applies it.
+    if (c.replication.enabled) c.journal.sent(g.to, g.toEpoch, g.seq, g.items)
+    return g
   }
 
   /** Give, and send the grant as a request of ours (a push: return-home, handoff). */

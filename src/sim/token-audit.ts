@@ -97,6 +97,7 @@ export class TokenAudit {
   born (core: ClusterCore): void {
     this.everCores.push(core)
     core.reclaim.marks.onTakeBack = g => this.estateTakeBack(g)
+    core.reclaim.returns.onReturn = (_d, deadEpoch, _to, toEpoch, seq) => this.estateReturn(deadEpoch, toEpoch, seq)
     this.live.set(core.epoch, core)
     this.disk.delete(core.node)
     // A restart of a seed already inherited carries books its heir holds now: they are the heir's until it drops them.
@@ -246,7 +247,7 @@ export class TokenAudit {
     for (const [id, r] of this.open) {
       if (r.toEpoch !== core.epoch) continue
       // What it applied is in its books; what it did not can never be applied now.
-      if (core.ledger.appliedFrom(r.giver, r.giverEpoch) < r.seq) this.strand(r.items)
+      if (core.ledger.appliedFrom(r.giver, r.giverEpoch) < r.seq) this.strand(r.items, id)
       else this.applied += sum(r.items)
       this.open.delete(id)
       this.settled.add(id)
@@ -271,8 +272,36 @@ export class TokenAudit {
     if (core.limiter.allocate) this.frozen.set(core.node, rulesOf(core))
   }
 
-  private strand (items: Grant['items']): void {
+  private strand (items: Grant['items'], id: string): void {
     for (const [k, n] of items) add(this.stranded, k, n)
+    this.strandedIds.set(id, items)
+  }
+
+  /** Grants settled as never applied (their tokens are in `stranded`): a heir may take them back (estate-returns.ts). */
+  private readonly strandedIds = new Map<string, Grant['items']>()
+
+  /**
+   * A heir took back a dead seed's grant that its receiver says it never
+   * applied (estate-returns.ts): if that is so, its tokens leave `stranded`
+   * (or were counted there while it was open) for the heir's books. If the
+   * receiver had applied it, nothing leaves: the tokens count twice, and
+   * the run fails as tokens created.
+   */
+  private estateReturn (giverEpoch: string, toEpoch: string, seq: number): void {
+    const id = TokenAudit.id({ giverEpoch, toEpoch, seq })
+    const r = this.open.get(id)
+    if (r !== undefined) {
+      // Open: counted stranded by account() (its giver is dead, no copy is in the network) or in transit; applied never.
+      const to = this.live.get(r.toEpoch)
+      if (to !== undefined && to.ledger.appliedFrom(r.giver, r.giverEpoch) >= r.seq) return
+      this.open.delete(id)
+      this.settled.add(id)
+      return
+    }
+    const items = this.strandedIds.get(id)
+    if (items === undefined) return
+    this.strandedIds.delete(id)
+    for (const [k, n] of items) add(this.stranded, k, -n)
   }
 
   /**
@@ -291,7 +320,7 @@ export class TokenAudit {
         this.settled.add(id)
       } else if (to === undefined && !this.live.has(r.giverEpoch) && r.copies === 0) {
         // Its receiver is gone without applying it: stranded. (died() settles those too.)
-        this.strand(r.items)
+        this.strand(r.items, id)
         this.open.delete(id)
         this.settled.add(id)
       }

@@ -8,7 +8,7 @@
  * with a message.
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -60,7 +60,12 @@ export function startQuotad (args: string[], env?: Record<string, string>): Proc
   live.add(child)
   child.on('exit', () => live.delete(child))
   let err = ''
-  child.stderr?.on('data', (b: Buffer) => { err += b.toString() })
+  const logTo = process.env.QD_TEST_LOGS
+  if (logTo !== undefined) appendFileSync(join(logTo, `quotad-${String(child.pid)}.log`), `${new Date().toISOString()} ${JSON.stringify(args)} ${JSON.stringify(env ?? {})}\n`)
+  child.stderr?.on('data', (b: Buffer) => {
+    err += b.toString()
+    if (logTo !== undefined) appendFileSync(join(logTo, `quotad-${String(child.pid)}.log`), b)
+  })
   child.stdout?.on('data', () => {})
   const exited = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>(resolve => {
     child.on('exit', (code, signal) => resolve({ code, signal }))

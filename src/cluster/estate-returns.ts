@@ -1,0 +1,166 @@
+/**
+ * Grants in flight *from* a seed that died for good: taken back by its heir
+ * (the mirror of estate-marks.ts, which settles the grants in flight *to*
+ * it).
+ *
+ * A seed D gives (debits its books, journals the give) before its grant
+ * leaves, and the grant stays in its ledger until the receiver acks it. If
+ * D dies meanwhile, a receiver L that has not applied the grant refuses it
+ * from its settlement of D on (reclaim.ts settleSeed): the tokens are in no
+ * one's books. That used to be lost for good, and under load it is not a
+ * grant or two: an asker whose want replies arrive after its timeout asks
+ * again, and D gives again, so D's books drain into its ledger (on real
+ * processes at a load average of 14, 160 of a 300-token stock were lost
+ * this way; `test/sim-estate-returns.test.ts` reproduces it).
+ *
+ * D's journal names each grant in the batch that holds its give (`sent`
+ * entries; checkpoints list the unacked ones), so a copy that has a give
+ * names its grant. Every survivor L, when it settles D, reads its applied
+ * mark for each of D's epochs, which can never rise again (D's grants are
+ * refused from then on), and gossips it for `waitMs` (`deadApplied`:
+ * [D, D's epoch, seq]). The heir, for each grant in the copy it credited
+ * from D to L's current epoch, takes back those above L's mark: a credit
+ * deferred to the rule's horizon, and, since the copy counted the grant as
+ * held by L (`peers`), L holds that much less of the heir's tokens.
+ *
+ * Why nothing is counted twice: a grant above L's final mark was never
+ * applied by that incarnation of L, nor can it be; the copy's books have its
+ * give, so the estate lacks its tokens; only the heir takes it back, once
+ * (the pending grants go at the first report). A give after the copy's end
+ * is not named and is not taken back: it is under the copy's reservation,
+ * which the heir's credit deducts already (estate.ts).
+ */
+import type { ClusterCore } from './cluster-core.js'
+import { ext } from './key-ext.js'
+import type { DeadApplied } from './messages.js'
+import { horizonAt } from './recovery.js'
+
+/** Reports kept per gossip, at most (the parser's bound, maxPeers, is higher). */
+export const MAX_APPLIED_PER_GOSSIP = 64
+
+interface Pending {
+  dead: string
+  epoch: string
+  /** `${to}\0${toEpoch}` -> seq -> items, of the copy's grants not yet decided. */
+  sent: Map<string, Map<number, Array<[string, number]>>>
+  until: number
+}
+
+export class EstateReturns {
+  private readonly c: ClusterCore
+  /** Survivor: `${dead}\0${epoch}` -> our final applied mark of its grants, gossiped until `until`. */
+  private readonly reports = new Map<string, { dead: string, epoch: string, seq: number, until: number }>()
+  /** Heir: the copies' grants waiting for their receivers' reports. */
+  private readonly pending: Pending[] = []
+  /** Per key: tokens taken back (the simulator's audits read it). */
+  readonly returned = new Map<string, number>()
+  readonly counters = { tokensReturned: 0, grantsReturned: 0 }
+  /** Told of each grant taken back: [dead, dead epoch, to, to epoch, seq] (the simulator's token audit checks it). */
+  onReturn: ((dead: string, deadEpoch: string, to: string, toEpoch: string, seq: number, items: ReadonlyArray<[string, number]>) => void) | null = null
+
+  constructor (core: ClusterCore) {
+    this.c = core
+  }
+
+  /** How long reports are gossiped and a heir waits for them (as the marks: estate-marks.ts). */
+  get waitMs (): number {
+    return this.c.reclaim.marks.waitMs
+  }
+
+  /**
+   * Survivor, settling dead seed `node` (before its marks go, reclaim.ts
+   * markSettled): its grants are refused from now on, so our applied mark
+   * of each of its epochs is final. Reported only where it is known: an
+   * epoch we hold a mark for, or `current`, the epoch our peer table has
+   * for it (its marks are dropped only at its settlement). The marks of an
+   * epoch that ended before (a newer incarnation was heard) are gone, and
+   * 0 would be a lie: the heir would take back grants we applied (the
+   * simulator's heal-settle, a zombie seed restarted before some survivor
+   * settled it, created 19 tokens that way).
+   */
+  settled (node: string, current: string | undefined, nowMs: number): void {
+    const c = this.c
+    const all = new Set(c.ledger.appliedEpochs(node))
+    if (current !== undefined) all.add(current)
+    for (const e of all) {
+      const seq = c.ledger.appliedFrom(node, e)
+      this.reports.set(`${node}\u0000${e}`, { dead: node, epoch: e, seq, until: nowMs + this.waitMs })
+    }
+  }
+
+  /** For gossip: our final marks of dead seeds' grants, while they last. */
+  take (nowMs: number): DeadApplied[] {
+    const out: DeadApplied[] = []
+    for (const [id, r] of this.reports) {
+      if (r.until <= nowMs) { this.reports.delete(id); continue }
+      if (out.length < MAX_APPLIED_PER_GOSSIP) out.push([r.dead, r.epoch, r.seq])
+    }
+    return out
+  }
+
+  /** Heir, after crediting dead seed `dead`'s copy: its grants wait for their receivers' marks; ours are decided now. */
+  inherited (dead: string, epoch: string, sent: Map<string, Map<number, Array<[string, number]>>>, nowMs: number): void {
+    if (sent.size === 0) return
+    const p: Pending = { dead, epoch, sent, until: nowMs + this.waitMs }
+    this.pending.push(p)
+    const own = this.reports.get(`${dead}\u0000${epoch}`)
+    if (own !== undefined) this.decide(p, this.c.node, this.c.epoch, own.seq, nowMs)
+  }
+
+  /** A gossip's reports, from `from` (its epoch `fromEpoch`): its applied marks of dead seeds' grants. */
+  onReports (from: string, fromEpoch: string, entries: readonly DeadApplied[], nowMs: number): void {
+    if (this.pending.length === 0) return
+    for (const [dead, epoch, seq] of entries) {
+      for (const p of this.pending) if (p.dead === dead && p.epoch === epoch) this.decide(p, from, fromEpoch, seq, nowMs)
+    }
+  }
+
+  /** The grants of `p` to (to, toEpoch): those above `mark` are taken back. */
+  private decide (p: Pending, to: string, toEpoch: string, mark: number, nowMs: number): void {
+    const id = `${to}\u0000${toEpoch}`
+    const bySeq = p.sent.get(id)
+    if (bySeq === undefined) return
+    p.sent.delete(id)
+    const c = this.c
+    const cal = c.calendar.at(nowMs)
+    const skew = c.tuning.maxClockSkewMs
+    for (const [seq, items] of bySeq) {
+      if (seq <= mark) continue
+      this.onReturn?.(p.dead, p.epoch, to, toEpoch, seq, items)
+      this.counters.grantsReturned++
+      for (const [k, n] of items) {
+        let ks
+        try {
+          ks = c.limiter.existing(k) ?? c.limiter.keyState(k, 1, nowMs)
+        } catch {
+          c.ledger.stranded += n
+          continue
+        }
+        // Deferred like the rest of the estate (the heir credits nothing of it before the horizon).
+        ;(ext(ks).deferred ??= []).push([n, horizonAt(ks.rule.config, cal, skew)])
+        c.journal.record(k, n, false)
+        c.active.add(ks)
+        // The copy counted it as held by the receiver (its `peers`, now the heir's): it never got there.
+        if (to !== c.node) c.reclaim.restore(to, toEpoch, k, n)
+        this.returned.set(k, (this.returned.get(k) ?? 0) + n)
+        this.counters.tokensReturned += n
+      }
+    }
+    // What it holds of the receiver's tokens goes to disk with the credit (the checkpoint's `peers`).
+    c.journal.checkpointNeeded = true
+  }
+
+  /** Housekeeping: pending copies whose receivers never reported are dropped (those grants stay lost). */
+  update (nowMs: number): void {
+    for (let i = this.pending.length - 1; i >= 0; i--) {
+      const p = this.pending[i]
+      if (p.sent.size === 0 || p.until <= nowMs) this.pending.splice(i, 1)
+    }
+  }
+
+  status (): Record<string, unknown> {
+    let waiting = 0
+    for (const p of this.pending) waiting += p.sent.size
+    return { reporting: this.reports.size, waitingReceivers: waiting, ...this.counters }
+  }
+}

@@ -1,6 +1,6 @@
 import test from 'ava'
 import { Limiter, type Waiter } from '../src/core/limiter.js'
-import { initialShare, homeNode } from '../src/core/share.js'
+import { hash32, initialShare, homeNode } from '../src/core/share.js'
 import { ManualClock } from '../src/clock.js'
 import type { Decision } from '../src/core/types.js'
 import type { QuotadError } from '../src/errors.js'
@@ -222,6 +222,24 @@ test('shares: a glob key starts whole at one home node, spread across nodes', t 
     t.is(seeds.reduce((n, s) => n + initialShare(20, true, key, s, seeds), 0), 20)
   }
   for (const s of seeds) t.true((homes.get(s) ?? 0) > 800, `${s} is home to about a third`)
+})
+
+test('shares: homes are remembered per seed list, and always what rendezvous hashing gives', t => {
+  // The rendezvous choice, written out: the highest hash32(seed + NUL + key), ties by name.
+  const fresh = (key: string, seeds: readonly string[]): string =>
+    [...seeds].sort().reduce((best, s) => hash32(s + '\u0000' + key) > hash32(best + '\u0000' + key) ? s : best)
+  const three = ['a', 'b', 'c']
+  const four = ['a', 'b', 'c', 'd']
+  // Past the cache's bound (8192 keys), so it is cleared and filled again on the way.
+  for (let i = 0; i < 20_000; i++) {
+    const key = `k:${i % 10_000}`
+    t.is(homeNode(key, three), fresh(key, three))
+    t.is(homeNode(key, four), fresh(key, four), 'another list is another cache')
+  }
+  t.is(initialShare(9, false, 'k', 'b', three), 3)
+  t.is(initialShare(10, false, 'k', 'a', three), 4, 'the first seed of the sorted list gets the extra token')
+  t.is(initialShare(10, false, 'k', 'd', three), 0, 'not a seed of this list')
+  t.is(initialShare(10, false, 'k', 'd', four), 2)
 })
 
 test('a node of a 3-seed cluster enforces only its own share', t => {

@@ -29,8 +29,24 @@ export function hash32 (s: string): number {
   return h >>> 0
 }
 
+/**
+ * Per seed list (by identity: a node's list never changes once built), the
+ * homes found so far and each seed's position. A glob key's home is asked
+ * for on every view of a peer without a line for it (cluster-view.ts) and
+ * by the simulator's audit for every node and key: hashing every seed each
+ * time made that O(seeds) per question, O(N^2) per key at 200 nodes. The
+ * home map is bounded: cleared when it reaches HOME_CACHE_MAX keys.
+ */
+const homes = new WeakMap<readonly string[], Map<string, string | undefined>>()
+const positions = new WeakMap<readonly string[], Map<string, number>>()
+const HOME_CACHE_MAX = 8192
+
 /** The seed that owns `key` under rendezvous hashing. Ties break by name. */
 export function homeNode (key: string, seeds: readonly string[]): string | undefined {
+  let cache = homes.get(seeds)
+  if (cache === undefined) homes.set(seeds, cache = new Map())
+  const known = cache.get(key)
+  if (known !== undefined || cache.has(key)) return known
   let best: string | undefined
   let bestScore = -1
   for (const node of seeds) {
@@ -40,7 +56,20 @@ export function homeNode (key: string, seeds: readonly string[]): string | undef
       bestScore = score
     }
   }
+  if (cache.size >= HOME_CACHE_MAX) cache.clear()
+  cache.set(key, best)
   return best
+}
+
+/** A seed's position in the list (-1: not a seed), without a scan per question. */
+function seedIndex (node: string, seeds: readonly string[]): number {
+  let m = positions.get(seeds)
+  if (m === undefined) {
+    m = new Map()
+    for (let i = seeds.length - 1; i >= 0; i--) m.set(seeds[i], i)
+    positions.set(seeds, m)
+  }
+  return m.get(node) ?? -1
 }
 
 /** Dead seed -> the seed that inherited it (heir.ts). */
@@ -56,7 +85,7 @@ export function homeOf (key: string, seeds: readonly string[], homes?: Homes): s
 
 /** This node's starting share of `stock` for a key (`homes`: the dead seeds' heirs, for glob keys). */
 export function initialShare (stock: number, glob: boolean, key: string, node: string, seeds: readonly string[], homes?: Homes): number {
-  const i = seeds.indexOf(node)
+  const i = seedIndex(node, seeds)
   if (i < 0) return 0
   if (glob) return homeOf(key, seeds, homes) === node ? stock : 0
   const n = seeds.length

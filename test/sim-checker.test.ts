@@ -20,6 +20,11 @@ test('an honest cluster passes', t => {
   t.deepEqual(r.failures, [])
   t.true(r.ok)
   t.true(r.cluster.admitted > 100)
+  // The traffic breakdown by message type adds up to the totals.
+  const types = Object.values(r.traffic)
+  t.true(['gossip', 'want', 'jrep', 'jack'].every(k => k in r.traffic), Object.keys(r.traffic).join(','))
+  t.true(Math.abs(types.reduce((s, x) => s + x.bytesPerNodeSec, 0) - r.bytesPerNodeSec) < 1e-6)
+  t.true(Math.abs(types.reduce((s, x) => s + x.messagesPerNodeSec, 0) - r.messagesPerNodeSec) < 1e-6)
 })
 
 test('a token created out of thin air fails conservation, and spending it fails the oracle', t => {

@@ -13,7 +13,9 @@
  *   for 3 bins of 100 ms in a row (bins where the central limiter admits
  *   nothing of h, its stock being spent, are skipped).
  * - control traffic: bytes and messages each node sent (a gossip counted
- *   once, as published), per node per second of the run.
+ *   once, as published), per node per second of the run; and the same per
+ *   message type (`traffic`: want, grant, none, jrep, jack, gossip, ...), so
+ *   that a change aimed at one kind of message can be judged by it.
  */
 import type { Arrival, HotMove } from './types.js'
 import type { VirtualCluster } from './virtual-cluster.js'
@@ -38,6 +40,8 @@ export interface Figures {
   messagesPerNodeSec: number
   /** Bytes each node received per second (every peer's gossip reaches it). */
   recvBytesPerNodeSec: number
+  /** Sent per node per second, by message type (`t`); the types' sums are the two figures above. */
+  traffic: Record<string, { messagesPerNodeSec: number, bytesPerNodeSec: number }>
   stranded: number
   /** Tokens moved by applied grants. */
   transferred: number
@@ -134,6 +138,8 @@ export function figures (inp: FigureInput): Figures {
     bytesPerNodeSec: bytes / nodes / seconds,
     messagesPerNodeSec: msgs / nodes / seconds,
     recvBytesPerNodeSec: recv / nodes / seconds,
+    traffic: Object.fromEntries([...inp.vc.traffic].sort((a, b) => b[1].bytes - a[1].bytes)
+      .map(([t, e]) => [t, { messagesPerNodeSec: e.messages / nodes / seconds, bytesPerNodeSec: e.bytes / nodes / seconds }])),
     stranded,
     transferred: inp.vc.audit.applied
   }

@@ -23,7 +23,7 @@ export interface SimNet {
   mono: (name: string) => number
   at: (t: number, f: () => void) => void
   transmit: (from: string, to: string, bytes: Uint8Array, deliver: () => void) => void
-  count: (from: string, bytes: number) => void
+  count: (from: string, bytes: number, type: string) => void
 }
 
 export class SimReplication {
@@ -44,7 +44,7 @@ export class SimReplication {
     const settle = once(sender, core)
     net.at(net.now + core.tuning.wantTimeoutMs, () => { if (settle()) core.replication.onFailed(to, net.mono(sender.name)) })
     const bytes = packr.pack(msg)
-    net.count(sender.name, bytes.length)
+    net.count(sender.name, bytes.length, msg.t)
     net.transmit(sender.name, to, bytes, () => {
       const target = net.nodes.get(to)
       const tc = target?.core
@@ -58,8 +58,9 @@ export class SimReplication {
         target.replicas.set(c.writer, c.kind === 'replace' ? c.text : (target.replicas.get(c.writer) ?? '') + c.text)
         tc.replicas?.commit(c)
       }
-      const back = packr.pack(tc.journalAck(m.node))
-      net.count(to, back.length)
+      const ack = tc.journalAck(m.node)
+      const back = packr.pack(ack)
+      net.count(to, back.length, ack.t)
       net.transmit(to, sender.name, back, () => {
         const a = parseMessage(packr.unpack(back))
         if (a.t !== 'jack' || !settle()) return
@@ -75,7 +76,7 @@ export class SimReplication {
     const settle = once(sender, core)
     net.at(net.now + core.tuning.wantTimeoutMs, () => { if (settle()) core.heir.onJgetFailed(to, msg.writer, net.mono(sender.name)) })
     const bytes = packr.pack(msg)
-    net.count(sender.name, bytes.length)
+    net.count(sender.name, bytes.length, msg.t)
     net.transmit(sender.name, to, bytes, () => {
       const tc = net.nodes.get(to)?.core
       if (tc == null) return
@@ -84,7 +85,7 @@ export class SimReplication {
       const reply = tc.onJget(m, idOf(sender.name))
       if (reply === null) return
       const back = packr.pack(reply)
-      net.count(to, back.length)
+      net.count(to, back.length, reply.t)
       net.transmit(to, sender.name, back, () => {
         const a = parseMessage(packr.unpack(back))
         if (a.t !== 'jcopy' || !settle()) return

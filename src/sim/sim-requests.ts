@@ -26,7 +26,7 @@ export function sendRequest (vc: VirtualCluster, replication: SimReplication, se
   const timeout = vc.opts.requestTimeoutMs ?? core.tuning.wantTimeoutMs
   vc.at(vc.now + timeout, () => { if (settle()) core.onRequestFailed(msg, vc.mono(sender.name)) })
   const bytes = packr.pack(msg)
-  vc.count(sender.name, bytes.length)
+  vc.count(sender.name, bytes.length, msg.t)
   const send = (): void => vc.transmit(sender.name, to, bytes, () => {
     const target = vc.nodes.get(to)
     const tc = target?.core ?? target?.lingering
@@ -43,7 +43,7 @@ export function sendRequest (vc: VirtualCluster, replication: SimReplication, se
     if (reply === undefined) return
     if (reply.t === 'grant') { vc.audit.granted(reply); vc.positions.granted(reply) }
     const back = packr.pack(reply)
-    vc.count(to, back.length)
+    vc.count(to, back.length, reply.t)
     const answer = (): void => vc.transmit(to, sender.name, back, () => {
       const r = parseMessage(packr.unpack(back))
       if (r.t !== 'grant' && r.t !== 'ack' && r.t !== 'none') return

@@ -333,9 +333,15 @@ export class VirtualCluster {
     }
   }
 
-  count (from: string, bytes: number): void {
+  /** What the nodes sent, per message type (`t`): the figures' traffic breakdown. */
+  readonly traffic = new Map<string, { messages: number, bytes: number }>()
+
+  count (from: string, bytes: number, type: string): void {
     const n = this.nodes.get(from)
     if (n === undefined) return
+    const e = this.traffic.get(type)
+    if (e === undefined) this.traffic.set(type, { messages: 1, bytes })
+    else { e.messages++; e.bytes += bytes }
     n.sentBytes += bytes
     n.sentMessages++
   }
@@ -350,7 +356,7 @@ export class VirtualCluster {
       if (o.kind === 'gossip') {
         // Published once (as pubsub does), decoded and validated once, delivered to each peer.
         const bytes = packr.pack(o.msg)
-        this.count(from, bytes.length)
+        this.count(from, bytes.length, 'gossip')
         const m = parseMessage(packr.unpack(bytes))
         if (m.t !== 'gossip') continue
         this.leases?.published(core, m, this.now)

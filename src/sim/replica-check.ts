@@ -22,6 +22,8 @@ interface Parsed {
   gen: number
   /** Characters parsed (whole lines). */
   len: number
+  /** The checkpoint line parsed, with its newline. */
+  head: string
   ceiling: Map<string, number>
   given: Map<string, number>
 }
@@ -81,11 +83,13 @@ export class ReplicaWitness {
     let p = this.cache.get(id)
     const nl = text.indexOf('\n')
     if (nl < 0) return undefined
-    if (p === undefined || text.length < p.len || this.headChanged(p, text.slice(0, nl))) {
+    // A text that starts with the checkpoint line parsed is that generation, grown: compared, not parsed again
+    // (the line holds every key's reservation; parsing it per grant was a tenth of the simulator's time at 200 nodes).
+    if (p === undefined || text.length < p.len || !text.startsWith(p.head)) {
       let c: { inc?: number, gen?: number, reserved?: Array<[string, number]> }
       try { c = JSON.parse(text.slice(0, nl)) } catch { return undefined }
       if (typeof c.inc !== 'number' || typeof c.gen !== 'number') return undefined
-      p = { inc: c.inc, gen: c.gen, len: nl + 1, ceiling: new Map(c.reserved ?? []), given: new Map() }
+      p = { inc: c.inc, gen: c.gen, len: nl + 1, head: text.slice(0, nl + 1), ceiling: new Map(c.reserved ?? []), given: new Map() }
       this.cache.set(id, p)
     }
     const end = text.lastIndexOf('\n')
@@ -102,15 +106,5 @@ export class ReplicaWitness {
     }
     p.len = end + 1
     return p
-  }
-
-  /** Whether a text's checkpoint line is not the one parsed (a new generation replaced the file). */
-  private headChanged (p: Parsed, first: string): boolean {
-    try {
-      const c = JSON.parse(first) as { inc?: number, gen?: number }
-      return c.inc !== p.inc || c.gen !== p.gen
-    } catch {
-      return true
-    }
   }
 }

@@ -56,6 +56,7 @@ export class SimReplication {
       const c = r.change
       if (c !== null) {
         target.replicas.set(c.writer, c.kind === 'replace' ? c.text : (target.replicas.get(c.writer) ?? '') + c.text)
+        net.replicaWitness.wrote(target.name, c.writer, c.text, c.kind === 'replace')
         tc.replicas?.commit(c)
       }
       const ack = tc.journalAck(m.node)

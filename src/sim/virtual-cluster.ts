@@ -202,6 +202,7 @@ export class VirtualCluster {
     const r = core.replication.take(core.journal, () => journalCheckpoint(core))
     if (r !== null) {
       n.journal = nextJournal(n.journal, r.w)
+      if (r.w !== null) this.replicaWitness.wrote(n.name, n.name, r.w.checkpoint !== null ? `${r.w.checkpoint}\n` : `${r.w.batch as string}\n`, r.w.checkpoint !== null)
       core.replication.localDone(r.pos)
       this.replication.more(n, core)
     }

@@ -134,9 +134,9 @@ export class ClusterCore {
     this.view.homes = this.heir.homes
     // A member gives only what it holds of the asker's tokens (reclaim.ts): ask it only when it owes us some.
     this.view.mayAsk = (p, key) => mayAsk(this, p, key)
-    this.peers.onRise = (key, p) => {
+    this.peers.onLine = (key, p, old, line, nowMs) => {
       const ks = this.limiter.existing(key)
-      if (ks !== undefined) this.view.risen(ks, p)
+      if (ks !== undefined) this.view.lineChanged(ks, p, old, line, nowMs)
     }
     this.stopper = new StopMachine(this.tuning)
     // A seed's first start (it allocates and carries nothing) holds a start lease (lease.ts).

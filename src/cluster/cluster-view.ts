@@ -9,10 +9,13 @@ import type { KeyState } from '../core/limiter.js'
 import type { CalendarView } from '../core/calendar.js'
 import { homeOf, initialShare } from '../core/share.js'
 import { horizon, type KeyExt } from './key-ext.js'
-import { DONOR_MIN, type Peer, type Peers } from './peers.js'
+import { DONOR_MIN, type Peer, type PeerKey, type Peers } from './peers.js'
 import type { ClusterTuning } from './tuning.js'
 
 const NO_GEN: Record<string, string> = Object.freeze({}) as Record<string, string>
+
+/** A key's sums are walked again at least every this many gossip intervals (see clusterRemaining). */
+const WALK_EVERY = 2
 
 /**
  * Whether a peer enforces the same rule (same hash) as we do for this key,
@@ -53,26 +56,33 @@ export class ClusterView {
   }
 
   /** Adjust what this node believes a peer holds of a key, until the peer's next gossip says otherwise. */
-  believeHeld (peer: string, ks: KeyState, delta: number): void {
+  believeHeld (peer: string, ks: KeyState, delta: number, nowMs: number): void {
     const p = this.peers.get(peer)
     if (p === undefined) return
-    const held = Math.max(0, this.peerHeld(p, ks) + delta)
+    const before = this.peerHeld(p, ks)
+    const held = Math.max(0, before + delta)
     const k = p.keys.get(ks.key)
     if (held > DONOR_MIN) this.risen(ks, p)
+    this.adjust(ks, p, before, k?.rate ?? 0, held, k?.rate ?? 0, nowMs)
     if (k !== undefined) k.held = held
     else p.keys.set(ks.key, { held, outstanding: 0, rate: 0, owed: 0, debts: 0, deferred: 0, inTransitOut: 0, said: NaN, gen: NO_GEN, seq: 0 }) // a belief: says nothing of burns
   }
 
   /**
    * Cluster-wide remaining: this node's held plus what alive agreeing peers
-   * hold. The peers' part is a sum over every peer, so it is recomputed at
-   * most every half gossip interval per key (peers' figures change only that
-   * often anyway): ticks cost O(active keys), not O(active keys x peers).
+   * hold. The peers' part (and their rates, for `scarcity`) is a sum over
+   * every peer, taken by a walk and then kept current by each change to a
+   * line it counted (`lineChanged`, `believeHeld`, `noSurplus`): at 200 nodes
+   * and 100 keys a walk per key every half gossip interval was a sixth of
+   * the simulator's time. A new walk is due when the set of counted peers may
+   * have changed (Peers.version: a peer came alive, was added, restarted, or
+   * changed rules or cluster) and every `WALK_EVERY` gossip intervals, which
+   * drops peers that fell silent and the float error of the running sums.
    * The same walk keeps the key's donor candidates (`chooseDonors`).
    */
   clusterRemaining (ks: KeyState, nowMs: number): number {
     const x = ks.ext as KeyExt | null
-    if (x !== null && nowMs >= x.peersHeldAt && nowMs - x.peersHeldAt < this.tuning.gossipIntervalMs / 2) return ks.bucket.held + x.peersHeld
+    if (x !== null && this.current(ks, x, nowMs)) return ks.bucket.held + x.peersHeld
     let n = 0
     let r = 0
     const candidates: Peer[] = []
@@ -84,27 +94,66 @@ export class ClusterView {
       const held = k !== undefined ? k.held : ks.rule.glob ? (p.name === home ? ks.rule.stock : 0) : this.peerShare(p, ks)
       n += held
       if (held > DONOR_MIN) candidates.push(p)
-      // A peer that answered `none` is believed to need all it holds (rate Infinity): that is what it counts for.
-      const rate = k?.rate ?? 0
-      r += Number.isFinite(rate) ? rate : held * 1000 / this.tuning.horizonMs
+      r += this.rateOf(held, k?.rate ?? 0)
     }
-    if (x !== null) { x.peersHeld = n; x.peersRate = r; x.peersHeldAt = nowMs; this.candidates.set(ks, candidates) }
+    if (x !== null) { x.peersHeld = n; x.peersRate = r; x.peersHeldAt = nowMs; this.walks.set(ks, { candidates, version: this.peers.version, hash: ks.rule.hash }) }
     return ks.bucket.held + n
   }
 
+  /** Whether the key's sums from its last walk, kept current since, still stand (see clusterRemaining). */
+  private current (ks: KeyState, x: KeyExt, nowMs: number): boolean {
+    const w = this.walks.get(ks)
+    return w !== undefined && w.version === this.peers.version && w.hash === ks.rule.hash && nowMs >= x.peersHeldAt && nowMs - x.peersHeldAt < WALK_EVERY * this.tuning.gossipIntervalMs
+  }
+
+  /** What a peer's line counts for in the rates' sum: a peer that answered `none` (rate Infinity) needs all it holds. */
+  private rateOf (held: number, rate: number): number {
+    return Number.isFinite(rate) ? rate : held * 1000 / this.tuning.horizonMs
+  }
+
   /**
-   * Peers that held at least a token of each key at the last walk, plus those
-   * seen to reach one since (`risen`): the only peers a want can be answered
-   * by, so choosing donors walks them, not every peer (at 200 nodes and 100
-   * keys the walk over every peer per want round was a third of the
-   * simulator's time, and the daemon's too). A WeakMap: a key's list goes
-   * with its state when a glob key is dropped.
+   * A counted peer's line changed from (held, rate) to (held2, rate2): the
+   * key's running sums follow, if they are current and the peer is one the
+   * walk counted (alive and agreeing; a peer that came alive since changed
+   * the version, so the sums are walked again anyway).
    */
-  private readonly candidates = new WeakMap<KeyState, Peer[]>()
+  private adjust (ks: KeyState, p: Peer, held: number, rate: number, held2: number, rate2: number, nowMs: number): void {
+    const x = ks.ext as KeyExt | null
+    if (x === null || !this.current(ks, x, nowMs) || !agrees(p, ks) || !this.peers.isAlive(p, nowMs)) return
+    x.peersHeld += held2 - held
+    x.peersRate += this.rateOf(held2, rate2) - this.rateOf(held, rate)
+  }
+
+  /** A peer's gossip replaced its line for a key (`old`: none before, so its pre-allocated share). */
+  lineChanged (ks: KeyState, p: Peer, old: PeerKey | undefined, line: PeerKey, nowMs: number): void {
+    if (line.held > DONOR_MIN && (old === undefined || old.held <= DONOR_MIN)) this.risen(ks, p)
+    this.adjust(ks, p, old === undefined ? this.peerShare(p, ks) : old.held, old?.rate ?? 0, line.held, line.rate, nowMs)
+  }
+
+  /** A peer answered a want with `none`: until it says otherwise, it needs all it holds (rate Infinity). */
+  noSurplus (ks: KeyState, peer: string, nowMs: number): void {
+    const p = this.peers.get(peer)
+    const k = p?.keys.get(ks.key)
+    if (p === undefined || k === undefined) return
+    this.adjust(ks, p, k.held, k.rate, k.held, Infinity, nowMs)
+    k.rate = Infinity
+  }
+
+  /**
+   * Per key, from its last walk: the peers that held at least a token then,
+   * plus those seen to reach one since (`risen`), which are the only peers a
+   * want can be answered by, so choosing donors walks them, not every peer
+   * (at 200 nodes and 100 keys the walk over every peer per want round was a
+   * third of the simulator's time, and the daemon's too); and the Peers
+   * version and this node's rule hash it saw (a reload changes which peers
+   * agree). A WeakMap: it goes with the key's state when a glob key
+   * is dropped.
+   */
+  private readonly walks = new WeakMap<KeyState, { candidates: Peer[], version: number, hash: string }>()
 
   /** `p` was seen to hold a token or more of a key since the last walk (its gossip, or a push to it). */
   risen (ks: KeyState, p: Peer): void {
-    const list = this.candidates.get(ks)
+    const list = this.walks.get(ks)?.candidates
     if (list !== undefined && !list.includes(p)) list.push(p)
   }
 
@@ -151,10 +200,10 @@ export class ClusterView {
     // drawn from (asker, donor, moment). Views are a gossip old, so with one order for all, every short node asked
     // the same few donors at once and most were answered `none` (uniform load at 200 nodes: 95% of wants).
     const salt = mix(this.nameHash(this.node) ^ Math.floor(nowMs))
-    // The candidates of the last walk (refreshed here if it is half a gossip old) rather than every peer, checked
+    // The candidates of the last walk (walked again here if it is due) rather than every peer, checked
     // again now. A burn is paid from reserves, which a peer holding under a token may have too: every peer then.
     this.clusterRemaining(ks, nowMs)
-    const pool = forBurn ? undefined : this.candidates.get(ks)
+    const pool = forBurn ? undefined : this.walks.get(ks)?.candidates
     for (const p of pool ?? this.peers.alive(nowMs)) {
       // A fenced peer gives nothing (fence.ts): asking it would only wait out a `none`.
       if (p.leaving || p.fenced || (pool !== undefined && !this.peers.isAlive(p, nowMs)) || !agrees(p, ks) || !this.mayAsk(p, ks.key)) continue

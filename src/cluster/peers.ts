@@ -112,8 +112,14 @@ export class Peers {
   private readonly keep: KeepPolicy
   /** Entries with owed > 0 or debts > 0, plus legacy debts, over all peers: 0 lets caution skip its sums. */
   owingEntries = 0
-  /** Called when a line says a peer holds a whole token of a key where it held less (ClusterView's donor candidates). */
-  onRise: (key: string, p: Peer) => void = () => {}
+  /** Called when a gossip replaces a peer's line for a key (`old`: it had none): ClusterView keeps its sums and donor candidates current. */
+  onLine: (key: string, p: Peer, old: PeerKey | undefined, line: PeerKey, nowMs: number) => void = () => {}
+  /**
+   * Changes when the peers a view counts may have changed other than by
+   * falling silent: a peer added, come alive, forgotten or restarted, or
+   * its rules or cluster changed (ClusterView walks its sums again).
+   */
+  version = 0
 
   constructor (aliveTimeoutMs: number, keep: KeepPolicy) {
     this.aliveTimeoutMs = aliveTimeoutMs
@@ -131,7 +137,7 @@ export class Peers {
         appliedFromMe: 0, leaving: false, fenced: false, alloc: true, pending: NO_PENDING, carries: [], legacy: null, sameCluster: false
       }
       this.byName.set(g.node, p)
-      this.aliveAt = NaN
+      this.changed()
     } else if (p.epoch !== g.epoch) {
       if (!this.newer(p, g.inc, nowMs)) return null
       restartedFrom = p.epoch
@@ -140,16 +146,16 @@ export class Peers {
     const fresh = g.seq > p.seq
     if (fresh) {
       p.seq = g.seq
-      if (!this.isAlive(p, nowMs)) this.aliveAt = NaN
+      if (!this.isAlive(p, nowMs)) this.changed()
       p.lastHeard = nowMs
       p.leaving = g.leaving === true
       p.fenced = g.fenced === true
       p.alloc = g.alloc !== false
       p.clockOffsetMs = g.now - myCalendarMs
-      p.rules = sameRules(p.rules, g.rules) ? p.rules : g.rules
+      if (!sameRules(p.rules, g.rules)) { p.rules = g.rules; this.changed() }
       p.pending = g.pending.length === 0 ? NO_PENDING : new Set(g.pending)
       p.carries = g.carries
-      p.sameCluster = g.cfg === this.keep.cfg
+      if (p.sameCluster !== (g.cfg === this.keep.cfg)) { p.sameCluster = !p.sameCluster; this.changed() }
       if (p.legacy !== null && p.pending.size === 0) this.dropCarried(p)
     }
     // Zero entries are kept: "holds nothing" is information. A key a peer never
@@ -162,8 +168,9 @@ export class Peers {
       if (old === undefined && p.keys.size >= this.keep.maxKeys) continue
       if (old !== undefined && (old.owed > 0 || old.debts > 0)) this.owingEntries--
       if (owed > 0 || debts > 0) this.owingEntries++
-      p.keys.set(k, { held, outstanding, rate, owed, debts, deferred, inTransitOut, said: held + outstanding + deferred + inTransitOut, gen: p.rules, seq: g.seq })
-      if (held > DONOR_MIN && (old === undefined || old.held <= DONOR_MIN)) this.onRise(k, p)
+      const line = { held, outstanding, rate, owed, debts, deferred, inTransitOut, said: held + outstanding + deferred + inTransitOut, gen: p.rules, seq: g.seq }
+      p.keys.set(k, line)
+      this.onLine(k, p, old, line, nowMs)
       // A debt of this epoch restored from our own state file is superseded by what the epoch says now.
       const restored = p.legacy?.get(p.epoch)
       if (restored?.delete(k) === true) {
@@ -193,6 +200,7 @@ export class Peers {
 
   /** `p` is now incarnation (epoch, inc): its old epoch ends. */
   private restart (p: Peer, epoch: string, inc: number): void {
+    this.changed()
     this.endEpoch(p)
     p.epoch = epoch
     p.inc = inc
@@ -258,7 +266,7 @@ export class Peers {
         appliedFromMe: 0, leaving: false, fenced: false, alloc: true, pending: NO_PENDING, carries: [], legacy: null, sameCluster: false
       }
       this.byName.set(name, p)
-      this.aliveAt = NaN
+      this.changed()
     }
     p.legacy ??= new Map()
     const m = p.legacy.get(epoch) ?? new Map<string, number>()
@@ -297,7 +305,7 @@ export class Peers {
   forget (name: string): boolean {
     const p = this.byName.get(name)
     if (p === undefined) return false
-    this.aliveAt = NaN
+    this.changed()
     this.endEpoch(p)
     if (p.legacy === null) { this.byName.delete(name); return true }
     // Keep a husk that carries only the debts (a later incarnation may carry them).
@@ -345,6 +353,12 @@ export class Peers {
   }
 
   private aliveAt = NaN
+
+  /** The alive list and the views' sums may be out of date (see `version`). */
+  private changed (): void {
+    this.aliveAt = NaN
+    this.version++
+  }
   private aliveList: readonly Peer[] = []
 }
 

@@ -116,7 +116,7 @@ export class Transfers {
     // It holds that much more now. A belief lowered by its grant to us stays low until it gossips the key again,
     // and it may not (tokens given and pushed back leave its held as it last said it): without this the view's
     // custody of it, so the shortfall, stayed short by what moved back and forth (the simulator: 37 of 60 at a member).
-    this.core.view.believeHeld(p.name, ks, g.items[0][1])
+    this.core.view.believeHeld(p.name, ks, g.items[0][1], nowMs)
   }
 
   /**
@@ -281,7 +281,7 @@ export class Transfers {
       this.onGrant(reply, nowMs, req.t === 'want' ? req : undefined)
       // The donor holds that much less now: don't ask it again on a view its next gossip would correct.
       const ks = req.t === 'want' ? c.limiter.existing(req.key) : undefined
-      if (ks !== undefined) c.view.believeHeld(reply.node, ks, -reply.items.reduce((n, i) => n + (i[0] === ks.key ? i[1] : 0), 0))
+      if (ks !== undefined) c.view.believeHeld(reply.node, ks, -reply.items.reduce((n, i) => n + (i[0] === ks.key ? i[1] : 0), 0), nowMs)
     } else if (reply.t === 'ack') {
       if (req.t === 'grant') {
         c.positions.acked(c.ledger.ack(reply.node, reply.epoch, reply.applied))
@@ -297,8 +297,8 @@ export class Transfers {
       // No surplus there: until it says otherwise, believe it needs all it holds (rate Infinity: ClusterView does
       // not ask it). Its holding stays counted in the cluster-wide remaining and its custody (shortfall.ts):
       // believing it held nothing made keys look nearer exhaustion than they were, and could tighten grants.
-      const k = c.peers.get(reply.node)?.keys.get(req.key)
-      if (k !== undefined) k.rate = Infinity
+      const ks = c.limiter.existing(req.key)
+      if (ks !== undefined) c.view.noSurplus(ks, reply.node, nowMs)
     }
   }
 

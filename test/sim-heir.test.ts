@@ -6,8 +6,11 @@
  * witness), and what stays lost is far less than without the heir.
  */
 import test from 'ava'
+import { ClusterCore } from '../src/cluster/cluster-core.js'
 import { Heir } from '../src/cluster/heir.js'
+import type { Jrep } from '../src/cluster/replica-messages.js'
 import { ext } from '../src/cluster/key-ext.js'
+import { propertySpec } from '../src/sim/property.js'
 import { runSim, type SimSpec } from '../src/sim/run.js'
 import { scenario } from '../src/sim/scenario.js'
 import type { VirtualCluster } from '../src/sim/virtual-cluster.js'
@@ -89,5 +92,37 @@ test.serial('the token audit catches a heir that credits more than the dead seed
     t.true(r.failures.some(f => /created/.test(f)), r.failures.join('; '))
   } finally {
     ;(Heir.prototype as unknown as { inherit: (...a: unknown[]) => void }).inherit = inherit
+  }
+})
+
+/**
+ * Uneven copies and a restart racing the settlement. heir-crash with four
+ * seeds (the property's seed 52): n2 dies for good, its heir n3 is killed
+ * while it reads n2's copies and restarts 2 s later, as n3/1 is attested
+ * dead; n4 inherits n3/1. Here n3's jreps to n4 are lost from +1 s (a
+ * one-way loss; n3 and n1, the first seed, are a write quorum by
+ * themselves), so n4's copy of n3/1 lags. n1's copy is replaced by the
+ * restart's (n3/2's first jreps reach n1 before it settles n3/1). The heir
+ * counted n1's answer in its read set though it held no copy of n3/1 any
+ * more, took its own lagging copy as the newest, and credited tokens n3
+ * had given since (8 over the limit in one window here; 12 with b316a0e's replica choice, which makes n4 lag without any loss): the read set must
+ * count only copies of the attested incarnation or an earlier one.
+ */
+test.serial('a heir does not count a replica whose copy is of a later incarnation: a restart replaced it (jreps to the heir lost)', t => {
+  const proto = ClusterCore.prototype as unknown as { onJournalWrite: (m: Jrep, from: string) => unknown }
+  const onJournalWrite = proto.onJournalWrite
+  let vc: VirtualCluster | undefined
+  let startMs = 0
+  proto.onJournalWrite = function (this: ClusterCore, m: Jrep, from: string) {
+    if (vc !== undefined && this.node === 'n4' && m.node === 'n3' && vc.now - startMs >= 1000) return null
+    return onJournalWrite.call(this, m, from)
+  }
+  try {
+    const s = propertySpec({ scenario: 'heir-crash', mode: 'hard', seed: 52 })
+    const r = runSim({ ...s, sabotage: (v, at) => { vc = v; startMs = at } })
+    t.is(r.overshoot, 0, r.failures.join('; '))
+    t.true(r.ok, r.failures.join('; '))
+  } finally {
+    proto.onJournalWrite = onJournalWrite
   }
 })

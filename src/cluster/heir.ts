@@ -185,7 +185,7 @@ export class Heir {
       if (d === null) return []
       const group = replicaGroup(d, c.seeds)
       this.read = { writer: d, inc: this.dead.get(d) as number, group, quorum: new Quorum([d, ...group]), answers: new Map(), nextAt: new Map(), best: null, startedAt: nowMs }
-      const own = c.replicas?.get(d)
+      const own = c.replicas?.upTo(d, this.dead.get(d) as number)
       if (group.includes(c.node)) this.read.answers.set(c.node, own === undefined ? { inc: 0, gen: 0, have: 0, text: '' } : { inc: own.inc, gen: own.gen, have: own.text.length, text: own.text })
     }
     const r = this.read
@@ -208,7 +208,9 @@ export class Heir {
     r.nextAt.set(to, Infinity)
     this.counters.jgetsSent++
     const c = this.c
-    return [{ to, msg: { v: CLUSTER_VERSION, t: 'jget', node: c.node, epoch: c.epoch, writer: r.writer, inc: a?.inc ?? 0, gen: a?.gen ?? 0, from: a?.text.length ?? 0 } }]
+    // A first ask names the attested incarnation (gen 0: from the start), so a replica answers from its copy of it if
+    // it kept one aside (replica-store.ts `upTo`); an older replica answers with its copy, as for inc 0.
+    return [{ to, msg: { v: CLUSTER_VERSION, t: 'jget', node: c.node, epoch: c.epoch, writer: r.writer, inc: a?.inc ?? r.inc, gen: a?.gen ?? 0, from: a?.text.length ?? 0 } }]
   }
 
   /**
@@ -271,7 +273,8 @@ export class Heir {
   serve (m: Jget): Jcopy {
     const c = this.c
     this.counters.jgetsServed++
-    const s = c.replicas?.get(m.writer)
+    // inc 0: whatever it holds (a heir before the superseded copies asked so first).
+    const s = m.inc === 0 ? c.replicas?.get(m.writer) : c.replicas?.upTo(m.writer, m.inc)
     const reply = (inc: number, gen: number, text: string, from: number): Jcopy =>
       ({ v: CLUSTER_VERSION, t: 'jcopy', node: c.node, epoch: c.epoch, writer: m.writer, inc, gen, have: text.length, offset: from, data: text.slice(from, chunkEnd(text, from)) })
     if (s === undefined) return reply(0, 0, '', 0)

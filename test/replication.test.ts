@@ -184,6 +184,41 @@ test('a replica restarted from its file carries on; a writer\'s new incarnation 
   t.false(r.isDurable(late.pos), 'a stale incarnation cannot complete a write')
 })
 
+test('a new incarnation\'s copy keeps the one it replaces aside, for a heir of the old incarnation, across the replica\'s restart', t => {
+  const { r, j, cp } = writer(['a', 'b', 'c'])
+  const b = new ReplicaStore()
+  r.localDone(r.take(j, cp([['x', 5]]))!.pos)
+  j.record('x', -2, true)
+  r.localDone(r.take(j, cp())!.pos)
+  pump(r, new Map([['b', b]]), 0)
+  const old = b.get('a')!.text
+  // a restarts (incarnation 2) and its first jreps reach b before b settles a/1.
+  const w2 = writer(['a', 'b', 'c'], 2)
+  w2.r.localDone(w2.r.take(w2.j, w2.cp([['x', 3]]))!.pos)
+  const [first] = w2.r.outbound(0, true)
+  const c = b.accept(first.msg)!
+  t.is(c.kind, 'replace')
+  t.is(c.superseded?.text, old, 'the replaced copy goes aside, written with the change')
+  b.commit(c)
+  t.is(b.get('a')!.inc, 2)
+  t.is(b.upTo('a', 1)?.text, old, 'a heir of a/1 reads a/1\'s copy')
+  t.is(b.upTo('a', 2)?.inc, 2)
+  t.is(b.upTo('a', 9)?.inc, 2)
+  // From disk: the current file and the superseded one.
+  const again = new ReplicaStore(new Map([['a', b.get('a')!.text]]), new Map([['a', old]]))
+  t.is(again.upTo('a', 1)?.text, old)
+  t.is(again.get('a')!.inc, 2)
+  // A new generation of the same incarnation keeps nothing aside.
+  w2.j.checkpointNeeded = true
+  w2.r.onAck('b', b.ack('a', 'b', 'b.1', V), 0)
+  w2.r.localDone(w2.r.take(w2.j, w2.cp([['x', 1]]))!.pos)
+  const gen2 = w2.r.outbound(1000, true).find(o => o.to === 'b')!
+  const c2 = b.accept(gen2.msg)!
+  t.is(c2.superseded, undefined)
+  b.commit(c2)
+  t.is(b.upTo('a', 1)?.text, old)
+})
+
 test('two seeds: the first alone is a quorum (it weighs 1.5), the second needs the first', t => {
   const first = writer(['a', 'b'])
   const w = first.r.take(first.j, first.cp())!

@@ -5,10 +5,14 @@
  * books. Every check holds (oracle, token and position audits, replica
  * witness), and what stays lost is far less than without the heir.
  */
-import test from 'ava'
+import test, { type ExecutionContext } from 'ava'
+import { ClusterCore } from '../src/cluster/cluster-core.js'
 import { Heir } from '../src/cluster/heir.js'
+import type { Jrep } from '../src/cluster/replica-messages.js'
+import { ReplicaStore } from '../src/cluster/replica-store.js'
 import { ext } from '../src/cluster/key-ext.js'
-import { runSim, type SimSpec } from '../src/sim/run.js'
+import { propertySpec } from '../src/sim/property.js'
+import { runSim, type SimResult, type SimSpec } from '../src/sim/run.js'
 import { scenario } from '../src/sim/scenario.js'
 import type { VirtualCluster } from '../src/sim/virtual-cluster.js'
 
@@ -90,4 +94,55 @@ test.serial('the token audit catches a heir that credits more than the dead seed
   } finally {
     ;(Heir.prototype as unknown as { inherit: (...a: unknown[]) => void }).inherit = inherit
   }
+})
+
+/**
+ * Uneven copies and a restart racing the settlement. heir-crash with four
+ * seeds (the property's seed 52): n2 dies for good, its heir n3 is killed
+ * while it reads n2's copies and restarts 2 s later, as n3/1 is attested
+ * dead; n4 inherits n3/1. Here n3's jreps to n4 are lost from +1 s (a
+ * one-way loss; n3 and n1, the first seed, are a write quorum by
+ * themselves), so n4's copy of n3/1 lags. n3/2's first jreps reach n1
+ * before it settles n3/1 and replace its copy. The heir counted n1's answer
+ * in its read set though it held no copy of n3/1 any more, took its own
+ * lagging copy as the newest, and credited tokens n3 had given since (8
+ * over the limit in one window here; 12 with b316a0e's replica choice,
+ * which makes n4 lag without any loss). Now n1 keeps its copy of n3/1
+ * aside (replica-store.ts `superseded`) and serves it to a heir of n3/1;
+ * without that copy, the heir must wait rather than count n1.
+ */
+function unevenHeirCrash (t: ExecutionContext, keepAside: boolean): { r: SimResult, vc: VirtualCluster } {
+  const proto = ClusterCore.prototype as unknown as { onJournalWrite: (m: Jrep, from: string) => unknown }
+  const store = ReplicaStore.prototype as unknown as { upTo: (w: string, inc: number) => unknown, get: (w: string) => unknown }
+  const onJournalWrite = proto.onJournalWrite
+  const upTo = store.upTo
+  let vc: VirtualCluster | undefined
+  let startMs = 0
+  proto.onJournalWrite = function (this: ClusterCore, m: Jrep, from: string) {
+    if (vc !== undefined && this.node === 'n4' && m.node === 'n3' && vc.now - startMs >= 1000) return null
+    return onJournalWrite.call(this, m, from)
+  }
+  if (!keepAside) store.upTo = function (this: ReplicaStore, w: string) { return this.get(w) }
+  try {
+    const s = propertySpec({ scenario: 'heir-crash', mode: 'hard', seed: 52 })
+    const r = runSim({ ...s, sabotage: (v, at) => { vc = v; startMs = at } })
+    t.is(r.overshoot, 0, r.failures.join('; '))
+    t.true(r.ok, `${r.failures.join('; ')}\n  replay: ${r.replay}`)
+    return { r, vc: vc as VirtualCluster }
+  } finally {
+    proto.onJournalWrite = onJournalWrite
+    store.upTo = upTo
+  }
+}
+
+test.serial('a heir reads the copy a replica kept aside when the dead seed\'s restart replaced it (jreps to the heir lost): no overshoot, and it inherits', t => {
+  const { vc } = unevenHeirCrash(t, true)
+  const n4 = vc.cores.get('n4')
+  t.deepEqual(n4?.heir.log.map(e => e.node), ['n3', 'n2'], 'n4 inherits n3/1, then n2 (nearest first)')
+  t.true((n4?.heir.log[0].tokens ?? 0) > 0)
+})
+
+test.serial('without the copy kept aside, a replica whose copy is of a later incarnation is not in the heir\'s read set: it waits', t => {
+  const { vc } = unevenHeirCrash(t, false)
+  t.deepEqual(vc.cores.get('n4')?.heir.log.map(e => e.node), [], 'n3/1 is inherited only from a read set of its copies')
 })

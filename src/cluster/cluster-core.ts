@@ -143,7 +143,7 @@ export class ClusterCore {
     this.fence = new Fence(this.node, this.seeds, this.tuning, opts.monoMs, opts.allocate && this.carries.length === 0 && this.seeds.includes(this.node))
     this.reclaim = new Reclaim(this, opts.monoMs)
     this.replication = JournalReplication.forNode(this.node, this.epoch, this.incarnation, this.seeds, opts.allocate, this.tuning)
-    this.replicas = this.seeds.includes(this.node) ? new ReplicaStore(opts.replicas) : null
+    this.replicas = this.seeds.includes(this.node) ? new ReplicaStore(opts.replicas, opts.superseded) : null
     this.caution = { node: this.node, seeds: this.seeds, peers: this.peers, transitions: this.transitions, refreshMs: this.tuning.gossipIntervalMs / 2, now: 0, fenced: true }
     this.limiter = new Limiter({
       node: opts.node,

@@ -88,6 +88,7 @@ export class ClusterNode {
     const seeds = config.nodes.filter(n => n.seed).map(n => n.name)
     // A seed keeps copies of the other seeds' journals (replica-store.ts): what a heir would read.
     const replicas = seeds.includes(node.name) ? await readReplicas(node.dataDir, seeds.filter(s => s !== node.name)) : undefined
+    const superseded = seeds.includes(node.name) ? await readReplicas(node.dataDir, seeds.filter(s => s !== node.name), true) : undefined
     const { core, restored } = startCore({
       node: node.name,
       epoch: randomBytes(8).toString('hex'),
@@ -95,6 +96,7 @@ export class ClusterNode {
       clusterHash: clusterHash(config),
       seeds,
       replicas,
+      superseded,
       listed: new Map(config.nodes.map(n => [n.name, n.peerId])),
       maxMembers: config.limits.maxMembers,
       limits: config.limits,

@@ -36,6 +36,8 @@ export interface ClusterCoreOptions {
   estates?: ReadonlyArray<readonly [string, string, number]>
   /** A seed's copies of the other seeds' journals, from its disk, by writer (replica-store.ts). @default none */
   replicas?: ReadonlyMap<string, string>
+  /** The copies of writers' previous incarnations kept aside (replica-store.ts `superseded`), by writer. @default none */
+  superseded?: ReadonlyMap<string, string>
   /** Wall and monotonic time at construction: where the calendar starts. */
   wallMs: number
   monoMs: number

@@ -185,7 +185,7 @@ export class Heir {
       if (d === null) return []
       const group = replicaGroup(d, c.seeds)
       this.read = { writer: d, inc: this.dead.get(d) as number, group, quorum: new Quorum([d, ...group]), answers: new Map(), nextAt: new Map(), best: null, startedAt: nowMs }
-      const own = c.replicas?.get(d)
+      const own = c.replicas?.upTo(d, this.dead.get(d) as number)
       if (group.includes(c.node)) this.read.answers.set(c.node, own === undefined ? { inc: 0, gen: 0, have: 0, text: '' } : { inc: own.inc, gen: own.gen, have: own.text.length, text: own.text })
     }
     const r = this.read
@@ -208,24 +208,42 @@ export class Heir {
     r.nextAt.set(to, Infinity)
     this.counters.jgetsSent++
     const c = this.c
-    return [{ to, msg: { v: CLUSTER_VERSION, t: 'jget', node: c.node, epoch: c.epoch, writer: r.writer, inc: a?.inc ?? 0, gen: a?.gen ?? 0, from: a?.text.length ?? 0 } }]
+    // A first ask names the attested incarnation (gen 0: from the start), so a replica answers from its copy of it if
+    // it kept one aside (replica-store.ts `upTo`); an older replica answers with its copy, as for inc 0.
+    return [{ to, msg: { v: CLUSTER_VERSION, t: 'jget', node: c.node, epoch: c.epoch, writer: r.writer, inc: a?.inc ?? r.inc, gen: a?.gen ?? 0, from: a?.text.length ?? 0 } }]
   }
 
-  /** Whether the replicas that answered meet every write quorum of the writer's group outside the writer. */
+  /**
+   * Whether the replicas that answered with a copy of an incarnation up to
+   * the attested one (or none) meet every write quorum of the writer's group
+   * outside the writer. A copy of a later incarnation does not count: the
+   * writer restarted, and that replica's copy of the attested incarnation
+   * was replaced (a restart's first jreps can reach a replica before it
+   * settles the dead incarnation), so it no longer holds that incarnation's
+   * durable writes. Counting it, a heir read a set that missed a quorum's
+   * writes and credited a lagging copy's books, tokens given since included
+   * (heir-crash, 4 seeds: 12 tokens over the limit in hard mode).
+   */
   private sufficient (r: Read): boolean {
-    const missing = r.group.filter(g => !r.answers.has(g))
+    const missing = r.group.filter(g => !this.holdsAttested(r, r.answers.get(g)))
     return !r.quorum.isQuorum([r.writer, ...missing])
   }
 
-  /** The newest generation of an incarnation up to the attested one, then the longest. */
+  /** Whether an answer's copy may stand for the attested incarnation: of it, of an earlier one, or none. */
+  private holdsAttested (r: Read, a: Answer | undefined): a is Answer {
+    return a !== undefined && a.inc <= r.inc
+  }
+
+  /** The newest generation of an incarnation up to the attested one, then the longest (only after `sufficient`). */
   private choose (r: Read): string {
     let best: string | null = null
     let b: Answer | null = null
     for (const [g, a] of r.answers) {
-      if (a.inc > r.inc) continue
+      if (!this.holdsAttested(r, a)) continue
       if (b === null || a.inc > b.inc || (a.inc === b.inc && (a.gen > b.gen || (a.gen === b.gen && a.have > b.have)))) { best = g; b = a }
     }
-    return best ?? r.group.find(g => r.answers.has(g)) as string
+    if (best === null) throw new Error('heir: choose before the answers suffice')
+    return best
   }
 
   /** A replica's answer to a jget. */
@@ -255,7 +273,8 @@ export class Heir {
   serve (m: Jget): Jcopy {
     const c = this.c
     this.counters.jgetsServed++
-    const s = c.replicas?.get(m.writer)
+    // inc 0: whatever it holds (a heir before the superseded copies asked so first).
+    const s = m.inc === 0 ? c.replicas?.get(m.writer) : c.replicas?.upTo(m.writer, m.inc)
     const reply = (inc: number, gen: number, text: string, from: number): Jcopy =>
       ({ v: CLUSTER_VERSION, t: 'jcopy', node: c.node, epoch: c.epoch, writer: m.writer, inc, gen, have: text.length, offset: from, data: text.slice(from, chunkEnd(text, from)) })
     if (s === undefined) return reply(0, 0, '', 0)

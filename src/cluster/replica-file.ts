@@ -16,11 +16,16 @@ export function replicaFileName (writer: string): string {
   return `quotad-replica-${encodeURIComponent(writer)}.jsonl`
 }
 
-/** The copies on disk of these writers' journals (missing files are skipped). */
-export async function readReplicas (dataDir: string, writers: readonly string[]): Promise<Map<string, string>> {
+/** The copy of a writer's previous incarnation, kept aside when a newer one replaced it (replica-store.ts). */
+export function supersededFileName (writer: string): string {
+  return `quotad-superseded-${encodeURIComponent(writer)}.jsonl`
+}
+
+/** The copies on disk of these writers' journals (missing files are skipped); `superseded`: the copies kept aside. */
+export async function readReplicas (dataDir: string, writers: readonly string[], superseded = false): Promise<Map<string, string>> {
   const out = new Map<string, string>()
   for (const w of writers) {
-    const text = await readIfExists(dataDir, replicaFileName(w), ErrorCodes.STATE_UNREADABLE)
+    const text = await readIfExists(dataDir, superseded ? supersededFileName(w) : replicaFileName(w), ErrorCodes.STATE_UNREADABLE)
     if (text !== undefined) out.set(w, text)
   }
   return out
@@ -31,6 +36,8 @@ export async function writeReplica (dataDir: string, c: ReplicaChange): Promise<
   const name = replicaFileName(c.writer)
   const path = join(dataDir, name)
   try {
+    // The copy replaced by a newer incarnation's goes aside first: a crash between the two keeps it in both files.
+    if (c.superseded !== undefined) await writeFileAtomic(dataDir, supersededFileName(c.writer), c.superseded.text)
     if (c.kind === 'replace') { await writeFileAtomic(dataDir, name, c.text); return }
     const fh = await open(path, 'a', 0o600)
     try {

@@ -13,6 +13,13 @@
  *
  * Only jreps from seeds are taken (the driver checks that the sender's peer
  * id is bound to the writer's name), and a copy is bounded in size.
+ *
+ * A newer incarnation's copy does not erase the one it replaces: that one is
+ * kept aside (`superseded`, one per writer, the latest) until a still newer
+ * incarnation comes. A writer killed and restarted from its journal can
+ * reach a replica before the replica settles the dead incarnation, which a
+ * quorum may attest all the same; its heir then needs this copy (heir.ts
+ * reads only copies of the attested incarnation or an earlier one).
  */
 import { CHECKPOINT_EVERY } from './journal.js'
 import type { Jack, Jrep } from './replica-messages.js'
@@ -33,17 +40,26 @@ export interface ReplicaChange {
   kind: 'replace' | 'append'
   text: string
   next: StoredReplica
+  /** A replace by a newer incarnation: the copy it replaces, written aside first (the superseded copy). */
+  superseded?: StoredReplica
 }
 
 export class ReplicaStore {
   private readonly stored = new Map<string, StoredReplica>()
   private readonly pending = new Map<string, StoredReplica>()
+  /** Per writer, the copy of the latest incarnation before the stored one's. */
+  private readonly superseded = new Map<string, StoredReplica>()
 
-  /** `texts`: the copies on disk, by writer (a copy whose checkpoint line does not parse is ignored). */
-  constructor (texts: ReadonlyMap<string, string> = new Map()) {
+  /** `texts`: the copies on disk, by writer (a copy whose checkpoint line does not parse is ignored); `older`: the superseded ones. */
+  constructor (texts: ReadonlyMap<string, string> = new Map(), older: ReadonlyMap<string, string> = new Map()) {
     for (const [writer, text] of texts) {
       const s = parseStored(text)
       if (s !== undefined) this.stored.set(writer, s)
+    }
+    for (const [writer, text] of older) {
+      const s = parseStored(text)
+      const cur = this.stored.get(writer)
+      if (s !== undefined && cur !== undefined && s.inc < cur.inc) this.superseded.set(writer, s)
     }
   }
 
@@ -72,11 +88,13 @@ export class ReplicaStore {
     if (p.text.length > MAX_REPLICA_CHARS) { this.pending.delete(m.node); return null }
     if (!p.text.includes('\n')) return null
     this.pending.delete(m.node)
-    return { writer: m.node, kind: 'replace', text: p.text, next: p }
+    const aside = s !== undefined && s.inc < p.inc ? { superseded: s } : {}
+    return { writer: m.node, kind: 'replace', text: p.text, next: p, ...aside }
   }
 
   /** The change is on disk. */
   commit (c: ReplicaChange): void {
+    if (c.superseded !== undefined) this.superseded.set(c.writer, c.superseded)
     this.stored.set(c.writer, c.next)
   }
 
@@ -91,6 +109,18 @@ export class ReplicaStore {
   /** The copy of `writer`'s journal (what a heir reads). */
   get (writer: string): StoredReplica | undefined {
     return this.stored.get(writer)
+  }
+
+  /**
+   * The copy a heir of `writer`'s incarnation `inc` reads: the newest kept of
+   * an incarnation up to `inc` (the stored copy, else the superseded one),
+   * else the stored copy (a later incarnation's, which the heir does not count).
+   */
+  upTo (writer: string, inc: number): StoredReplica | undefined {
+    const s = this.stored.get(writer)
+    if (s === undefined || s.inc <= inc) return s
+    const old = this.superseded.get(writer)
+    return old !== undefined && old.inc <= inc ? old : s
   }
 
   writers (): string[] {

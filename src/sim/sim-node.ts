@@ -18,6 +18,8 @@ export interface SimNode {
   journal: string
   /** A seed's copies of the other seeds' journals (replica-store.ts), by writer: files on its disk. */
   replicas: Map<string, string>
+  /** The copies of writers' previous incarnations kept aside (replica-store.ts), by writer. */
+  superseded: Map<string, string>
   /** A voter's attestations file (reclaim.ts): written before a gossip that carries a new one leaves. */
   attest: Map<string, number>
   /**

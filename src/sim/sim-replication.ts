@@ -55,6 +55,7 @@ export class SimReplication {
       if (r === null) return
       const c = r.change
       if (c !== null) {
+        if (c.superseded !== undefined) target.superseded.set(c.writer, c.superseded.text)
         target.replicas.set(c.writer, c.kind === 'replace' ? c.text : (target.replicas.get(c.writer) ?? '') + c.text)
         net.replicaWitness.wrote(target.name, c.writer, c.text, c.kind === 'replace')
         tc.replicas?.commit(c)

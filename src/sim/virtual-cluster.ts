@@ -145,7 +145,7 @@ export class VirtualCluster {
     if (n === undefined) {
       n = {
         name, state: 'stopped', core: null, skewMs: this.opts.skewMs?.[name] ?? 0, monoOffsetMs: this.opts.monoOffsetMs?.(name) ?? 0,
-        disk: undefined, journal: '', replicas: new Map(), attest: new Map(), lingering: null, incarnations: 0, waiters: new Map(), sentBytes: 0, sentMessages: 0, recvBytes: 0
+        disk: undefined, journal: '', replicas: new Map(), superseded: new Map(), attest: new Map(), lingering: null, incarnations: 0, waiters: new Map(), sentBytes: 0, sentMessages: 0, recvBytes: 0
       }
       this.nodes.set(name, n)
     }
@@ -163,6 +163,7 @@ export class VirtualCluster {
       limits: this.opts.limits,
       tuning: this.opts.tuning,
       replicas: n.replicas,
+      superseded: n.superseded,
       wallMs: this.clock(name),
       monoMs: mono
     }, rules, n.disk, mono, n.disk?.status === 'running' && n.journal !== '' ? replayJournal(n.journal, name, name, 'sim') : undefined)

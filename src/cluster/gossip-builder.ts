@@ -79,7 +79,7 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     ks.bucket.advance(nowMs)
     const held = ks.bucket.held
     const outstanding = ks.bucket.outstanding(nowMs)
-    const rate = keepRate(x)
+    const rate = keepRate(x, nowMs)
     const deferred = deferredTotal(x)
     const transit = core.ledger.inTransitOf(ks.key)
     // As peers will read it (held goes out as at least 0), so a soft-mode overdraft does not show as a loss.

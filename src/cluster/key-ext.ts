@@ -160,21 +160,52 @@ export function updateRate (x: KeyExt, dtMs: number, halfLifeMs: number, fastHal
   x.demand = 0
 }
 
-/** What a node expects to need: the higher of the two rates, so a surge is asked for at once. */
+/**
+ * The fast average's noise: demand arrives in whole requests, so over its
+ * short memory (a half-life of two ticks, 100 ms by default) a steady
+ * Poisson demand of `r` per second reads with a variance of about
+ * `r × ln 2 / (2 × half-life)`, 3.5 r at 100 ms. At 6 requests per second
+ * that is a standard deviation of 4.6/s: one request in a tick reads as
+ * 20/s, none for 150 ms (42% of the time) as 0.
+ */
+const FAST_VARIANCE = Math.LN2 / (2 * 0.1)
+/** How many standard deviations of that noise a change of rate must exceed to count. */
+const NOISE_Z = 2
+/** A node with no demand for this many of its mean gaps between requests has gone quiet (e^-3: 5% by chance). */
+const QUIET_GAPS = 3
+
+/**
+ * What a node expects to need: the higher of the two rates, so a surge is
+ * asked for at once, but the fast one only for what it reads above its
+ * noise. Reading it raw, every node under an even load of 6 requests per
+ * second asked for up to three times its rate right after a request, and
+ * kept as much as a donor: at 200 nodes the tokens sat at whoever had just
+ * been busy, and the cluster admitted 87% of an exact limiter against a
+ * static split's 91%. A hot spot's surge (hundreds per second) reads far
+ * above its noise, so it is followed as fast as before.
+ */
 export function needRate (x: KeyExt): number {
-  return Math.max(x.rate, x.fastRate)
+  return Math.max(x.rate, x.fastRate - NOISE_Z * Math.sqrt(FAST_VARIANCE * x.fastRate))
 }
 
 /**
- * What a donor keeps for itself. While it is busy, the higher of its two
- * rates, the same as it would ask for: a node that keeps less than it needs
- * gives tokens away and asks for them back a moment later (the simulator
- * showed busy nodes trading tokens back and forth several times a second).
- * Once its demand has clearly dropped (the fast average under half
- * the slow one), the fast one, so a node that went quiet gives at once.
+ * What a donor keeps for itself. While it is busy, what it would ask for
+ * (`needRate`): a node that keeps less than it needs gives tokens away and
+ * asks for them back a moment later (the simulator showed busy nodes
+ * trading tokens back and forth several times a second). Once its demand
+ * has clearly dropped, only the fast average, so a node that went quiet
+ * gives at once. Clearly: the fast average under half the slow one by more
+ * than its noise at the slow rate, or no demand at all for `QUIET_GAPS`
+ * mean gaps. Under half alone, a node at 6 requests per second "dropped"
+ * whenever 150 ms passed without one, gave all it held and asked again
+ * (uniform load at 200 nodes: 88% with the noise-aware need alone, 91%
+ * with this too). A hot spot that moved on drops by hundreds per second at
+ * once; its slow average's long tail is caught by the quiet test.
  */
-export function keepRate (x: KeyExt): number {
-  return x.fastRate < x.rate / 2 ? x.fastRate : Math.max(x.rate, x.fastRate)
+export function keepRate (x: KeyExt, nowMs: number): number {
+  const dropped = x.fastRate < x.rate / 2 &&
+    (x.fastRate + NOISE_Z * Math.sqrt(FAST_VARIANCE * x.rate) < x.rate / 2 || nowMs - x.lastDemandAt > QUIET_GAPS * 1000 / x.rate)
+  return dropped ? x.fastRate : needRate(x)
 }
 
 /** Destroy owed tokens from what is held now (see `burn`). Returns how many were destroyed. */

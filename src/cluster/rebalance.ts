@@ -76,7 +76,7 @@ function returnToLenders (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: number
   const held = Math.floor(ks.bucket.held + 1e-9)
   if (held < 1) return false
   const idleGlob = c.view.shouldReturnHome(ks, x, nowMs)
-  const keep = idleGlob ? 0 : 2 * (keepRate(x) * horizon(ks, c.tuning.horizonMs, nowMs, c.calendar) / 1000 + x.debt)
+  const keep = idleGlob ? 0 : 2 * (keepRate(x, nowMs) * horizon(ks, c.tuning.horizonMs, nowMs, c.calendar) / 1000 + x.debt)
   let surplus = Math.floor(held - keep)
   if (surplus < 1) return false
   const lenders: Array<[Peer, number]> = []

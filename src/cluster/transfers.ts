@@ -56,7 +56,7 @@ export class Transfers {
     const x = ext(ks)
     applyDeferred(ks, x, c.calendar.at(nowMs))
     c.burn(ks, x, nowMs)
-    const keep = keepRate(x) * horizon(ks, c.tuning.horizonMs, nowMs, c.calendar) / 1000 + x.debt
+    const keep = keepRate(x, nowMs) * horizon(ks, c.tuning.horizonMs, nowMs, c.calendar) / 1000 + x.debt
     // A token this node expects to use less than half of goes: kept, it would likely lapse unspent.
     let surplus = Math.floor(ks.bucket.held - keep + 0.5)
     if (surplus >= 1 && c.view.clusterRemaining(ks, nowMs) < c.tuning.lowWater * ks.rule.stock) {

@@ -16,9 +16,11 @@
  *
  * A node knows others' burns only from gossip, so it counts, per other seed
  * (only seeds have pre-allocated shares, so only seeds can owe):
- * - what the seed last said it owes of the key, if it said so under our
- *   version of the rule (a burn only shrinks until the next change, so an
- *   old figure is never too small);
+ * - what the seed last said it owes of the key, under whatever version it
+ *   said it (a burn only shrinks until the next change, so an old figure is
+ *   never too small; a raise pays an old burn first and may leave the rest
+ *   owed, so a line said under an earlier version counts until the seed's
+ *   line at our version arrives);
  * - while our own change of the rule is not known to be complete
  *   (Transitions), for a seed not yet heard at our version, or not done
  *   announcing its keys under it: the most its share can have shrunk by;
@@ -109,10 +111,14 @@ function ownView (c: CautionInput, ks: KeyState): number {
     if (p !== undefined) n += c.peers.legacyOwed(p, ks.key)
     const e = p?.keys.get(ks.key)
     if (e !== undefined && e.gen[rule.name] === rule.hash) { n += e.owed; continue }
+    // A line said under another version: what it owed then is still owed, less at most a raise (carryOver
+    // pays an old burn first out of a raise, and a raise smaller than the burn leaves the rest). Its line
+    // at our version has not reached us: it is not sent yet, or its message was lost.
+    if (e !== undefined) n += e.owed
     if (!transitioning) continue
     const jHash = p?.rules[rule.name]
-    // At our version and done announcing: no entry at our version means no state, so nothing owed.
-    if (p !== undefined && jHash === rule.hash && !p.pending.has(rule.name)) continue
+    // At our version and done announcing: no entry at all means no state, so nothing owed.
+    if (p !== undefined && jHash === rule.hash && !p.pending.has(rule.name) && e === undefined) continue
     n += c.transitions.expectedDebt(rule, ks.key, j, jHash, c.seeds)
     if (n === Infinity) return n
   }

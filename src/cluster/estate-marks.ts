@@ -39,9 +39,8 @@
  * (the `estates` in the same gossip are read first).
  */
 import type { ClusterCore } from './cluster-core.js'
-import { ext } from './key-ext.js'
 import type { EstateMark, Grant } from './messages.js'
-import { horizonAt } from './recovery.js'
+import { creditAtHorizon } from './recovery.js'
 
 /** Entries per gossip (the list rotates through the peers). */
 export const MARKS_PER_GOSSIP = 64
@@ -146,22 +145,11 @@ export class EstateMarks {
   private resolve (id: string, h: Held, mark: number, nowMs: number): void {
     const c = this.c
     this.held.delete(id)
-    const cal = c.calendar.at(nowMs)
-    const skew = c.tuning.maxClockSkewMs
     for (const g of h.grants) {
       if (g.seq > mark) this.onTakeBack?.(g)
       for (const [k, n] of g.items) {
         if (g.seq <= mark) { this.counters.tokensDelivered += n; continue }
-        let ks
-        try {
-          ks = c.limiter.existing(k) ?? c.limiter.keyState(k, 1, nowMs)
-        } catch {
-          c.ledger.stranded += n
-          continue
-        }
-        ;(ext(ks).deferred ??= []).push([n, horizonAt(ks.rule.config, cal, skew)])
-        c.journal.record(k, n, false)
-        c.active.add(ks)
+        if (!creditAtHorizon(c, k, n, nowMs)) continue
         // Counted as returned to the dead seed's account at the settlement, and moved to its heir's: held again.
         if (h.heir !== undefined) c.reclaim.restore(h.heir[0], h.heir[1], k, n)
         this.takenBack.set(k, (this.takenBack.get(k) ?? 0) + n)

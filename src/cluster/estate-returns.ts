@@ -31,9 +31,8 @@
  * which the heir's credit deducts already (estate.ts).
  */
 import type { ClusterCore } from './cluster-core.js'
-import { ext } from './key-ext.js'
 import type { DeadApplied } from './messages.js'
-import { horizonAt } from './recovery.js'
+import { creditAtHorizon } from './recovery.js'
 
 /** Reports kept per gossip, at most (the parser's bound, maxPeers, is higher). */
 export const MAX_APPLIED_PER_GOSSIP = 64
@@ -122,24 +121,13 @@ export class EstateReturns {
     if (bySeq === undefined) return
     p.sent.delete(id)
     const c = this.c
-    const cal = c.calendar.at(nowMs)
-    const skew = c.tuning.maxClockSkewMs
     for (const [seq, items] of bySeq) {
       if (seq <= mark) continue
       this.onReturn?.(p.dead, p.epoch, to, toEpoch, seq, items)
       this.counters.grantsReturned++
       for (const [k, n] of items) {
-        let ks
-        try {
-          ks = c.limiter.existing(k) ?? c.limiter.keyState(k, 1, nowMs)
-        } catch {
-          c.ledger.stranded += n
-          continue
-        }
         // Deferred like the rest of the estate (the heir credits nothing of it before the horizon).
-        ;(ext(ks).deferred ??= []).push([n, horizonAt(ks.rule.config, cal, skew)])
-        c.journal.record(k, n, false)
-        c.active.add(ks)
+        if (!creditAtHorizon(c, k, n, nowMs)) continue
         // The copy counted it as held by the receiver (its `peers`, now the heir's): it never got there.
         if (to !== c.node) c.reclaim.restore(to, toEpoch, k, n)
         this.returned.set(k, (this.returned.get(k) ?? 0) + n)

@@ -93,9 +93,6 @@ export interface Observed {
 
 const NO_PENDING: ReadonlySet<string> = new Set()
 
-/** A surplus (or a holding) over this is at least a whole token, give or take float error: worth a want. */
-export const DONOR_MIN = 0.999
-
 /** What a peer's key lines are checked against before they are kept. */
 export interface KeepPolicy {
   /** Our cluster hash. */

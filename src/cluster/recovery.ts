@@ -27,6 +27,7 @@
  */
 import type { RuleConfig } from '../config/types.js'
 import type { KeyState } from '../core/limiter.js'
+import type { ClusterCore } from './cluster-core.js'
 import { ext } from './key-ext.js'
 import { reclaimAt } from './reclaim-at.js'
 
@@ -40,6 +41,26 @@ import { reclaimAt } from './reclaim-at.js'
 export function horizonAt (rule: Pick<RuleConfig, 'algorithm' | 'perMs' | 'limit' | 'burst'>, calMs: number, skewMs: number): number {
   const r = reclaimAt(rule, calMs, skewMs)
   return r.kind === 'deferred' ? r.at : calMs + skewMs + rule.perMs * Math.max(1, rule.burst / rule.limit)
+}
+
+/**
+ * Credit `n` tokens of `key` that a process that is gone may have spent
+ * (a dead seed's grant taken back): deferred to `horizonAt`, journaled, the
+ * key active. A key this node can make no state for (no rule, a full table)
+ * counts them stranded instead. Returns whether they were credited.
+ */
+export function creditAtHorizon (c: ClusterCore, key: string, n: number, nowMs: number): boolean {
+  let ks: KeyState
+  try {
+    ks = c.limiter.existing(key) ?? c.limiter.keyState(key, 1, nowMs)
+  } catch {
+    c.ledger.stranded += n
+    return false
+  }
+  ;(ext(ks).deferred ??= []).push([n, horizonAt(ks.rule.config, c.calendar.at(nowMs), c.tuning.maxClockSkewMs)])
+  c.journal.record(key, n, false)
+  c.active.add(ks)
+  return true
 }
 
 export class Recovery {

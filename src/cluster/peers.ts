@@ -155,6 +155,12 @@ export class Peers {
       if (p.sameCluster !== (g.cfg === this.keep.cfg)) { p.sameCluster = !p.sameCluster; this.changed() }
       if (p.legacy !== null && p.pending.size === 0) this.dropCarried(p)
     }
+    // A line is labelled with the rules of the message that carried it, not the
+    // peer's newest: a late message (not fresh) still fills keys the newer one
+    // left out, and its lines were said under its own, older rules. Labelled
+    // with the newer rules, caution.ts would read an old-version debt as the
+    // current version's and skip the debt expected of the new version.
+    const gen = sameRules(p.rules, g.rules) ? p.rules : g.rules
     // Zero entries are kept: "holds nothing" is information. A key a peer never
     // gossiped is assumed to be at its pre-allocated share instead.
     for (const [k, held, outstanding, rate, owed, debts, deferred, inTransitOut] of g.keys) {
@@ -165,7 +171,7 @@ export class Peers {
       if (old === undefined && p.keys.size >= this.keep.maxKeys) continue
       if (old !== undefined && (old.owed > 0 || old.debts > 0)) this.owingEntries--
       if (owed > 0 || debts > 0) this.owingEntries++
-      const line = { held, outstanding, rate, owed, debts, deferred, inTransitOut, said: held + outstanding + deferred + inTransitOut, gen: p.rules, seq: g.seq }
+      const line = { held, outstanding, rate, owed, debts, deferred, inTransitOut, said: held + outstanding + deferred + inTransitOut, gen, seq: g.seq }
       p.keys.set(k, line)
       this.onLine(k, p, old, line, nowMs)
       // A debt of this epoch restored from our own state file is superseded by what the epoch says now.

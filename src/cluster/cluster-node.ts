@@ -12,7 +12,6 @@
  * oversized message is dropped, counted (`badMessages`) and logged at debug;
  * the node keeps running.
  */
-import { Packr } from 'msgpackr'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import type { Clock } from '../clock.js'
@@ -35,8 +34,8 @@ import { GossipInbox } from './gossip-inbox.js'
 import { DEFAULT_BOUNDS, gossipTopic, parseMessage, type Grant, type MessageBounds, type Want } from './messages.js'
 import type { Transport, TransportOptions } from './transport/types.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
+import { wire as packr } from './wire.js'
 
-const packr = new Packr({ useRecords: false })
 
 export interface ClusterNodeOptions {
   config: ClusterConfig

@@ -4,15 +4,14 @@
  * core exactly once. The simulator does the same over its virtual network
  * (virtual-cluster.ts).
  */
-import { Packr } from 'msgpackr'
 import type { Clock } from '../clock.js'
 import type { Logger } from '../util/log.js'
 import type { ClusterCore } from './cluster-core.js'
 import { parseMessage, type MessageBounds } from './messages.js'
 import type { Jget, Jrep } from './replica-messages.js'
 import type { Transport } from './transport/types.js'
+import { wire as packr } from './wire.js'
 
-const packr = new Packr({ useRecords: false })
 
 /** Send what the waiting grants need of this node's journal (the core's tick sends the rest). */
 export function sendReplicas (core: ClusterCore, t: Transport, bounds: MessageBounds, clock: Clock, log: Logger): void {

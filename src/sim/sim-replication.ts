@@ -6,14 +6,13 @@
  * leaves its seed only once its give is durable at a quorum of seeds. The
  * replica witness (replica-check.ts) judges each departure from the disks.
  */
-import { Packr } from 'msgpackr'
 import type { ClusterCore } from '../cluster/cluster-core.js'
 import { parseMessage, type Grant } from '../cluster/messages.js'
 import type { Jget, Jrep } from '../cluster/replica-messages.js'
 import type { ReplicaWitness } from './replica-check.js'
 import { idOf, type SimNode } from './sim-node.js'
+import { wire as packr } from '../cluster/wire.js'
 
-const packr = new Packr({ useRecords: false })
 
 /** What it needs of the virtual cluster. */
 export interface SimNet {

@@ -6,14 +6,13 @@
  * covered by the journal copies (sim-replication.ts). Every request gets
  * exactly one onReply or onRequestFailed.
  */
-import { Packr } from 'msgpackr'
 import type { ClusterCore } from '../cluster/cluster-core.js'
 import { parseMessage, type Ack, type Grant, type None, type Want } from '../cluster/messages.js'
 import { idOf, type SimNode } from './sim-node.js'
 import type { SimReplication } from './sim-replication.js'
 import type { VirtualCluster } from './virtual-cluster.js'
+import { wire as packr } from '../cluster/wire.js'
 
-const packr = new Packr({ useRecords: false })
 
 export function sendRequest (vc: VirtualCluster, replication: SimReplication, sender: SimNode, core: ClusterCore, to: string, msg: Want | Grant): void {
   if (msg.t === 'grant') { vc.audit.granted(msg); vc.positions.granted(msg) }

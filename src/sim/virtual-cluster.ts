@@ -23,7 +23,6 @@
  *
  * Determinism: one seeded Rng, one event heap ordered by (time, insertion).
  */
-import { Packr } from 'msgpackr'
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import type { ClusterCore, Outbound } from '../cluster/cluster-core.js'
 import type { SavedState } from '../cluster/durable-state.js'
@@ -42,6 +41,7 @@ import { Rng } from './rng.js'
 import { PositionAudit } from './position-audit.js'
 import { TokenAudit } from './token-audit.js'
 import { idOf, LINGER_MS, type SimNode } from './sim-node.js'
+import { wire as packr } from '../cluster/wire.js'
 
 export { PERFECT, type NetworkModel } from './network.js'
 export { idOf, LINGER_MS, type NodeState, type SimNode } from './sim-node.js'
@@ -67,7 +67,6 @@ export interface VirtualClusterOptions {
   monoOffsetMs?: (node: string) => number
 }
 
-const packr = new Packr({ useRecords: false })
 
 /** How long a reclaimed node's supervisor takes to start it again. */
 export const RESTART_RECLAIMED_MS = 500

@@ -14,14 +14,14 @@ import { Limiter, type Waiter } from '../src/core/limiter.js'
 import { ALGORITHMS, type Algorithm } from '../src/config/types.js'
 import type { Decision } from '../src/core/types.js'
 import { limits, rule } from './helpers/rules.js'
-import { PAIRS, blockWords, countsAt, headOf as ringHead, metaOf, sizeOf, type LogSlab } from '../src/core/algorithms/log-slab.js'
+import { logOf, readBlock } from './helpers/log-block.js'
 
 const T0 = 1_700_000_000_000 - (1_700_000_000_000 % 60_000)
 
-/** Own fields per key: the key, its head (rule, spec, initial and the rare part), and the algorithm's. */
+/** Own fields per key: the key, its head (rule, spec, initial and the rare part), and the algorithm's (the sliding log's: one, its block or its held tokens). */
 const FIELDS: Record<Algorithm, number> = {
   'fixed-window': 2 + 3,
-  'sliding-log': 2 + 2,
+  'sliding-log': 2 + 1,
   'sliding-window': 2 + 5,
   'token-bucket': 2 + 3
 }
@@ -67,21 +67,12 @@ for (const algorithm of ALGORITHMS) {
   })
 }
 
-/** The sliding log's private block (sliding-log.ts, log-slab.ts), decoded: null, or its mode, capacity and [time, count] entries. */
+/** The sliding log's private block (sliding-log.ts, log-slab.ts), decoded: null, or its mode, capacity, length and [time, count] entries. */
 function slidingLog (ks: object): null | { mode: string, cap: number, words: number, entries: number[][] } {
-  const { log, h } = ks as { log: number, h: { spec: { logs: LogSlab } } }
-  if (log === -1) return null
-  const L = h.spec.logs
-  const u = L.u
-  const cap = u[log] >>> 1
-  const mode = u[log] & 1
-  const entries: number[][] = []
-  let at = ringHead(u, log)
-  for (let k = 0; k < sizeOf(u, log); k++) {
-    entries.push([L.time(u[log + metaOf(cap) + at]), mode === PAIRS ? L.f[countsAt(log, cap) + at] : 1])
-    at = at + 1 === cap ? 0 : at + 1
-  }
-  return { mode: mode === PAIRS ? 'pairs' : 'units', cap, words: blockWords(cap, mode), entries }
+  const { block, slab } = logOf(ks)
+  if (block === null) return null
+  const { mode, cap, words, entries } = readBlock(slab, block)
+  return { mode, cap, words, entries }
 }
 
 test('sliding-log: one spend is a block of 4 words, tokens spent one at a time are one word each, and the log empties', t => {
@@ -95,7 +86,7 @@ test('sliding-log: one spend is a block of 4 words, tokens spent one at a time a
   t.is(ks.bucket.outstanding(T0), 3)
 
   l.acquire('k:1', 1, T0 + 5)
-  t.deepEqual(slidingLog(ks), { mode: 'pairs', cap: 2, words: 4 + 6, entries: [[T0, 3], [T0 + 5, 1]] }, 'a count other than 1: pairs')
+  t.deepEqual(slidingLog(ks), { mode: 'pairs', cap: 2, words: 4 + 8, entries: [[T0, 3], [T0 + 5, 1]] }, 'a count other than 1: pairs')
   l.peek('k:1', 1, T0 + 60_000)
   t.like(slidingLog(ks), { entries: [[T0 + 5, 1]] })
   l.peek('k:1', 1, T0 + 60_005)

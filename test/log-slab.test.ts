@@ -1,12 +1,14 @@
 /**
  * The slab the sliding logs of a rule share (log-slab.ts): time units and
- * rounding, blocks handed out and reused, the slab growing, rebasing its
+ * rounding, blocks handed out and reused, the slab growing page by page
+ * with blocks larger than a page, held tokens kept in the block, rebasing its
  * time base with entries live across it, and what keys give back when they
  * go. The decisions themselves are checked against a plain log in
  * sliding-log-layout.test.ts.
  */
 import test from 'ava'
-import { LogSlab, PAIRS, UNITS, blockWords, metaOf, quantize, unitFor } from '../src/core/algorithms/log-slab.js'
+import { LogSlab, PAGE_WORDS, PAIRS, UNITS, blockWords, metaOf, quantize, unitFor } from '../src/core/algorithms/log-slab.js'
+import { logOf, readBlock, setWord, word } from './helpers/log-block.js'
 import { createBucket } from '../src/core/algorithms/index.js'
 import { Limiter } from '../src/core/limiter.js'
 import { limits, rule } from './helpers/rules.js'
@@ -36,38 +38,99 @@ test('the unit is a power of two of ms, 2^-6 at least, and 2^29 units cover the 
 test('blocks: freed blocks are reused by length first, the slab grows with its contents intact', t => {
   const L = new LogSlab(1000)
   const a = L.alloc(1, UNITS)
-  L.u[a + metaOf(1)] = 7
+  t.true(a > 0, 'no block has handle 0 (a key tells a handle from held tokens by its sign)')
+  setWord(L, a, metaOf(1), 7)
   const blocks = Array.from({ length: 100 }, (_, i) => {
     const b = L.alloc(10, UNITS)
-    L.u[b + metaOf(10)] = i
+    setWord(L, b, metaOf(10), i)
     return b
   })
-  t.is(L.u[a + metaOf(1)], 7, 'the first block survived the slab growing')
-  t.deepEqual(blocks.map(b => L.u[b + metaOf(10)]), Array.from({ length: 100 }, (_, i) => i))
+  t.is(word(L, a, metaOf(1)), 7, 'the first block survived the slab growing')
+  t.deepEqual(blocks.map(b => word(L, b, metaOf(10))), Array.from({ length: 100 }, (_, i) => i))
   const used = L.used
   t.is(used, blockWords(1, UNITS) + 100 * blockWords(10, UNITS))
   L.release(blocks[3])
   L.release(blocks[50])
   t.is(L.alloc(10, UNITS), blocks[50], 'the last freed block of that length comes back first')
   t.is(L.alloc(10, UNITS), blocks[3])
-  t.is(L.alloc(10, UNITS), used, 'none free: a new one at the end')
+  t.is(L.alloc(10, UNITS), a + used, 'none free: a new one at the end')
   L.release(a)
-  t.is(L.alloc(3, UNITS), used + blockWords(10, UNITS), 'another length (6 words) does not take a freed block of 4')
+  t.is(L.alloc(3, UNITS), a + used + blockWords(10, UNITS), 'another length (6 words) does not take a freed block of 4')
+})
+
+test('pages: blocks fill a page and go on in the next, a block larger than a page has a buffer of its own, none is copied', t => {
+  const L = new LogSlab(1000)
+  const w = blockWords(10, UNITS)
+  const n = Math.ceil(2.5 * PAGE_WORDS / w)
+  const blocks = Array.from({ length: n }, (_, i) => {
+    const b = L.alloc(10, UNITS)
+    setWord(L, b, metaOf(10), i)
+    return b
+  })
+  t.is(L.pages.length, 3)
+  const page1 = L.pages[1]
+  const big = L.alloc(PAGE_WORDS + 5, PAIRS)
+  t.true(big > 0)
+  setWord(L, big, metaOf(PAGE_WORDS + 5) + PAGE_WORDS + 4, 99)
+  t.is(L.pages.length, 3 + Math.ceil(blockWords(PAGE_WORDS + 5, PAIRS) / PAGE_WORDS), 'the large block reserves the page slots it spans')
+  const after = L.alloc(10, UNITS)
+  t.is(after >>> 16, 2, 'small blocks go on in the page they were cut from')
+  t.is(L.pages[1], page1, 'a full page is never copied')
+  t.deepEqual(blocks.map(b => word(L, b, metaOf(10))), Array.from({ length: n }, (_, i) => i))
+  t.is(word(L, big, metaOf(PAGE_WORDS + 5) + PAGE_WORDS + 4), 99)
+  // What a page leaves unused at its end is less than one block.
+  t.true(L.used - (n + 1) * w - blockWords(PAGE_WORDS + 5, PAIRS) < 2 * w)
+  L.release(big)
+  t.is(L.alloc(PAGE_WORDS + 5, PAIRS), big, 'a freed large block is reused')
 })
 
 test('a freed block is reused by one of another layout and the same length, its free list intact', t => {
   const L = new LogSlab(1000)
-  // Head and size in one word (a 16-bit capacity) or in two: the free-list link sits after them.
-  const wide = 196_606
-  t.is(blockWords(65_535, PAIRS), blockWords(wide, UNITS), 'the same length')
+  // Head and size in the first word (a capacity up to 1023) or in words of their own: the free-list link sits after them.
+  const wide = 3072
+  t.is(blockWords(1023, PAIRS), blockWords(wide, UNITS), 'the same length')
+  t.not(metaOf(1023), metaOf(wide))
   const first = L.alloc(1, UNITS)
-  const a = L.alloc(65_535, PAIRS)
-  const b = L.alloc(65_535, PAIRS)
+  const a = L.alloc(1023, PAIRS)
+  const b = L.alloc(1023, PAIRS)
   L.release(a)
   L.release(b)
   t.is(L.alloc(wide, UNITS), b)
   t.is(L.alloc(wide, UNITS), a, 'not the block at offset 0, nor garbage')
   t.is(L.alloc(wide, UNITS), first + blockWords(1, UNITS) + 2 * blockWords(wide, UNITS), 'none free: a new one at the end')
+})
+
+test('held tokens live in the block: a word while they are an integer below 2^32, else a double; none negative with no block', t => {
+  const b = createBucket('sliding-log', { limit: 10, perMs: 1000, burst: 10, share: 10 }, 0)
+  t.is(logOf(b).block, null)
+  t.true(b.trySpend(1, 5000))
+  t.true(b.trySpend(1, 5001))
+  const { block, slab } = logOf(b)
+  if (block === null) return t.fail('no block')
+  t.like(readBlock(slab, block), { mode: 'units', held: 8, pending: 2 })
+  b.credit(2 ** 32)
+  const big = logOf(b).block
+  if (big === null) return t.fail('no block')
+  t.like(readBlock(slab, big), { mode: 'pairs', held: 8 + 2 ** 32, pending: 2 }, 'held past a word: pairs')
+  t.is(b.held, 8 + 2 ** 32)
+  t.is(b.debit(2 ** 32), 2 ** 32)
+  t.is(b.held, 8)
+  t.is(b.outstanding(7000), 0)
+  t.is(logOf(b).block, null, 'all back, no residue: no block, held in the field')
+  t.is(b.held, 10)
+  b.credit(0.25)
+  t.is(b.held, 10.25)
+  t.is(b.debit(11), 10.25)
+  t.true(Object.is(b.held, 0), 'held 0, not -0')
+  b.credit(-1.5)
+  t.is(b.held, -1.5, 'a negative held (no caller makes one) is kept, in a block')
+  t.not(logOf(b).block, null)
+  b.credit(3)
+  t.is(b.held, 1.5)
+  t.true(b.trySpend(1, 8000))
+  t.is(b.outstanding(9000), 0)
+  t.is(b.held, 1.5)
+  t.is(logOf(b).block, null)
 })
 
 test('rebasing: a spend live across a rebase returns exactly one period after its rounded time, not earlier', t => {
@@ -119,6 +182,6 @@ test('many keys: blocks go back when logs empty and when keys are evicted or dro
   l.setRules([rule({ name: 'other', match: 'x:*', limit: 10, perMs: 1000, algorithm: 'sliding-log' })], 60_000)
   const free = (slab as unknown as { free: Map<number, number> }).free
   let n = 0
-  for (let b = free.get(blockWords(10, UNITS)); b !== undefined && b !== 0xFFFFFFFF; b = slab.u[b + metaOf(10)]) n++
+  for (let b = free.get(blockWords(10, UNITS)); b !== undefined && b !== 0xFFFFFFFF; b = word(slab, b, metaOf(10))) n++
   t.is(n, 2000, 'every full ring is on the free list')
 })

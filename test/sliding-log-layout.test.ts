@@ -11,7 +11,8 @@
  */
 import test from 'ava'
 import { createBucket, type Bucket } from '../src/core/algorithms/index.js'
-import { PAIRS, quantize, sizeOf, unitFor, type LogSlab } from '../src/core/algorithms/log-slab.js'
+import { quantize, unitFor } from '../src/core/algorithms/log-slab.js'
+import { logOf, readBlock } from './helpers/log-block.js'
 
 class ReferenceLog {
   held: number
@@ -110,12 +111,12 @@ interface Traffic {
 
 /** The form the log is in (private fields, read for coverage only): no block, one entry, units or pairs. */
 function form (b: Bucket): string {
-  const { log, h } = b as unknown as { log: number, h: { spec: { logs: LogSlab } } }
-  if (log === -1) return 'empty'
-  const u = h.spec.logs.u
-  if (sizeOf(u, log) === 0) return 'residue'
-  if (sizeOf(u, log) === 1) return 'one'
-  return (u[log] & 1) === PAIRS ? 'pairs' : 'units'
+  const { block, slab } = logOf(b)
+  if (block === null) return 'empty'
+  const v = readBlock(slab, block)
+  if (v.size === 0) return 'residue'
+  if (v.size === 1) return 'one'
+  return v.mode
 }
 
 /** Runs `steps` random operations on both logs; throws at the first difference. Returns the forms the log took. */

@@ -3,11 +3,13 @@
  * them all (one per BucketSpec), instead of an array per key.
  *
  * Why: a JS array costs 48 bytes before its first element (the array and
- * its store's header), and a double 8 bytes a time. Here a key's log is a
- * block of the slab: 2 words of ring state and one 32-bit word per entry's
- * time (4 bytes a token while every entry has count 1), plus a double per
- * entry for the counts, and one for their total, once one is not 1. The key keeps the block's offset,
- * a small integer (no heap number).
+ * its store's header), and a double 8 bytes a time; a field of the key's
+ * object 8 bytes. Here a key's log is a block of the slab: one word of ring
+ * state, one of the key's held tokens, and one 32-bit word per entry's time
+ * (4 bytes a token while every entry has count 1); once a count is not 1, a
+ * double per entry for the counts, and doubles for their total and for the
+ * held tokens. The key keeps only the block's handle, a small integer (no
+ * heap number), in one field (sliding-log.ts).
  *
  * Times are kept as 32-bit offsets, in `unit`s, from the slab's `base`, and
  * every time is rounded UP to the unit as it is recorded: a spend at t is
@@ -28,17 +30,32 @@
  * kept at the base, still expired and still in order, until their key is next
  * touched and gives their tokens back.
  *
- * Blocks: a block's first word is its capacity (entries) times 2 plus its
- * mode (UNITS: every count is 1, not stored; PAIRS: counts as doubles after
- * the times, 8-byte aligned, preceded by the log's outstanding total), then
- * the ring's head (its oldest entry's index) and size: in ONE word, 16 bits
- * each, while the capacity fits 16 bits (every block a limit under 65,536
- * makes), else in two; then the times. `metaOf(cap)` is where the times
- * start. So a block of 10 units is 12 words (48 bytes), not 14. Blocks start
- * at even words. A freed block keeps its first word, has size 0 and its
- * first time slot holds the next free block of its length (free lists by
- * length, reused first). The slab grows by a quarter
- * when full (copied once), and never shrinks: memory a burst of logs used is
+ * Blocks. A block's first word holds its mode (bit 0: UNITS, every count is
+ * 1 and not stored; PAIRS, counts as doubles), whether it is wide (bit 1),
+ * and its capacity; a narrow block (capacity up to 1023) also its ring's
+ * head (oldest entry's index) and size, 10 bits each; a wide one keeps them
+ * in the next two words. Then one word of held tokens (UNITS: an integer
+ * below 2^32; a PAIRS block keeps them as a double and leaves this word
+ * unused), then the times: `metaOf(cap)` words from the start. A PAIRS
+ * block goes on, 8-byte aligned, with doubles: the outstanding total, the
+ * held tokens, one count per entry. So a block of 10 units is 12 words (48
+ * bytes) and holds all of its key's numbers. Blocks start at even words. A
+ * freed block keeps its first word, has size 0 and its first time slot holds
+ * the next free block of its length (free lists by length, reused first).
+ *
+ * Pages: the slab is a list of pages of PAGE_WORDS words (256 KiB), not one
+ * buffer. A block's handle is its word in a page-major address space: page
+ * `b >>> PAGE_BITS`, word `b & PAGE_MASK` of it. Why: one buffer grown by a
+ * quarter when full left up to a fifth of it unused (~5 bytes a key at 1M
+ * keys) and copied all of it at each growth (~50 MB, a pause of
+ * milliseconds, at 1M full logs of 10). Pages are never copied and leave at
+ * most one block's words unused at their end. The first page starts small
+ * and doubles up to a full page (a rule changed in cluster mode gives each
+ * key a spec, and slab, of its own: a slab must start small), copied as it
+ * grows; a block larger than a page gets a buffer of its own, whose handle
+ * reserves as many page slots as it spans. Word 0 of page 0 is never a
+ * block: handles are > 0, so a key can tell a handle from its held tokens
+ * (sliding-log.ts). The slab never shrinks: memory a burst of logs used is
  * reused by later logs of the rule, not given back while the rule's spec
  * lives (a reload that changes the rule lets it go with the old keys).
  */
@@ -46,16 +63,21 @@ import type { BucketSpec } from './bucket.js'
 
 export const UNITS = 0
 export const PAIRS = 1
-/** The largest capacity whose head and size share one word (16 bits each). */
-const NARROW = 0xFFFF
+/** Bit 1 of a block's first word: head and size are in words of their own. */
+const WIDE = 2
+/** The largest capacity of a narrow block (head and size in its first word). */
+const NARROW = 0x3FF
+
+export const PAGE_BITS = 16
+export const PAGE_WORDS = 1 << PAGE_BITS
+export const PAGE_MASK = PAGE_WORDS - 1
 
 const SPAN = 2 ** 32
 const HALF = 2 ** 31
 /** The end of a free list. */
 const NONE = 0xFFFFFFFF
-/** Where a slab starts: a rule changed in cluster mode gives each key a spec (and slab) of its own, so a slab starts small. */
-const EMPTY_U32 = new Uint32Array(0)
-const EMPTY_F64 = new Float64Array(0)
+/** Words of page 0 before its first block (so that no handle is 0). */
+const FIRST = 2
 const MIN_WORDS = 16
 
 /** The time unit for a period: a power of two of ms, at least 2^-6, such that 2^29 units cover the period. */
@@ -70,43 +92,53 @@ export function quantize (t: number, unit: number): number {
   return Math.ceil(t / unit) * unit
 }
 
-/** Words of ring state before the times of a block of `cap` entries: capacity and mode, then head and size (one word while both fit 16 bits, else two). */
+/** Whether `v` fits a held-tokens word (an integer in [0, 2^32)). */
+export function isWord (v: number): boolean {
+  return v >>> 0 === v
+}
+
+/** Words before the times of a block of `cap` entries: the ring state (1 word narrow, 3 wide), then held. */
 export function metaOf (cap: number): number {
-  return cap <= NARROW ? 2 : 3
+  return cap <= NARROW ? 2 : 4
 }
 
-/** Words a block of `cap` entries takes in `mode` (PAIRS: a double per count and one for their total). */
+/** Words a block of `cap` entries takes in `mode` (PAIRS: a double per count, one for their total and one for held). */
 export function blockWords (cap: number, mode: number): number {
-  return ((metaOf(cap) + cap + 1) & ~1) + (mode === PAIRS ? 2 * cap + 2 : 0)
+  return ((metaOf(cap) + cap + 1) & ~1) + (mode === PAIRS ? 2 * cap + 4 : 0)
 }
 
-/** The index (in the slab's doubles) of a PAIRS block's total of counts (its key's outstanding tokens). */
-export function pendingAt (b: number, cap: number): number {
-  return (b + metaOf(cap) + cap + 1) >>> 1
+/** The capacity of the block whose first word is `w0`. */
+export function capOf (w0: number): number {
+  return (w0 & WIDE) === 0 ? (w0 >>> 2) & NARROW : w0 >>> 2
 }
 
-/** The index (in the slab's doubles) of the count of a PAIRS block's entry 0. */
-export function countsAt (b: number, cap: number): number {
-  return pendingAt(b, cap) + 1
+/** The index (in its page's doubles) of a PAIRS block's total of counts; held is the next double, the counts follow. `o`: the block's word in its page. */
+export function pendingAt (o: number, cap: number): number {
+  return (o + metaOf(cap) + cap + 1) >>> 1
 }
 
-/** The index of block `b`'s oldest entry. */
-export function headOf (u: Uint32Array, b: number): number {
-  return (u[b] >>> 1) <= NARROW ? u[b + 1] & 0xFFFF : u[b + 1]
+/** The index (in its page's doubles) of the count of a PAIRS block's entry 0. */
+export function countsAt (o: number, cap: number): number {
+  return pendingAt(o, cap) + 2
 }
 
-/** How many entries block `b` holds. */
-export function sizeOf (u: Uint32Array, b: number): number {
-  return (u[b] >>> 1) <= NARROW ? u[b + 1] >>> 16 : u[b + 2]
+/** The index of the oldest entry of the block at word `o` of page `u`. */
+export function headOf (u: Uint32Array, o: number): number {
+  return (u[o] & WIDE) === 0 ? (u[o] >>> 12) & NARROW : u[o + 1]
 }
 
-/** Set block `b`'s head and size (head < capacity, size <= capacity). */
-export function setRing (u: Uint32Array, b: number, head: number, size: number): void {
-  if ((u[b] >>> 1) <= NARROW) {
-    u[b + 1] = head | (size << 16)
+/** How many entries the block at word `o` of page `u` holds. */
+export function sizeOf (u: Uint32Array, o: number): number {
+  return (u[o] & WIDE) === 0 ? u[o] >>> 22 : u[o + 2]
+}
+
+/** Set a block's head and size (head < capacity, size <= capacity). */
+export function setRing (u: Uint32Array, o: number, head: number, size: number): void {
+  if ((u[o] & WIDE) === 0) {
+    u[o] = (u[o] & 0xFFF) | (head << 12) | (size << 22)
   } else {
-    u[b + 1] = head
-    u[b + 2] = size
+    u[o + 1] = head
+    u[o + 2] = size
   }
 }
 
@@ -116,13 +148,15 @@ export function logsOf (spec: BucketSpec): LogSlab {
 }
 
 export class LogSlab {
-  /** The words; replaced when the slab grows (read it again after `alloc`). */
-  u = EMPTY_U32
-  /** The same memory as doubles (PAIRS counts). */
-  f = EMPTY_F64
+  /** The pages' words, by page; page 0 is replaced while it grows (read it again after `alloc`). */
+  readonly pages: Uint32Array[] = []
+  /** The same memory as doubles (PAIRS counts, totals and held). */
+  readonly dpages: Float64Array[] = []
   readonly unit: number
-  /** Words in use from the start (past it, never used). */
-  private top = 0
+  /** Words of each page handed out from its start (0 for the slots a large block spans past its first). */
+  private readonly tops: number[] = []
+  /** The page small blocks are cut from. */
+  private cur = 0
   /** The time of offset 0, in units; NaN until the first time. */
   private base = NaN
   /** The first free block of each length in words. */
@@ -151,61 +185,107 @@ export class LogSlab {
     return Math.floor(t / this.unit) - this.base
   }
 
-  /** A block of `cap` entries in `mode`, empty (head 0, size 0). */
+  /** A block of `cap` entries in `mode`, empty (head 0, size 0, held unset). Returns its handle (> 0). */
   alloc (cap: number, mode: number): number {
     const w = blockWords(cap, mode)
     let b = this.free.get(w)
     if (b !== undefined) {
       // The link is where the freed block's own layout puts it: one of another capacity and mode may have this length.
-      const next = this.u[b + metaOf(this.u[b] >>> 1)]
+      const u = this.pages[b >>> PAGE_BITS]
+      const o = b & PAGE_MASK
+      const next = u[o + metaOf(capOf(u[o]))]
       if (next === NONE) this.free.delete(w)
       else this.free.set(w, next)
     } else {
-      b = this.top
-      if (b + w > this.u.length) this.grow(b + w)
-      this.top = b + w
+      b = this.place(w)
     }
-    const u = this.u
-    u[b] = cap * 2 + mode
-    setRing(u, b, 0, 0)
+    const u = this.pages[b >>> PAGE_BITS]
+    const o = b & PAGE_MASK
+    u[o] = cap <= NARROW ? mode | (cap << 2) : mode | WIDE | (cap << 2)
+    setRing(u, o, 0, 0)
     return b
   }
 
   /** Give a block back (its key no longer needs it). */
   release (b: number): void {
-    const u = this.u
-    const cap = u[b] >>> 1
-    const w = blockWords(cap, u[b] & 1)
-    setRing(u, b, 0, 0)
-    u[b + metaOf(cap)] = this.free.get(w) ?? NONE
+    const u = this.pages[b >>> PAGE_BITS]
+    const o = b & PAGE_MASK
+    const cap = capOf(u[o])
+    const w = blockWords(cap, u[o] & 1)
+    setRing(u, o, 0, 0)
+    u[o + metaOf(cap)] = this.free.get(w) ?? NONE
     this.free.set(w, b)
   }
 
   /** Words the slab has handed out (blocks in use and free ones). */
-  get used (): number { return this.top }
+  get used (): number {
+    let n = 0
+    for (const t of this.tops) n += t
+    return n - (this.tops.length > 0 ? FIRST : 0)
+  }
 
-  private grow (need: number): void {
-    const words = Math.max(need, Math.ceil(this.u.length * 1.25), MIN_WORDS)
+  /** A handle for `w` new words: cut from the current page, or a new page, or a buffer of its own. */
+  private place (w: number): number {
+    if (this.pages.length === 0) {
+      // Page 0 first, small (see the header), whatever the first block's size: no handle is 0.
+      this.addPage(MIN_WORDS)
+      this.tops[0] = FIRST
+      this.cur = 0
+    }
+    if (w > PAGE_WORDS - FIRST) {
+      // A block larger than a page: a buffer of its own at a page slot, reserving the slots it spans.
+      const p = this.pages.length
+      this.addPage(w)
+      for (let k = PAGE_WORDS; k < w; k += PAGE_WORDS) this.addPage(0)
+      this.tops[p] = w
+      return p << PAGE_BITS
+    }
+    let p = this.cur
+    if (this.tops[p] + w > PAGE_WORDS) {
+      // The rest of this page (fewer words than this block) stays unused.
+      p = this.cur = this.pages.length
+      this.addPage(PAGE_WORDS)
+    }
+    const o = this.tops[p]
+    if (o + w > this.pages[p].length) this.growFirst(o + w)
+    this.tops[p] = o + w
+    return (p << PAGE_BITS) + o
+  }
+
+  private addPage (words: number): void {
+    const buf = new ArrayBuffer(4 * (words + (words & 1)))
+    this.pages.push(new Uint32Array(buf))
+    this.dpages.push(new Float64Array(buf))
+    this.tops.push(0)
+  }
+
+  /** Page 0, while it is smaller than a page: doubled (at least), copied, up to a full page. */
+  private growFirst (need: number): void {
+    const old = this.pages[0]
+    const words = Math.min(PAGE_WORDS, Math.max(need, 2 * old.length))
     const buf = new ArrayBuffer(4 * (words + (words & 1)))
     const u = new Uint32Array(buf)
-    u.set(this.u.subarray(0, this.top))
-    this.u = u
-    this.f = new Float64Array(buf)
+    u.set(old.subarray(0, this.tops[0]))
+    this.pages[0] = u
+    this.dpages[0] = new Float64Array(buf)
   }
 
   /** Move the base to `base` (in units), shifting every live entry (see the header). */
   private rebase (base: number): void {
     const shift = this.base - base
-    const u = this.u
-    for (let b = 0; b < this.top; b += blockWords(u[b] >>> 1, u[b] & 1)) {
-      const cap = u[b] >>> 1
-      const t0 = b + metaOf(cap)
-      let at = headOf(u, b)
-      for (let k = sizeOf(u, b); k > 0; k--) {
-        const o = u[t0 + at] + shift
-        // Below 0: expired long ago (see the header); kept at the base, in order.
-        u[t0 + at] = o < 0 ? 0 : o
-        at = at + 1 === cap ? 0 : at + 1
+    for (let p = 0; p < this.pages.length; p++) {
+      const u = this.pages[p]
+      const top = this.tops[p]
+      for (let o = p === 0 ? FIRST : 0; o < top; o += blockWords(capOf(u[o]), u[o] & 1)) {
+        const cap = capOf(u[o])
+        const t0 = o + metaOf(cap)
+        let at = headOf(u, o)
+        for (let k = sizeOf(u, o); k > 0; k--) {
+          const v = u[t0 + at] + shift
+          // Below 0: expired long ago (see the header); kept at the base, in order.
+          u[t0 + at] = v < 0 ? 0 : v
+          at = at + 1 === cap ? 0 : at + 1
+        }
       }
     }
     this.base = base

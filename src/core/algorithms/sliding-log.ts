@@ -14,10 +14,17 @@
  * subtracted in the same order as with one (rounded time, count) pair per
  * entry, so each decision is bit for bit what that log decides.
  *
- * The key keeps its block's offset (`log`, a small integer; NO_LOG while
- * nothing is outstanding) and its held tokens; not its outstanding ones
- * (`pending`, a field fewer: 8 bytes a key). They are, kept in the same
- * order of additions as a field would be:
+ * The key has ONE field of its own, `s` (8 bytes a key fewer than a field
+ * for the block and one for the held tokens):
+ * - while nothing is outstanding there is no block, and `s` is 0 - held
+ *   (<= 0: held is never negative there; a negative held, which no caller
+ *   makes, is kept in an empty PAIRS block instead). Negation is exact, so
+ *   held reads back bit for bit;
+ * - else `s` is the block's handle (> 0), and the block keeps held: a word
+ *   in UNITS (an integer below 2^32), a double in PAIRS (a UNITS block whose
+ *   held no longer fits a word is copied to PAIRS).
+ * The outstanding tokens (`pending`) are, kept in the same order of
+ * additions as a field would be:
  * - 0 exactly while there is no block;
  * - a UNITS block's size: every entry holds one token and the total was
  *   only ever changed by adding and subtracting 1, an exact integer;
@@ -38,63 +45,75 @@
  */
 import type { Bucket, BucketSpec } from './bucket.js'
 import { KeyState } from '../key-state.js'
-import { PAIRS, UNITS, countsAt, headOf, logsOf, metaOf, pendingAt, setRing, sizeOf, type LogSlab } from './log-slab.js'
-
-/** `log` when nothing is outstanding. */
-const NO_LOG = -1
+import { PAGE_BITS, PAGE_MASK, PAIRS, UNITS, capOf, countsAt, headOf, isWord, logsOf, metaOf, pendingAt, setRing, sizeOf, type LogSlab } from './log-slab.js'
 
 export class SlidingLogBucket extends KeyState implements Bucket {
-  held: number
-  /** The log's block in the rule's slab, or NO_LOG. */
-  private log: number
+  /** The log's block handle (> 0), or, with no block, 0 - held (<= 0; see the header). */
+  private s: number
 
   constructor (spec: BucketSpec, share: number) {
     super(spec)
-    this.held = share
-    this.log = NO_LOG
+    this.s = 0
+    this.setHeld(share)
+  }
+
+  /** Spendable tokens: in the block, or in `s` while there is none. */
+  get held (): number {
+    const b = this.s
+    return b <= 0 ? 0 - b : heldOf(logsOf(this.h.spec), b)
   }
 
   get share (): number { return this.held + this.pending }
 
   /** Spent tokens not yet returned (see the header: where they are kept). */
   private get pending (): number {
-    const b = this.log
-    return b === NO_LOG ? 0 : pendingOf(logsOf(this.h.spec), b)
+    const b = this.s
+    return b <= 0 ? 0 : pendingOf(logsOf(this.h.spec), b)
   }
 
   advance (nowMs: number): void {
-    const b = this.log
-    if (b === NO_LOG) return
+    const b = this.s
+    if (b <= 0) return
     const L = logsOf(this.h.spec)
-    const u = L.u
-    const f = L.f
+    const u = L.pages[b >>> PAGE_BITS]
+    const o = b & PAGE_MASK
     const last = L.atOrBefore(nowMs - this.h.spec.perMs)
-    const cap = u[b] >>> 1
-    const pairs = (u[b] & 1) === PAIRS
-    const t0 = b + metaOf(cap)
-    const p = pendingAt(b, cap)
-    const size = sizeOf(u, b)
-    let at = headOf(u, b)
+    const cap = capOf(u[o])
+    const t0 = o + metaOf(cap)
+    const size = sizeOf(u, o)
+    let at = headOf(u, o)
+    // Nothing due: the common case reads no more than this.
+    if (size === 0 || u[t0 + at] > last) return
+    const f = L.dpages[b >>> PAGE_BITS]
+    const pairs = (u[o] & 1) === PAIRS
+    const p = pendingAt(o, cap)
+    let held = pairs ? f[p + 1] : u[t0 - 1]
     let n = size
     while (n > 0 && u[t0 + at] <= last) {
       if (pairs) {
-        const c = f[p + 1 + at]
-        this.held += c
+        const c = f[p + 2 + at]
+        held += c
         f[p] -= c
       } else {
-        this.held += 1
+        held += 1
       }
       n--
       at = at + 1 === cap ? 0 : at + 1
     }
-    if (n === size) return
-    if (n === 0 && (!pairs || f[p] === 0)) {
+    if (n === 0 && (!pairs || f[p] === 0) && held >= 0) {
       L.release(b)
-      this.log = NO_LOG
+      this.s = 0 - held
       return
     }
-    setRing(u, b, at, n)
-    if (n * 4 <= cap) this.log = this.copy(L, b, pendingOf(L, b), true, 0)
+    setRing(u, o, at, n)
+    if (pairs) f[p + 1] = held
+    else if (isWord(held)) u[t0 - 1] = held
+    else {
+      // Past 2^32 held (a share that large): pairs keep held as a double.
+      this.s = this.copy(L, b, held, n, false, 0)
+      return
+    }
+    if (n * 4 <= cap) this.s = this.copy(L, b, held, pendingOf(L, b), true, 0)
   }
 
   trySpend (count: number, nowMs: number): boolean {
@@ -108,53 +127,70 @@ export class SlidingLogBucket extends KeyState implements Bucket {
     const L = logsOf(this.h.spec)
     // First: it may rebase the slab's times.
     const off = L.offset(nowMs)
-    this.held -= count
-    const b = this.log
-    if (b !== NO_LOG) {
+    const b = this.s
+    if (b > 0) {
       this.append(L, b, count, off)
       return
     }
     // No block: 0 outstanding, so `count` after this spend.
-    const mode = count === 1 ? UNITS : PAIRS
+    const held = (0 - b) - count
+    const mode = count === 1 && isWord(held) ? UNITS : PAIRS
     const fresh = L.alloc(1, mode)
-    L.u[fresh + metaOf(1)] = off
+    const u = L.pages[fresh >>> PAGE_BITS]
+    const o = fresh & PAGE_MASK
+    u[o + metaOf(1)] = off
     if (mode === PAIRS) {
-      L.f[pendingAt(fresh, 1)] = count
-      L.f[countsAt(fresh, 1)] = count
+      const f = L.dpages[fresh >>> PAGE_BITS]
+      const p = pendingAt(o, 1)
+      f[p] = count
+      f[p + 1] = held
+      f[p + 2] = count
+    } else {
+      u[o + metaOf(1) - 1] = held
     }
-    setRing(L.u, fresh, 0, 1)
-    this.log = fresh
+    setRing(u, o, 0, 1)
+    this.s = fresh
   }
 
   /** Add `count` at offset `off` to the log: merged into the newest entry, or a new entry. */
   private append (L: LogSlab, b: number, count: number, off: number): void {
-    const u = L.u
-    const cap = u[b] >>> 1
-    const mode = u[b] & 1
-    const n = sizeOf(u, b)
-    // The total as the field had it: what was outstanding, plus this spend.
+    const u = L.pages[b >>> PAGE_BITS]
+    const f = L.dpages[b >>> PAGE_BITS]
+    const o = b & PAGE_MASK
+    const cap = capOf(u[o])
+    const mode = u[o] & 1
+    const n = sizeOf(u, o)
+    const t0 = o + metaOf(cap)
+    // The numbers as the fields had them: held less this spend, what was outstanding plus it.
+    const held = heldOf(L, b) - count
     const pending = pendingOf(L, b) + count
-    let at = headOf(u, b) + n
+    let at = headOf(u, o) + n
     if (at >= cap) at -= cap
     const newest = at === 0 ? cap - 1 : at - 1
-    if (n > 0 && u[b + metaOf(cap) + newest] === off) {
+    if (n > 0 && u[t0 + newest] === off) {
       if (mode === PAIRS) {
-        L.f[countsAt(b, cap) + newest] += count
-        L.f[pendingAt(b, cap)] = pending
+        const p = pendingAt(o, cap)
+        f[p + 2 + newest] += count
+        f[p] = pending
+        f[p + 1] = held
       } else {
-        const pairs = this.copy(L, b, pending, false, 0)
-        L.f[countsAt(pairs, L.u[pairs] >>> 1) + n - 1] = 1 + count
-        this.log = pairs
+        const pairs = this.copy(L, b, held, pending, false, 0)
+        L.dpages[pairs >>> PAGE_BITS][countsAt(pairs & PAGE_MASK, capOf(L.pages[pairs >>> PAGE_BITS][pairs & PAGE_MASK])) + n - 1] = 1 + count
+        this.s = pairs
       }
-    } else if (n < cap && (mode === PAIRS || count === 1)) {
-      u[b + metaOf(cap) + at] = off
+    } else if (n < cap && (mode === PAIRS || (count === 1 && isWord(held)))) {
+      u[t0 + at] = off
       if (mode === PAIRS) {
-        L.f[countsAt(b, cap) + at] = count
-        L.f[pendingAt(b, cap)] = pending
+        const p = pendingAt(o, cap)
+        f[p + 2 + at] = count
+        f[p] = pending
+        f[p + 1] = held
+      } else {
+        u[t0 - 1] = held
       }
-      setRing(u, b, headOf(u, b), n + 1)
+      setRing(u, o, headOf(u, o), n + 1)
     } else {
-      this.log = this.copy(L, b, pending, true, 1, off, count)
+      this.s = this.copy(L, b, held, pending, true, 1, off, count)
     }
   }
 
@@ -162,40 +198,50 @@ export class SlidingLogBucket extends KeyState implements Bucket {
    * A new block holding the entries of block `from` (released) and, if
    * `extra` is 1, a new newest entry (`off`, `c`), with room for as many
    * again (but never more entries than the share has tokens, when they fit),
-   * and `pending` outstanding. In UNITS if `units` allows it and every count
-   * is 1 and `pending` is their number exactly (see the header), else PAIRS.
+   * `held` and `pending` outstanding. In UNITS if `units` allows it, every
+   * count is 1, `pending` is their number exactly (see the header) and
+   * `held` fits a word; else PAIRS.
    */
-  private copy (L: LogSlab, from: number, pending: number, units: boolean, extra: 0 | 1, off = 0, c = 0): number {
-    const n = sizeOf(L.u, from)
+  private copy (L: LogSlab, from: number, held: number, pending: number, units: boolean, extra: 0 | 1, off = 0, c = 0): number {
+    const n = sizeOf(L.pages[from >>> PAGE_BITS], from & PAGE_MASK)
     const need = n + extra
-    const bound = Math.ceil(this.held + pending)
+    const bound = Math.ceil(held + pending)
     let cap = 2 * need
     if (need <= bound && cap > bound) cap = bound
     // Only a log emptied to a residue (see the header) is copied with no entries.
     if (cap < 1) cap = 1
-    const mode = units && pending === need && (extra === 0 || c === 1) && allOnes(L, from) ? UNITS : PAIRS
+    const mode = units && pending === need && (extra === 0 || c === 1) && isWord(held) && allOnes(L, from) ? UNITS : PAIRS
     const b = L.alloc(cap, mode)
-    // Read after alloc: the slab may have grown.
-    const u = L.u
-    const f = L.f
-    const fromCap = u[from] >>> 1
-    const fromPairs = (u[from] & 1) === PAIRS
-    const fromT = from + metaOf(fromCap)
-    const fc = countsAt(from, fromCap)
-    const t = b + metaOf(cap)
-    const tc = countsAt(b, cap)
-    let at = headOf(u, from)
+    // Read after alloc: the slab's first page may have grown.
+    const fu = L.pages[from >>> PAGE_BITS]
+    const ff = L.dpages[from >>> PAGE_BITS]
+    const fo = from & PAGE_MASK
+    const u = L.pages[b >>> PAGE_BITS]
+    const f = L.dpages[b >>> PAGE_BITS]
+    const o = b & PAGE_MASK
+    const fromCap = capOf(fu[fo])
+    const fromPairs = (fu[fo] & 1) === PAIRS
+    const fromT = fo + metaOf(fromCap)
+    const fc = countsAt(fo, fromCap)
+    const t = o + metaOf(cap)
+    const tc = countsAt(o, cap)
+    let at = headOf(fu, fo)
     for (let k = 0; k < n; k++) {
-      u[t + k] = u[fromT + at]
-      if (mode === PAIRS) f[tc + k] = fromPairs ? f[fc + at] : 1
+      u[t + k] = fu[fromT + at]
+      if (mode === PAIRS) f[tc + k] = fromPairs ? ff[fc + at] : 1
       at = at + 1 === fromCap ? 0 : at + 1
     }
     if (extra === 1) {
       u[t + n] = off
       if (mode === PAIRS) f[tc + n] = c
     }
-    if (mode === PAIRS) f[tc - 1] = pending
-    setRing(u, b, 0, need)
+    if (mode === PAIRS) {
+      f[tc - 2] = pending
+      f[tc - 1] = held
+    } else {
+      u[t - 1] = held
+    }
+    setRing(u, o, 0, need)
     L.release(from)
     return b
   }
@@ -209,17 +255,19 @@ export class SlidingLogBucket extends KeyState implements Bucket {
     this.advance(nowMs)
     let need = count - this.held
     if (need <= 0) return 0
-    const b = this.log
-    if (b === NO_LOG) return Infinity
+    const b = this.s
+    if (b <= 0) return Infinity
     const L = logsOf(this.h.spec)
-    const u = L.u
-    const cap = u[b] >>> 1
-    const pairs = (u[b] & 1) === PAIRS
-    const c0 = countsAt(b, cap)
-    const t0 = b + metaOf(cap)
-    let at = headOf(u, b)
-    for (let k = sizeOf(u, b); k > 0; k--) {
-      need -= pairs ? L.f[c0 + at] : 1
+    const u = L.pages[b >>> PAGE_BITS]
+    const f = L.dpages[b >>> PAGE_BITS]
+    const o = b & PAGE_MASK
+    const cap = capOf(u[o])
+    const pairs = (u[o] & 1) === PAIRS
+    const c0 = countsAt(o, cap)
+    const t0 = o + metaOf(cap)
+    let at = headOf(u, o)
+    for (let k = sizeOf(u, o); k > 0; k--) {
+      need -= pairs ? f[c0 + at] : 1
       if (need <= 0) return L.time(u[t0 + at]) + this.h.spec.perMs - nowMs
       at = at + 1 === cap ? 0 : at + 1
     }
@@ -228,19 +276,20 @@ export class SlidingLogBucket extends KeyState implements Bucket {
 
   resetIn (nowMs: number): number {
     this.advance(nowMs)
-    const b = this.log
-    if (b === NO_LOG) return 0
+    const b = this.s
+    if (b <= 0) return 0
     const L = logsOf(this.h.spec)
-    const u = L.u
-    const n = sizeOf(u, b)
+    const u = L.pages[b >>> PAGE_BITS]
+    const o = b & PAGE_MASK
+    const n = sizeOf(u, o)
     // An empty block (a residue, see the header): nothing is out.
     if (n === 0) return 0
-    const cap = u[b] >>> 1
-    let newest = headOf(u, b) + n - 1
+    const cap = capOf(u[o])
+    let newest = headOf(u, o) + n - 1
     if (newest >= cap) newest -= cap
     const perMs = this.h.spec.perMs
     // A spend logged up to a unit after it was made is not reported as back later than one period from now.
-    return Math.min(perMs, L.time(u[b + metaOf(cap) + newest]) + perMs - nowMs)
+    return Math.min(perMs, L.time(u[o + metaOf(cap) + newest]) + perMs - nowMs)
   }
 
   forceSpend (count: number, nowMs: number): void {
@@ -249,37 +298,75 @@ export class SlidingLogBucket extends KeyState implements Bucket {
     if (n > 0) this.record(n, nowMs)
   }
 
-  credit (count: number): void { this.held += count }
+  credit (count: number): void { this.setHeld(this.held + count) }
 
   debit (count: number): number {
-    const n = Math.min(count, this.held)
-    this.held -= n
+    const held = this.held
+    const n = Math.min(count, held)
+    this.setHeld(held - n)
     return n
   }
 
   release (): void {
-    const b = this.log
-    if (b === NO_LOG) return
-    logsOf(this.h.spec).release(b)
-    this.log = NO_LOG
+    const b = this.s
+    if (b <= 0) return
+    const L = logsOf(this.h.spec)
+    const held = heldOf(L, b)
+    L.release(b)
+    // Its key is gone: nothing reads it again but `held` (a negative one is not kept).
+    this.s = held >= 0 ? 0 - held : 0
   }
+
+  /** Store `held` where it is kept (see the header): in `s` with no block, else in the block, which turns to PAIRS if a word cannot hold it. */
+  private setHeld (held: number): void {
+    const b = this.s
+    const L = b > 0 || !(held >= 0) ? logsOf(this.h.spec) : null
+    if (L === null) {
+      this.s = 0 - held
+    } else if (b <= 0) {
+      // A negative (or NaN) held with no block: an empty PAIRS block keeps it, as a residue does.
+      const e = L.alloc(1, PAIRS)
+      const p = pendingAt(e & PAGE_MASK, 1)
+      L.dpages[e >>> PAGE_BITS][p] = 0
+      L.dpages[e >>> PAGE_BITS][p + 1] = held
+      this.s = e
+    } else {
+      const u = L.pages[b >>> PAGE_BITS]
+      const o = b & PAGE_MASK
+      const cap = capOf(u[o])
+      if ((u[o] & 1) === PAIRS) L.dpages[b >>> PAGE_BITS][pendingAt(o, cap) + 1] = held
+      else if (isWord(held)) u[o + metaOf(cap) - 1] = held
+      else this.s = this.copy(L, b, held, sizeOf(u, o), false, 0)
+    }
+  }
+}
+
+/** The held tokens of block `b`: a word in UNITS, a double in PAIRS. */
+function heldOf (L: LogSlab, b: number): number {
+  const u = L.pages[b >>> PAGE_BITS]
+  const o = b & PAGE_MASK
+  const cap = capOf(u[o])
+  return (u[o] & 1) === PAIRS ? L.dpages[b >>> PAGE_BITS][pendingAt(o, cap) + 1] : u[o + metaOf(cap) - 1]
 }
 
 /** The tokens block `b` has outstanding: its size in UNITS, its total in PAIRS. */
 function pendingOf (L: LogSlab, b: number): number {
-  const u = L.u
-  return (u[b] & 1) === PAIRS ? L.f[pendingAt(b, u[b] >>> 1)] : sizeOf(u, b)
+  const u = L.pages[b >>> PAGE_BITS]
+  const o = b & PAGE_MASK
+  return (u[o] & 1) === PAIRS ? L.dpages[b >>> PAGE_BITS][pendingAt(o, capOf(u[o]))] : sizeOf(u, o)
 }
 
 /** Whether every live entry of block `b` has count 1. */
 function allOnes (L: LogSlab, b: number): boolean {
-  const u = L.u
-  if ((u[b] & 1) === UNITS) return true
-  const cap = u[b] >>> 1
-  const c0 = countsAt(b, cap)
-  let at = headOf(u, b)
-  for (let k = sizeOf(u, b); k > 0; k--) {
-    if (L.f[c0 + at] !== 1) return false
+  const u = L.pages[b >>> PAGE_BITS]
+  const o = b & PAGE_MASK
+  if ((u[o] & 1) === UNITS) return true
+  const f = L.dpages[b >>> PAGE_BITS]
+  const cap = capOf(u[o])
+  const c0 = countsAt(o, cap)
+  let at = headOf(u, o)
+  for (let k = sizeOf(u, o); k > 0; k--) {
+    if (f[c0 + at] !== 1) return false
     at = at + 1 === cap ? 0 : at + 1
   }
   return true

@@ -5,7 +5,7 @@
  * nothing but an echo of a kept gossip extends it.
  */
 import test from 'ava'
-import { EchoSchedule, Lease, SENT_KEPT, type Echoable } from '../src/cluster/lease.js'
+import { ECHOES_PER_LEASE, EchoSchedule, Lease, SENT_KEPT, type Echoable } from '../src/cluster/lease.js'
 import { Quorum } from '../src/cluster/quorum.js'
 
 const LEASE = 3000
@@ -107,7 +107,7 @@ test('echo ages per voter for status', t => {
   t.deepEqual(l.echoAges(600), { a: 500, c: null })
 })
 
-test('a voter echoes new peers at once and each peer about every leaseMs / 4, a share per gossip', t => {
+test('a voter echoes new peers at once and each peer about every leaseMs / ECHOES_PER_LEASE, a share per gossip', t => {
   const gossip = 250
   const e = new EchoSchedule(LEASE, gossip)
   const peers: Echoable[] = Array.from({ length: 30 }, (_, i) => ({ name: `p${i}`, inc: 1, seq: 1 }))
@@ -123,12 +123,12 @@ test('a voter echoes new peers at once and each peer about every leaseMs / 4, a 
       t.is(inc, 1)
       t.is(seq, peers.find(p => p.name === n)?.seq ?? -1)
       const before = last.get(n)
-      if (before !== undefined) t.true(now - before <= LEASE / 4 + gossip, `${n} waited ${now - before} ms`)
+      if (before !== undefined) t.true(now - before <= LEASE / ECHOES_PER_LEASE + gossip, `${n} waited ${now - before} ms`)
       last.set(n, now)
     }
   }
   t.is(last.size, 30, 'every peer echoed')
-  t.true(most <= Math.ceil(30 * gossip / (LEASE / 4)), `at most a third per gossip, got ${most}`)
+  t.true(most <= Math.ceil(30 * gossip / (LEASE / ECHOES_PER_LEASE)), `at most one interval's share per gossip, got ${most}`)
   // A restarted peer (new incarnation) is new again; one that sent nothing yet is not echoed.
   const again = e.take([{ name: 'p0', inc: 2, seq: 1 }, { name: 'q', inc: 1, seq: 0 }], 21 * gossip)
   t.deepEqual(again, [['p0', 2, 1]])

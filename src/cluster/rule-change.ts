@@ -79,6 +79,8 @@ export function carryOver (ks: KeyState, next: CompiledRule, node: string, seeds
 export class Transitions {
   /** rule name -> earlier versions, oldest first. */
   private readonly from = new Map<string, RuleStamp[]>()
+  /** rule name -> when every other seed was first seen done with its change (`settle`). */
+  private readonly doneAt = new Map<string, number>()
 
   /** The rule `old` became `next` here. */
   changed (old: RuleStamp, next: CompiledRule): void {
@@ -113,17 +115,30 @@ export class Transitions {
     return most
   }
 
-  /** Forget the change of every rule that every other seed has finished. */
-  settle (rules: readonly CompiledRule[], seeds: readonly string[], me: string, peer: (name: string) => Peer | undefined): void {
+  /**
+   * Forget the change of every rule that every other seed has finished, and
+   * has for `graceMs` (two full syncs). A seed's `pending` clears once it has
+   * *sent* every key at the new version, not once this node has heard them:
+   * the one gossip that carried a debtor's new line can be lost, and its next
+   * says nothing of the key unless the key changes again. Until its next full
+   * sync re-says the key, this node holds only the line said under the old
+   * version, and caution reads such a line by the versions kept here. Forgot
+   * at once, a node read a debtor's old line as owing nothing and spent the
+   * burn (test/rule-change-lost-line.test.ts).
+   */
+  settle (rules: readonly CompiledRule[], seeds: readonly string[], me: string, peer: (name: string) => Peer | undefined, nowMs: number, graceMs: number): void {
     for (const name of this.from.keys()) {
       const rule = rules.find(r => r.name === name)
-      if (rule === undefined) { this.from.delete(name); continue }
+      if (rule === undefined) { this.from.delete(name); this.doneAt.delete(name); continue }
       const done = seeds.every(j => {
         if (j === me) return true
         const p = peer(j)
         return p !== undefined && p.rules[name] === rule.hash && !p.pending.has(name)
       })
-      if (done) this.from.delete(name)
+      if (!done) { this.doneAt.delete(name); continue }
+      const at = this.doneAt.get(name)
+      if (at === undefined) this.doneAt.set(name, nowMs)
+      else if (nowMs - at >= graceMs) { this.from.delete(name); this.doneAt.delete(name) }
     }
   }
 

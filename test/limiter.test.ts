@@ -240,6 +240,11 @@ test('shares: homes are remembered per seed list, and always what rendezvous has
   t.is(initialShare(10, false, 'k', 'a', three), 4, 'the first seed of the sorted list gets the extra token')
   t.is(initialShare(10, false, 'k', 'd', three), 0, 'not a seed of this list')
   t.is(initialShare(10, false, 'k', 'd', four), 2)
+  // A lone node's list answers without the cache, as the scan would.
+  const one = ['a']
+  for (let i = 0; i < 100; i++) t.is(homeNode(`k:${i}`, one), fresh(`k:${i}`, one))
+  t.is(initialShare(10, true, 'k', 'a', one), 10, 'a lone node is every glob key\'s home')
+  t.is(homeNode('k', []), undefined, 'no seeds: no home')
 })
 
 test('a node of a 3-seed cluster enforces only its own share', t => {

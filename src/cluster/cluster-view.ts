@@ -99,14 +99,13 @@ export class ClusterView {
       if (held > DONOR_MIN) candidates.push(p)
       r += this.rateOf(held, k?.rate ?? 0)
     }
-    if (x !== null) { x.peersHeld = n; x.peersRate = r; x.peersHeldAt = nowMs; this.walks.set(ks, { candidates, version: this.peers.version, hash: ks.rule.hash }) }
+    if (x !== null) { x.peersHeld = n; x.peersRate = r; x.peersHeldAt = nowMs; x.walkPeers = candidates; x.walkVersion = this.peers.version; x.walkHash = ks.rule.hash }
     return ks.bucket.held + n
   }
 
   /** Whether the key's sums from its last walk, kept current since, still stand (see clusterRemaining). */
   private current (ks: KeyState, x: KeyExt, nowMs: number): boolean {
-    const w = this.walks.get(ks)
-    return w !== undefined && w.version === this.peers.version && w.hash === ks.rule.hash && nowMs >= x.peersHeldAt && nowMs - x.peersHeldAt < WALK_EVERY * this.tuning.gossipIntervalMs
+    return x.walkPeers !== null && x.walkVersion === this.peers.version && x.walkHash === ks.rule.hash && nowMs >= x.peersHeldAt && nowMs - x.peersHeldAt < WALK_EVERY * this.tuning.gossipIntervalMs
   }
 
   /** What a peer's line counts for in the rates' sum: a peer that answered `none` (rate Infinity) needs all it holds. */
@@ -142,22 +141,10 @@ export class ClusterView {
     k.rate = Infinity
   }
 
-  /**
-   * Per key, from its last walk: the peers that held at least a token then,
-   * plus those seen to reach one since (`risen`), which are the only peers a
-   * want can be answered by, so choosing donors walks them, not every peer
-   * (at 200 nodes and 100 keys the walk over every peer per want round was a
-   * third of the simulator's time, and the daemon's too); and the Peers
-   * version and this node's rule hash it saw (a reload changes which peers
-   * agree). A WeakMap: it goes with the key's state when a glob key
-   * is dropped.
-   */
-  private readonly walks = new WeakMap<KeyState, { candidates: Peer[], version: number, hash: string }>()
-
   /** `p` was seen to hold a token or more of a key since the last walk (its gossip, or a push to it). */
   risen (ks: KeyState, p: Peer): void {
-    const list = this.walks.get(ks)?.candidates
-    if (list !== undefined && !list.includes(p)) list.push(p)
+    const list = (ks.ext as KeyExt | null)?.walkPeers
+    if (list != null && !list.includes(p)) list.push(p)
   }
 
   /**
@@ -206,7 +193,7 @@ export class ClusterView {
     // The candidates of the last walk (walked again here if it is due) rather than every peer, checked
     // again now. A burn is paid from reserves, which a peer holding under a token may have too: every peer then.
     this.clusterRemaining(ks, nowMs)
-    const pool = forBurn ? undefined : this.walks.get(ks)?.candidates
+    const pool = forBurn ? undefined : (ks.ext as KeyExt | null)?.walkPeers ?? undefined
     for (const p of pool ?? this.peers.alive(nowMs)) {
       // A fenced peer gives nothing (fence.ts): asking it would only wait out a `none`.
       if (p.leaving || p.fenced || (pool !== undefined && !this.peers.isAlive(p, nowMs)) || !agrees(p, ks) || !this.mayAsk(p, ks.key)) continue

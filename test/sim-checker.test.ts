@@ -25,6 +25,12 @@ test('an honest cluster passes', t => {
   t.true(['gossip', 'want', 'jrep', 'jack'].every(k => k in r.traffic), Object.keys(r.traffic).join(','))
   t.true(Math.abs(types.reduce((s, x) => s + x.bytesPerNodeSec, 0) - r.bytesPerNodeSec) < 1e-6)
   t.true(Math.abs(types.reduce((s, x) => s + x.messagesPerNodeSec, 0) - r.messagesPerNodeSec) < 1e-6)
+  // A gossip's bytes by field: its lines and envelope, summing to about a gossip's mean size (each field packed
+  // alone; the map's own framing and the keys' names are not in it).
+  const fields = Object.values(r.gossipFields).reduce((s, b) => s + b, 0)
+  const mean = r.traffic.gossip.bytesPerNodeSec / r.traffic.gossip.messagesPerNodeSec
+  t.true(r.gossipFields.keys > 0 && r.gossipFields.epoch > 0, JSON.stringify(r.gossipFields))
+  t.true(fields < mean && fields > mean / 2, `fields ${fields} against a mean gossip of ${mean}`)
 })
 
 test('a token created out of thin air fails conservation, and spending it fails the oracle', t => {

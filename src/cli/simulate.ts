@@ -32,7 +32,7 @@ export const SIMULATE_HELP = `usage: quotad simulate [options]
   --trace FILE       replay a load (CSV timestamp,node,key,count or JSON lines) instead of the scenario's
   --algorithm A --limit L --per-ms P --match M   the built-in rule (without --config; a * in M makes it a glob rule)
   --property         replay one case of the CI property test (with --scenario, --mode, --seed)
-  --json             print every run's result as JSON lines (with "traffic": sent per node per second by message type)
+  --json             print every run's result as JSON lines (with "traffic": sent per node per second by message type, and "gossipFields": a gossip's mean bytes by field)
 `
 
 interface Target { rules: RuleConfig[], nodes: number, gossipMs: number, limits: LimitsConfig, configPath?: string }

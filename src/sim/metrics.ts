@@ -15,7 +15,8 @@
  * - control traffic: bytes and messages each node sent (a gossip counted
  *   once, as published), per node per second of the run; and the same per
  *   message type (`traffic`: want, grant, none, jrep, jack, gossip, ...), so
- *   that a change aimed at one kind of message can be judged by it.
+ *   that a change aimed at one kind of message can be judged by it; and a
+ *   gossip's bytes by field (`gossipFields`).
  */
 import type { Arrival, HotMove } from './types.js'
 import type { VirtualCluster } from './virtual-cluster.js'
@@ -42,6 +43,12 @@ export interface Figures {
   recvBytesPerNodeSec: number
   /** Sent per node per second, by message type (`t`); the types' sums are the two figures above. */
   traffic: Record<string, { messagesPerNodeSec: number, bytesPerNodeSec: number }>
+  /**
+   * A gossip's mean bytes by field (each field packed alone, on a sample of
+   * one gossip in 16): where a gossip's size goes (`keys`, `acks`, `heard`,
+   * ...), which every node receives from every other.
+   */
+  gossipFields: Record<string, number>
   stranded: number
   /** Tokens moved by applied grants. */
   transferred: number
@@ -140,6 +147,8 @@ export function figures (inp: FigureInput): Figures {
     recvBytesPerNodeSec: recv / nodes / seconds,
     traffic: Object.fromEntries([...inp.vc.traffic].sort((a, b) => b[1].bytes - a[1].bytes)
       .map(([t, e]) => [t, { messagesPerNodeSec: e.messages / nodes / seconds, bytesPerNodeSec: e.bytes / nodes / seconds }])),
+    gossipFields: Object.fromEntries([...inp.vc.gossipFields.bytes].sort((a, b) => b[1] - a[1])
+      .map(([f, b]) => [f, Math.round(10 * b / inp.vc.gossipFields.sampled) / 10])),
     stranded,
     transferred: inp.vc.audit.applied
   }

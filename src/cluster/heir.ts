@@ -44,7 +44,7 @@ import { Quorum } from './quorum.js'
 import { horizonAt } from './recovery.js'
 import { CLUSTER_VERSION } from './messages.js'
 import { chunkEnd, type Jcopy, type Jget } from './replica-messages.js'
-import { replicaGroup } from './replica-group.js'
+import { replicaGroup } from './replication.js'
 
 /** What one replica said it holds of the writer, and the text read from it so far. */
 interface Answer { inc: number, gen: number, have: number, text: string }

@@ -24,7 +24,7 @@ import type { HeardEntry } from './lease.js'
 import { CLUSTER_VERSION, type Ack, type AttestEntry, type Gossip, type Grant, type None, type Want } from './messages.js'
 import type { Jack, Jrep } from './replica-messages.js'
 import type { ReplicaChange } from './replica-store.js'
-import { replicaGroup } from './replica-group.js'
+import { replicaGroup } from './replication.js'
 import type { Peer } from './peers.js'
 import type { Verdict } from './membership.js'
 

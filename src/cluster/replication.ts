@@ -21,9 +21,9 @@
 import type { BooksJournal, JournalCheckpoint, JournalWrite } from './journal.js'
 import { CLUSTER_VERSION } from './messages.js'
 import { Quorum } from './quorum.js'
+import { seedOrder } from '../core/share.js'
 import type { ClusterTuning } from './tuning.js'
 import { chunkEnd, type Jack, type Jrep } from './replica-messages.js'
-import { replicaGroup } from './replica-group.js'
 
 export interface ReplPos { gen: number, end: number }
 
@@ -67,19 +67,6 @@ export const BOOKS_FRACTION = 0.25
  */
 export const RELEASE_AFTER_INTERVALS = 4
 
-/**
- * Standbys (the replicas outside the quorum being sent to) catch up on a
- * tick once the journal has not grown for this many `retryMs`.
- */
-export const IDLE_INTERVALS = 4
-
-/**
- * A replica answers "about as quick" as the quickest if its smoothed round
- * trip is at most twice the quickest's plus this: seeds on one network are
- * alike (jitter), a seed in another region is not.
- */
-export const QUICK_SLACK_MS = 1
-
 /** A generation's text above this many characters (and twice its checkpoint) asks for a new checkpoint. */
 export const MAX_GENERATION_CHARS = 8 * 1024 * 1024
 
@@ -100,10 +87,6 @@ export class JournalReplication {
   /** Keys with a reservation in the journal's pending batch, not yet placed. */
   private readonly unplaced = new Set<string>()
   private readonly replicas = new Map<string, Progress>()
-  /** The head as last seen by `outbound`, and when it moved there (monotonic ms): standbys catch up once it is still. */
-  private moved = { gen: 0, end: 0, at: -Infinity }
-  /** When a tick last pushed the head to a quorum with no grant waiting (monotonic ms). */
-  private pushedAt = -Infinity
   private waiters: Array<{ pos: ReplPos, local: ReplPos, cb: (ok: boolean) => void, until: number }> = []
   /** Counters for status. */
   readonly counters = { sent: 0, sentChars: 0, acks: 0, failures: 0, timedOut: 0, released: 0 }
@@ -324,30 +307,19 @@ export class JournalReplication {
 
   /**
    * The jreps to send now, each with what its seed lacks of the current
-   * generation (one in flight per seed), to the fewest seeds that make a
-   * quorum with those that have it or are being sent it: at once while a
-   * grant waits; on a `tick` with none waiting, at most once per `retryMs`.
-   * Of the seeds about as quick as the quickest, the one that lacks least
-   * goes first: the seeds just sent to, so each write crosses the network
-   * to a quorum's worth of the group, not to all of it. The others
-   * (standbys) are sent what they lack when needed (an answer overdue or
-   * lost), or on ticks once the journal has been still for IDLE_INTERVALS.
-   * Which seeds never matters to safety: a grant waits for a quorum, and a
-   * heir reads a set that meets every quorum. (Until 2026-12: the quickest
-   * first, the rest caught up every four intervals; with seeds alike the
-   * quickest changed every jrep, and every seed got every write: keys100,
-   * N=10, 1,687 kbit/s of jreps per node.)
+   * generation (one in flight per seed). While a grant waits, to the fewest
+   * seeds that make a quorum with those that have it or are being sent it,
+   * quickest to answer first; `tick` (the periodic call) also brings every
+   * other seed up to date, at most once per `retryMs` each. So copies cost
+   * about one jrep per batch of gives, not one per seed.
    */
   outbound (nowMs: number, tick = false): Array<{ to: string, msg: Jrep }> {
     const out: Array<{ to: string, msg: Jrep }> = []
     if (!this.enabled || this.gen === 0) return out
-    if (this.gen !== this.moved.gen || this.end !== this.moved.end) this.moved = { gen: this.gen, end: this.end, at: nowMs }
     const urgent = this.waiters.length > 0
     if (!tick && !urgent) return out
     // What the waiting grants need at a quorum (the newest of their covering positions); on a tick, everything.
     const head = urgent && !tick ? this.waiters.reduce((p, w) => after(w.pos, p) ? w.pos : p, { gen: 0, end: 0 }) : this.head
-    const push = urgent || nowMs - this.pushedAt >= this.o.retryMs
-    const still = tick && nowMs - this.moved.at >= IDLE_INTERVALS * this.o.retryMs
     const covered = [this.o.node]
     const candidates: Array<[string, Progress]> = []
     for (const [to, p] of this.replicas) {
@@ -358,32 +330,23 @@ export class JournalReplication {
       if (this.holds(p, head) || (p.inflight && !hedged)) covered.push(to)
       else if (!p.inflight && nowMs >= p.retryAt && p.inc <= this.o.inc) candidates.push([to, p])
     }
-    const quickest = candidates.reduce((m, [, p]) => Math.min(m, p.rttMs), Infinity)
-    const quick = (p: Progress): number => p.rttMs <= 2 * quickest + QUICK_SLACK_MS ? 0 : 1
-    candidates.sort(([, a], [, b]) => quick(a) - quick(b) || (quick(a) === 0 ? this.behind(a) - this.behind(b) : 0) || a.rttMs - b.rttMs)
-    let pushed = false
+    candidates.sort((a, b) => a[1].rttMs - b[1].rttMs)
     for (const [to, p] of candidates) {
-      const needed = push && !this.o.quorum.isQuorum(covered)
-      if (!needed && !still) continue
+      // Needed for a quorum of the head (now, for a waiting grant; once per retryMs on a tick); the rest of the
+      // group catches up once per four retryMs, so that a quorum without it is not slow to form later.
+      const needed = !this.o.quorum.isQuorum(covered) && (urgent || nowMs - p.sentAt >= this.o.retryMs)
+      if (!needed && !(tick && nowMs - p.sentAt >= 4 * this.o.retryMs)) continue
       const from = p.inc === this.o.inc && p.gen === this.gen ? p.have : 0
       if (from >= this.text.length) continue
       const data = this.text.slice(from, chunkEnd(this.text, from))
       p.inflight = true
       p.sentAt = nowMs
       covered.push(to)
-      pushed ||= needed
       this.counters.sent++
       this.counters.sentChars += data.length
       out.push({ to, msg: { v: this.o.version, t: 'jrep', node: this.o.node, epoch: this.o.epoch, inc: this.o.inc, gen: this.gen, offset: from, data } })
     }
-    if (pushed && !urgent) this.pushedAt = nowMs
     return out
-  }
-
-  /** Characters of the current generation a replica lacks, by its last jack (the whole text if it holds another). */
-  private behind (p: Progress): number {
-    if (p.inc !== this.o.inc) return this.end
-    return p.gen === this.gen ? this.end - p.have : p.gen > this.gen ? 0 : this.end
   }
 
   /** Whether a replica's last jack says it holds `pos`, on disk. */
@@ -418,10 +381,31 @@ export class JournalReplication {
   status (): Record<string, unknown> {
     const replicas: Record<string, unknown> = {}
     for (const [n, p] of this.replicas) {
-      replicas[n] = { gen: p.gen, have: p.have, durable: p.durable, behind: this.behind(p) }
+      const behind = p.inc === this.o.inc && p.gen === this.gen ? this.end - p.have : p.inc === this.o.inc && p.gen > this.gen ? 0 : this.end
+      replicas[n] = { gen: p.gen, have: p.have, durable: p.durable, behind }
     }
     return { enabled: this.enabled, gen: this.gen, end: this.end, localEnd: this.local.gen === this.gen ? this.local.end : 0, waiting: this.waiters.length, replicas, ...this.counters }
   }
+}
+
+/** Most seeds that keep a copy of one seed's journal. */
+export const REPLICA_GROUP = 4
+
+/**
+ * The seeds that keep copies of `writer`'s journal: the next REPLICA_GROUP
+ * seeds after it in name order, wrapping (all the others with five seeds or
+ * fewer). A write is durable at a majority of the writer and its group
+ * (quorum.ts weights); with the writer dead, a heir must read a set of the
+ * group that meets every such majority in a seed other than the writer
+ * (with a group of four: three of them), and so sees every durable write.
+ */
+export function replicaGroup (writer: string, seeds: readonly string[]): string[] {
+  const ring = seedOrder(seeds)
+  const i = ring.indexOf(writer)
+  if (i < 0) return []
+  const out: string[] = []
+  for (let k = 1; k < ring.length && out.length < REPLICA_GROUP; k++) out.push(ring[(i + k) % ring.length])
+  return out
 }
 
 /** Whether position `a` is after `b`. */

@@ -147,8 +147,7 @@ export function figures (inp: FigureInput): Figures {
     recvBytesPerNodeSec: recv / nodes / seconds,
     traffic: Object.fromEntries([...inp.vc.traffic].sort((a, b) => b[1].bytes - a[1].bytes)
       .map(([t, e]) => [t, { messagesPerNodeSec: e.messages / nodes / seconds, bytesPerNodeSec: e.bytes / nodes / seconds }])),
-    gossipFields: Object.fromEntries([...inp.vc.gossipFields.bytes].sort((a, b) => b[1] - a[1])
-      .map(([f, b]) => [f, Math.round(10 * b / inp.vc.gossipFields.sampled) / 10])),
+    gossipFields: inp.vc.gossipFields.means(),
     stranded,
     transferred: inp.vc.audit.applied
   }

@@ -42,9 +42,8 @@ import { PositionAudit } from './position-audit.js'
 import { TokenAudit } from './token-audit.js'
 import { idOf, LINGER_MS, type SimNode } from './sim-node.js'
 import { wire as packr } from '../cluster/wire.js'
+import { GossipFields } from './gossip-fields.js'
 
-/** One gossip in this many is packed again field by field (`gossipFields`): cheap, and the mix is steady. */
-const FIELD_SAMPLE = 16
 
 export { PERFECT, type NetworkModel } from './network.js'
 export { idOf, LINGER_MS, type NodeState, type SimNode } from './sim-node.js'
@@ -337,13 +336,8 @@ export class VirtualCluster {
     }
   }
 
-  /** A gossip's bytes by field, summed over every FIELD_SAMPLE-th one published (the figures' `gossipFields`). */
-  readonly gossipFields = { published: 0, sampled: 0, bytes: new Map<string, number>() }
-
-  private sampleFields (msg: object): void {
-    this.gossipFields.sampled++
-    for (const [f, v] of Object.entries(msg)) this.gossipFields.bytes.set(f, (this.gossipFields.bytes.get(f) ?? 0) + packr.pack(v).length)
-  }
+  /** A gossip's bytes by field (the figures' `gossipFields`). */
+  readonly gossipFields = new GossipFields()
 
   /** What the nodes sent, per message type (`t`): the figures' traffic breakdown. */
   readonly traffic = new Map<string, { messages: number, bytes: number }>()
@@ -369,7 +363,7 @@ export class VirtualCluster {
         // Published once (as pubsub does), decoded and validated once, delivered to each peer.
         const bytes = packr.pack(o.msg)
         this.count(from, bytes.length, 'gossip')
-        if (++this.gossipFields.published % FIELD_SAMPLE === 0) this.sampleFields(o.msg)
+        this.gossipFields.sample(o.msg)
         const m = parseMessage(packr.unpack(bytes))
         if (m.t !== 'gossip') continue
         this.leases?.published(core, m, this.now)

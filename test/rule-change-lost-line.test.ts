@@ -13,6 +13,9 @@
  */
 import test from 'ava'
 import { ClusterCore } from '../src/cluster/cluster-core.js'
+import type { Peer } from '../src/cluster/peers.js'
+import { stampOf, Transitions } from '../src/cluster/rule-change.js'
+import { compileRule } from '../src/core/rules.js'
 import type { RuleConfig } from '../src/config/types.js'
 import { limits } from './helpers/rules.js'
 
@@ -98,4 +101,27 @@ test("the debtor's line at the lowered limit is lost: the other node still expec
   t.is(a.peers.get('b')?.keys.get('api')?.owed, 25, "b's full sync said its line again")
   t.false(a.transitions.active, 'the change is forgotten')
   t.true(admitted <= 30, `a admitted ${admitted} in all`)
+})
+
+test('a rule changed again during the grace gets a grace of its own', t => {
+  const v = [30, 60, 90].map(limit => compileRule(day(limit)[0]))
+  const tr = new Transitions()
+  // b is at whatever version is current, done announcing it.
+  let at = v[1]
+  const b = (): Peer => ({ rules: { api: at.hash }, pending: new Set<string>() }) as unknown as Peer
+  const settle = (now: number): void => tr.settle([at], ['a', 'b'], 'a', n => n === 'b' ? b() : undefined, now, 1000)
+  tr.changed(stampOf(v[0]), v[1])
+  settle(0)
+  t.true(tr.active, 'the grace starts')
+  settle(999)
+  t.true(tr.active)
+  // Changed again just before the first grace ends, and b is already at the newest version.
+  at = v[2]
+  tr.changed(stampOf(v[1]), v[2])
+  settle(1000)
+  t.true(tr.active, 'not forgotten on the first change grace')
+  settle(1999)
+  t.true(tr.active)
+  settle(2000)
+  t.false(tr.active, 'forgotten a grace after every seed was done with the second change')
 })

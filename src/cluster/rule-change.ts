@@ -84,6 +84,8 @@ export class Transitions {
 
   /** The rule `old` became `next` here. */
   changed (old: RuleStamp, next: CompiledRule): void {
+    // A new change gets its own grace, counted from when every seed is done with it.
+    this.doneAt.delete(next.name)
     const list = this.from.get(next.name) ?? []
     if (!list.some(s => s.hash === old.hash)) list.push(old)
     // A change back to an earlier version is still a change from the one before it.
@@ -122,8 +124,8 @@ export class Transitions {
    * the one gossip that carried a debtor's new line can be lost, and its next
    * says nothing of the key unless the key changes again. Until its next full
    * sync re-says the key, this node holds only the line said under the old
-   * version, and caution reads such a line by the versions kept here. Forgot
-   * at once, a node read a debtor's old line as owing nothing and spent the
+   * version, and caution reads such a line by the versions kept here.
+   * Forgotten at once, a node read a debtor's old line as owing nothing and spent the
    * burn (test/rule-change-lost-line.test.ts).
    */
   settle (rules: readonly CompiledRule[], seeds: readonly string[], me: string, peer: (name: string) => Peer | undefined, nowMs: number, graceMs: number): void {

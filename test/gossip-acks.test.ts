@@ -3,31 +3,16 @@
  * codec's floats (wire.ts). Pure: two cores driven by hand, no network.
  */
 import test from 'ava'
-import { ClusterCore } from '../src/cluster/cluster-core.js'
+import type { ClusterCore } from '../src/cluster/cluster-core.js'
 import type { Gossip } from '../src/cluster/messages.js'
 import { wire } from '../src/cluster/wire.js'
-import { limits, rule } from './helpers/rules.js'
+import { handCore, WALL } from './helpers/hand-core.js'
+import { rule } from './helpers/rules.js'
 
-const WALL = 1_700_000_000_000
 const KEY = 'api'
 
-function core (node: string): ClusterCore {
-  const c = new ClusterCore({
-    node,
-    epoch: `${node}.1`,
-    incarnation: 1,
-    clusterHash: 'h',
-    seeds: ['a', 'b'],
-    listed: new Map([['a', 'id:a'], ['b', 'id:b']]),
-    rules: [rule({ name: KEY, limit: 100, perMs: 1000 })],
-    limits: limits(),
-    allocate: true,
-    tuning: { leases: false, fullSyncEvery: 1000 },
-    wallMs: WALL,
-    monoMs: 0
-  })
-  c.init(0)
-  return c
+function core (node: 'a' | 'b'): ClusterCore {
+  return handCore(node, [rule({ name: KEY, limit: 100, perMs: 1000 })], { fullSyncEvery: 1000 })
 }
 
 const ackOf = (g: Gossip, giver: string): number | undefined => g.acks.find(e => e[0] === giver)?.[2]

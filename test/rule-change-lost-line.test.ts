@@ -12,35 +12,17 @@
  * tokens the debtor owed.
  */
 import test from 'ava'
-import { ClusterCore } from '../src/cluster/cluster-core.js'
+import type { ClusterCore } from '../src/cluster/cluster-core.js'
 import type { Peer } from '../src/cluster/peers.js'
 import { stampOf, Transitions } from '../src/cluster/rule-change.js'
 import { compileRule } from '../src/core/rules.js'
 import type { RuleConfig } from '../src/config/types.js'
-import { limits } from './helpers/rules.js'
+import { handCore } from './helpers/hand-core.js'
 
-const WALL = 1_700_000_000_000
 const DAY = 86_400_000
 const day = (limit: number): RuleConfig[] => [{ name: 'api', match: 'api', limit, per: '1d', perMs: DAY, burst: limit, algorithm: 'fixed-window', mode: 'hard', onPartition: 'local-share', maxDebt: 10 }]
 
-function core (node: string): ClusterCore {
-  const c = new ClusterCore({
-    node,
-    epoch: `${node}.1`,
-    incarnation: 1,
-    clusterHash: 'h',
-    seeds: ['a', 'b'],
-    listed: new Map([['a', 'id:a'], ['b', 'id:b']]),
-    rules: day(90),
-    limits: limits(),
-    allocate: true,
-    tuning: { leases: false },
-    wallMs: WALL,
-    monoMs: 0
-  })
-  c.init(0)
-  return c
-}
+const core = (node: 'a' | 'b'): ClusterCore => handCore(node, day(90))
 
 test("the debtor's line at the lowered limit is lost: the other node still expects its burn and admits only up to the new limit", t => {
   const a = core('a')

@@ -52,3 +52,14 @@ test('a message of another protocol version is refused, whatever its lines', t =
     t.is((e as { code?: string } | undefined)?.code, ErrorCodes.BAD_FRAME)
   }
 })
+
+test("a gossip's sync names a message no later than itself: read back as sent, absent when not sent, refused otherwise", t => {
+  const g = (sync: unknown): Record<string, unknown> => ({ ...gossip([]), seq: 7, sync })
+  t.is((parseMessage(wire(g(7))) as Gossip).sync, 7)
+  t.is((parseMessage(wire(g(3))) as Gossip).sync, 3)
+  t.false('sync' in (parseMessage(wire(gossip([]))) as Gossip), 'absent stays absent')
+  for (const bad of [8, -1, 2.5, '3', Infinity]) {
+    const e = t.throws(() => parseMessage(wire(g(bad))), undefined, String(bad))
+    t.is((e as { code?: string } | undefined)?.code, ErrorCodes.BAD_FRAME, String(bad))
+  }
+})

@@ -23,7 +23,8 @@
  *   line at our version arrives);
  * - while our own change of the rule is not known to be complete
  *   (Transitions), for a seed not yet heard at our version, or not done
- *   announcing its keys under it: the most its share can have shrunk by;
+ *   announcing its keys under it, or whose announcements did not all reach
+ *   us (peers.ts `heardAll`): the most its share can have shrunk by;
  *   and Infinity for a seed on a version we never had (we don't know what it
  *   owes: spend nothing of the key until it catches up);
  * - what ended epochs of the seed owed (Peers.legacy).
@@ -34,7 +35,7 @@
  */
 import type { KeyState } from '../core/limiter.js'
 import { ext } from './key-ext.js'
-import type { Peers } from './peers.js'
+import { heardAll, type Peers } from './peers.js'
 import type { Transitions } from './rule-change.js'
 
 export interface CautionInput {
@@ -117,8 +118,8 @@ function ownView (c: CautionInput, ks: KeyState): number {
     if (e !== undefined) n += e.owed
     if (!transitioning) continue
     const jHash = p?.rules[rule.name]
-    // At our version and done announcing: no entry at all means no state, so nothing owed.
-    if (p !== undefined && jHash === rule.hash && !p.pending.has(rule.name) && e === undefined) continue
+    // At our version, done announcing, and all of it heard here: no entry at all means no state, so nothing owed.
+    if (p !== undefined && jHash === rule.hash && !p.pending.has(rule.name) && heardAll(p) && e === undefined) continue
     n += c.transitions.expectedDebt(rule, ks.key, j, jHash, c.seeds)
     if (n === Infinity) return n
   }

@@ -301,7 +301,7 @@ export class ClusterCore {
     if (g !== null) out.push({ kind: 'gossip', msg: g })
     if (nowMs - this.lastHousekeeping >= this.tuning.gossipIntervalMs) {
       this.lastHousekeeping = nowMs
-      this.transitions.settle(this.limiter.rules, this.seeds, this.node, n => this.peers.get(n), nowMs, 2 * this.tuning.fullSyncEvery * this.tuning.gossipIntervalMs)
+      this.transitions.settle(this.limiter.rules, this.seeds, this.node, n => this.peers.get(n))
       forgetDeparted(this, nowMs)
       this.reclaim.update(nowMs)
       this.replication.release(this.journal, nowMs, RELEASE_AFTER_INTERVALS * this.tuning.gossipIntervalMs)

@@ -16,7 +16,10 @@
  * announced since it started or since the rule last changed. It clears
  * when a pass that began after the last change has offered every key and
  * every one was taken. Until then peers may not read a missing key as
- * "no state here, so no burn owed" (caution.ts).
+ * "no state here, so no burn owed" (caution.ts). The same pass, once it
+ * ends, is named by its first message's seq in every later gossip
+ * (Gossip.sync), so a peer can tell whether it heard the whole pass
+ * (peers.ts `heardAll`): `pending` says what was sent, not what arrived.
  */
 import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore } from './cluster-core.js'
@@ -41,6 +44,9 @@ export class GossipSchedule {
   private changes = 0
   private passFrom = -1
   private passDone = false
+  /** The seq of the pass in progress's first message, and the first of the last complete pass begun after the last change (0: none). */
+  private passSeq = 0
+  private syncSeq = 0
   /** The member list version last sent, and whether this message is a full sync's first (which always sends it). */
   private membersSent = -1
   private syncStart = false
@@ -60,6 +66,7 @@ export class GossipSchedule {
       this.cursor = this.core.limiter.states()
       this.passFrom = this.changes
       this.passDone = false
+      this.passSeq = this.seq + 1
       this.syncStart = true
     }
     this.fullSync = false
@@ -72,7 +79,10 @@ export class GossipSchedule {
     const { msg, leftover } = buildGossip(this.core, this.candidates(), nowMs)
     this.carry = leftover
     this.syncStart = false
-    if (this.passDone && this.carry === null && this.passFrom === this.changes) this.announcing.clear()
+    if (this.passDone && this.carry === null && this.passFrom === this.changes) {
+      this.announcing.clear()
+      this.syncSeq = this.passSeq
+    }
     return msg
   }
 
@@ -85,6 +95,8 @@ export class GossipSchedule {
   rulesChanged (names: readonly string[]): void {
     if (names.length === 0) return
     for (const n of names) this.announcing.add(n)
+    // Lines said before the change are under the old rules: no pass counts until one begun after it ends.
+    this.syncSeq = 0
     this.changes++
     this.cursor = null
     this.fullSync = true
@@ -128,6 +140,11 @@ export class GossipSchedule {
 
   pendingRules (): string[] {
     return [...this.announcing]
+  }
+
+  /** Gossip.sync: the first seq of the last complete pass begun after the last rule change, 0 if none yet. */
+  syncFrom (): number {
+    return this.syncSeq
   }
 
   nextSeq (): number {

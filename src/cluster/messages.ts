@@ -72,6 +72,14 @@ export interface Gossip {
    * still owe a burn (caution.ts).
    */
   pending: string[]
+  /**
+   * The seq of the first message of the sender's last complete full-sync
+   * pass that began after its last rule change: every key it had then was
+   * said, under its current rules, in its messages from `sync` to this one.
+   * Absent until such a pass ends. A receiver that applied every one of
+   * those messages has heard all of its keys (peers.ts `heardAll`).
+   */
+  sync?: number
   /** Earlier epochs of this node whose books this one carries (restored on a clean restart). */
   carries: string[]
   /**
@@ -287,6 +295,8 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
           num(t[6], 'deferred'), num(t[7], 'inTransitOut')] as GossipKey
       })
       const pending = list(m.pending, b.maxRules, 'pending').map(r => name(r, 'pending rule'))
+      const sync = m.sync === undefined || m.sync === null ? undefined : seq(m.sync, 'sync')
+      if (sync !== undefined && sync > (m.seq as number)) bad('sync must not be after the message\'s own seq')
       const carries = list(m.carries, MAX_CARRIES, 'carries').map(r => name(r, 'carried epoch'))
       const members = m.members === undefined || m.members === null
         ? undefined
@@ -342,7 +352,7 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
         })
       return {
         v: CLUSTER_VERSION, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),
-        pending, carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, acks, ...(m.leaving === true ? { leaving: true } : {}),
+        pending, ...(sync === undefined ? {} : { sync }), carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, acks, ...(m.leaving === true ? { leaving: true } : {}),
         ...(m.fenced === true ? { fenced: true } : {}), ...(heard === undefined ? {} : { heard }),
         ...(m.alloc === false ? { alloc: false as const } : {}), ...(attest === undefined || attest.length === 0 ? {} : { attest }),
         ...(estates === undefined || estates.length === 0 ? {} : { estates }),

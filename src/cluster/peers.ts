@@ -75,6 +75,14 @@ export interface Peer {
   alloc: boolean
   /** Rules whose keys it has not all announced yet (see Gossip.pending). */
   pending: ReadonlySet<string>
+  /**
+   * The first seq of the unbroken run of its messages applied here that
+   * ends at `seq` (1 before any: a new epoch's first message is 1). A
+   * message lost, or overtaken by a later one, starts a new run.
+   */
+  runFrom: number
+  /** Its newest message's `sync` (Gossip.sync): 0 when it named none. */
+  sync: number
   /** Earlier epochs whose books this incarnation carries. */
   carries: readonly string[]
   /** Burns owed by ended epochs of this node: epoch -> key -> tokens. */
@@ -92,6 +100,19 @@ export interface Observed {
 }
 
 const NO_PENDING: ReadonlySet<string> = new Set()
+
+/**
+ * Whether this node holds a line, said under the peer's current rules, for
+ * every key the peer had when its last complete pass began: the peer's
+ * newest message names that pass (`sync`), and every message from the
+ * pass's first to the newest was applied here. `pending` clears when the
+ * peer has *sent* every key; this is what this node has *heard*. A lost
+ * message makes it false until the peer's next pass ends (at most
+ * `fullSyncEvery` gossips later) and arrives whole.
+ */
+export function heardAll (p: Peer): boolean {
+  return p.sync > 0 && p.runFrom <= p.sync
+}
 
 /** What a peer's key lines are checked against before they are kept. */
 export interface KeepPolicy {
@@ -131,7 +152,7 @@ export class Peers {
     if (p === undefined) {
       p = {
         name: g.node, epoch: g.epoch, inc: g.inc, seq: 0, lastHeard: nowMs, clockOffsetMs: 0, rules: {}, keys: new Map(),
-        appliedFromMe: 0, leaving: false, fenced: false, alloc: true, pending: NO_PENDING, carries: [], legacy: null, sameCluster: false
+        appliedFromMe: 0, leaving: false, fenced: false, alloc: true, pending: NO_PENDING, runFrom: 1, sync: 0, carries: [], legacy: null, sameCluster: false
       }
       this.byName.set(g.node, p)
       this.changed()
@@ -142,7 +163,9 @@ export class Peers {
     }
     const fresh = g.seq > p.seq
     if (fresh) {
+      if (g.seq !== p.seq + 1) p.runFrom = g.seq
       p.seq = g.seq
+      p.sync = g.sync ?? 0
       if (!this.isAlive(p, nowMs)) this.changed()
       p.lastHeard = nowMs
       p.leaving = g.leaving === true
@@ -153,7 +176,7 @@ export class Peers {
       p.pending = g.pending.length === 0 ? NO_PENDING : new Set(g.pending)
       p.carries = g.carries
       if (p.sameCluster !== (g.cfg === this.keep.cfg)) { p.sameCluster = !p.sameCluster; this.changed() }
-      if (p.legacy !== null && p.pending.size === 0) this.dropCarried(p)
+      if (p.legacy !== null && p.pending.size === 0 && heardAll(p)) this.dropCarried(p)
     }
     // A line is labelled with the rules of the message that carried it, not the
     // peer's newest: a late message (not fresh) still fills keys the newer one
@@ -208,6 +231,8 @@ export class Peers {
     p.epoch = epoch
     p.inc = inc
     p.seq = 0
+    p.runFrom = 1
+    p.sync = 0
     p.appliedFromMe = 0
   }
 
@@ -266,7 +291,7 @@ export class Peers {
     if (p === undefined) {
       p = {
         name, epoch, inc, seq: 0, lastHeard: -Infinity, clockOffsetMs: 0, rules: {}, keys: new Map(),
-        appliedFromMe: 0, leaving: false, fenced: false, alloc: true, pending: NO_PENDING, carries: [], legacy: null, sameCluster: false
+        appliedFromMe: 0, leaving: false, fenced: false, alloc: true, pending: NO_PENDING, runFrom: 1, sync: 0, carries: [], legacy: null, sameCluster: false
       }
       this.byName.set(name, p)
       this.changed()
@@ -314,6 +339,7 @@ export class Peers {
     // Keep a husk that carries only the debts (a later incarnation may carry them).
     p.rules = {}
     p.pending = NO_PENDING
+    p.sync = 0
     return true
   }
 

@@ -25,7 +25,7 @@ import type { KeyState } from '../core/limiter.js'
 import type { CompiledRule } from '../core/rules.js'
 import { initialShare, type Homes } from '../core/share.js'
 import { ext } from './key-ext.js'
-import type { Peer } from './peers.js'
+import { heardAll, type Peer } from './peers.js'
 
 /** What a node must know of a rule version to work out a seed's share under it. */
 export interface RuleStamp {
@@ -79,13 +79,8 @@ export function carryOver (ks: KeyState, next: CompiledRule, node: string, seeds
 export class Transitions {
   /** rule name -> earlier versions, oldest first. */
   private readonly from = new Map<string, RuleStamp[]>()
-  /** rule name -> when every other seed was first seen done with its change (`settle`). */
-  private readonly doneAt = new Map<string, number>()
-
   /** The rule `old` became `next` here. */
   changed (old: RuleStamp, next: CompiledRule): void {
-    // A new change gets its own grace, counted from when every seed is done with it.
-    this.doneAt.delete(next.name)
     const list = this.from.get(next.name) ?? []
     if (!list.some(s => s.hash === old.hash)) list.push(old)
     // A change back to an earlier version is still a change from the one before it.
@@ -118,29 +113,26 @@ export class Transitions {
   }
 
   /**
-   * Forget the change of every rule that every other seed has finished, and
-   * has for `graceMs` (two full syncs). A seed's `pending` clears once it has
-   * *sent* every key at the new version, not once this node has heard them:
-   * the one gossip that carried a debtor's new line can be lost, and its next
-   * says nothing of the key unless the key changes again. Until its next full
-   * sync re-says the key, this node holds only the line said under the old
-   * version, and caution reads such a line by the versions kept here.
-   * Forgotten at once, a node read a debtor's old line as owing nothing and spent the
-   * burn (test/rule-change-lost-line.test.ts).
+   * Forget the change of every rule that every other seed has finished, as
+   * heard here: it gossips the new version, names the rule no longer
+   * pending, and this node applied every message of a full pass it began
+   * after its change (peers.ts `heardAll`). `pending` alone clears once the
+   * seed has *sent* every key: the one gossip that carried a debtor's new
+   * line can be lost, and its next says nothing of the key unless the key
+   * changes again. Forgotten then, a node read the debtor's old line as
+   * owing nothing and spent the burn (test/rule-change-lost-line.test.ts);
+   * a grace of a few full syncs only bounded that (two lost passes reopened
+   * it).
    */
-  settle (rules: readonly CompiledRule[], seeds: readonly string[], me: string, peer: (name: string) => Peer | undefined, nowMs: number, graceMs: number): void {
+  settle (rules: readonly CompiledRule[], seeds: readonly string[], me: string, peer: (name: string) => Peer | undefined): void {
     for (const name of this.from.keys()) {
       const rule = rules.find(r => r.name === name)
-      if (rule === undefined) { this.from.delete(name); this.doneAt.delete(name); continue }
-      const done = seeds.every(j => {
+      const done = rule !== undefined && seeds.every(j => {
         if (j === me) return true
         const p = peer(j)
-        return p !== undefined && p.rules[name] === rule.hash && !p.pending.has(name)
+        return p !== undefined && p.rules[name] === rule.hash && !p.pending.has(name) && heardAll(p)
       })
-      if (!done) { this.doneAt.delete(name); continue }
-      const at = this.doneAt.get(name)
-      if (at === undefined) this.doneAt.set(name, nowMs)
-      else if (nowMs - at >= graceMs) { this.from.delete(name); this.doneAt.delete(name) }
+      if (done || rule === undefined) this.from.delete(name)
     }
   }
 

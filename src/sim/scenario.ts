@@ -230,6 +230,14 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     ...base,
+    name: 'reload-lower-lossy',
+    summary: 'reload-lower on the lossy network: a debtor\'s line at the new version can be lost, in its change\'s pass and in full syncs',
+    load: 'zipf',
+    network: LOSSY,
+    faults: { ruleChange: { how: 'reload', factor: 0.4, atFraction: 0.35, spreadMs: 300 } }
+  },
+  {
+    ...base,
     name: 'reload-lower-restart',
     summary: 'Zipf load; a limit lowered to 40% by SIGHUP, then every node stops and starts again while burns are still owed',
     load: 'zipf',

@@ -4,7 +4,7 @@
  */
 import test from 'ava'
 import { CLUSTER_VERSION, type Gossip, type GossipKey } from '../src/cluster/messages.js'
-import { Peers } from '../src/cluster/peers.js'
+import { heardAll, Peers } from '../src/cluster/peers.js'
 
 const keep = { cfg: 'h', known: () => true, maxKeys: 100 }
 
@@ -27,4 +27,32 @@ test('a late gossip fills a key the newer one left out, labelled with its own (o
   // Lines of messages under unchanged rules share the peer's rules object.
   peers.observe(gossip(3, 'new', [['api:z', 1, 0, 0, 0, 0, 0, 0]]), 'a', 'ea', 120, 0)
   t.is(b?.keys.get('api:z')?.gen, b?.rules)
+})
+
+test('a peer counts as all heard only once every message from its named pass on was applied, whatever the order', t => {
+  const peers = new Peers(1000, keep)
+  const at = (seq: number, sync?: number): boolean => {
+    peers.observe({ ...gossip(seq, 'v', []), ...(sync === undefined ? {} : { sync }) }, 'a', 'ea', 100 + seq, 0)
+    const p = peers.get('b')
+    if (p === undefined) throw new Error('no peer')
+    return heardAll(p)
+  }
+  t.false(at(1), 'no pass named yet')
+  t.true(at(2, 1), 'messages 1 and 2 applied: the pass from 1 is heard')
+  // 3 is overtaken by 4 and arrives after it.
+  t.false(at(4, 3), 'the pass from 3 is missing its first message')
+  t.true(at(3, 3), 'the late message fills the gap')
+  // 6 is lost for good: the pass from 5 is never heard, the next one is.
+  t.true(at(5, 3))
+  t.false(at(7, 5), 'the pass from 5 lost 6')
+  t.false(at(8, 5))
+  t.true(at(9, 8), 'a later pass, all of it applied')
+  // A gap longer than a reordering starts the run anew; a message before it no longer fills anything.
+  t.false(at(40, 9))
+  t.false(at(10, 9), 'too far back: the run began at 40')
+  t.true(at(41, 40))
+  // A new epoch starts from its own first message.
+  peers.observe({ ...gossip(1, 'v', []), epoch: 'eb2', inc: 2, sync: 1 }, 'a', 'ea', 500, 0)
+  const p = peers.get('b')
+  t.true(p !== undefined && heardAll(p), "the new epoch's first message is its pass's first")
 })

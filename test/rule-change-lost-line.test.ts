@@ -132,7 +132,7 @@ test("the debtor's line and every message of its next two full syncs are lost: s
 test('a seed is done with a change only when this node heard the whole of a pass begun after it', t => {
   const v = [30, 60].map(limit => compileRule(day(limit)[0]))
   const tr = new Transitions()
-  let b: Partial<Peer> = { rules: { api: v[1].hash }, pending: new Set<string>(), sync: 0, runFrom: 1 }
+  let b: Partial<Peer> = { rules: { api: v[1].hash }, pending: new Set<string>(), sync: 0, runFrom: 1, missing: [] }
   const settle = (): void => tr.settle([v[1]], ['a', 'b'], 'a', n => n === 'b' ? b as Peer : undefined)
   tr.changed(stampOf(v[0]), v[1])
   settle()

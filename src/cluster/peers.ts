@@ -76,11 +76,14 @@ export interface Peer {
   /** Rules whose keys it has not all announced yet (see Gossip.pending). */
   pending: ReadonlySet<string>
   /**
-   * The first seq of the unbroken run of its messages applied here that
-   * ends at `seq` (1 before any: a new epoch's first message is 1). A
-   * message lost, or overtaken by a later one, starts a new run.
+   * The first seq of the run of its messages that ends at `seq` (1 before
+   * any: a new epoch's first message is 1) in which every message was
+   * applied here but those in `missing`. A gap of more than MAX_MISSING
+   * messages starts a new run.
    */
   runFrom: number
+  /** Seqs inside the run not applied yet: overtaken by a later message, or lost. A late one that arrives leaves it. */
+  missing: number[]
   /** Its newest message's `sync` (Gossip.sync): 0 when it named none. */
   sync: number
   /** Earlier epochs whose books this incarnation carries. */
@@ -111,7 +114,27 @@ const NO_PENDING: ReadonlySet<string> = new Set()
  * `fullSyncEvery` gossips later) and arrives whole.
  */
 export function heardAll (p: Peer): boolean {
-  return p.sync > 0 && p.runFrom <= p.sync
+  return p.sync > 0 && p.runFrom <= p.sync && !p.missing.some(s => s >= p.sync)
+}
+
+/** Most messages a run may be missing before it is given up (reordering is by a few; a loss is waited for). */
+const MAX_MISSING = 16
+
+/** Account for message `seq` of `p`'s epoch (before `p.seq` moves): extend, or restart, the run; fill a gap. */
+function track (p: Peer, seq: number): void {
+  if (seq <= p.seq) {
+    const i = p.missing.indexOf(seq)
+    if (i >= 0) p.missing.splice(i, 1)
+    return
+  }
+  // Seqs before the newest pass named can no longer matter (heardAll reads only from p.sync on).
+  if (p.missing.length > 0) p.missing = p.missing.filter(s => s >= p.sync)
+  if (seq - p.seq - 1 + p.missing.length > MAX_MISSING) {
+    p.runFrom = seq
+    p.missing = []
+    return
+  }
+  for (let s = p.seq + 1; s < seq; s++) p.missing.push(s)
 }
 
 /** What a peer's key lines are checked against before they are kept. */
@@ -152,7 +175,7 @@ export class Peers {
     if (p === undefined) {
       p = {
         name: g.node, epoch: g.epoch, inc: g.inc, seq: 0, lastHeard: nowMs, clockOffsetMs: 0, rules: {}, keys: new Map(),
-        appliedFromMe: 0, leaving: false, fenced: false, alloc: true, pending: NO_PENDING, runFrom: 1, sync: 0, carries: [], legacy: null, sameCluster: false
+        appliedFromMe: 0, leaving: false, fenced: false, alloc: true, pending: NO_PENDING, runFrom: 1, missing: [], sync: 0, carries: [], legacy: null, sameCluster: false
       }
       this.byName.set(g.node, p)
       this.changed()
@@ -162,8 +185,8 @@ export class Peers {
       this.restart(p, g.epoch, g.inc)
     }
     const fresh = g.seq > p.seq
+    track(p, g.seq)
     if (fresh) {
-      if (g.seq !== p.seq + 1) p.runFrom = g.seq
       p.seq = g.seq
       p.sync = g.sync ?? 0
       if (!this.isAlive(p, nowMs)) this.changed()
@@ -232,6 +255,7 @@ export class Peers {
     p.inc = inc
     p.seq = 0
     p.runFrom = 1
+    p.missing = []
     p.sync = 0
     p.appliedFromMe = 0
   }
@@ -291,7 +315,7 @@ export class Peers {
     if (p === undefined) {
       p = {
         name, epoch, inc, seq: 0, lastHeard: -Infinity, clockOffsetMs: 0, rules: {}, keys: new Map(),
-        appliedFromMe: 0, leaving: false, fenced: false, alloc: true, pending: NO_PENDING, runFrom: 1, sync: 0, carries: [], legacy: null, sameCluster: false
+        appliedFromMe: 0, leaving: false, fenced: false, alloc: true, pending: NO_PENDING, runFrom: 1, missing: [], sync: 0, carries: [], legacy: null, sameCluster: false
       }
       this.byName.set(name, p)
       this.changed()

@@ -4,7 +4,8 @@
  */
 import test from 'ava'
 import { CLUSTER_VERSION, type Gossip, type GossipKey } from '../src/cluster/messages.js'
-import { heardAll, Peers } from '../src/cluster/peers.js'
+import { heardAll } from '../src/cluster/heard.js'
+import { Peers } from '../src/cluster/peers.js'
 
 const keep = { cfg: 'h', known: () => true, maxKeys: 100 }
 

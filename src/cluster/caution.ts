@@ -35,7 +35,8 @@
  */
 import type { KeyState } from '../core/limiter.js'
 import { ext } from './key-ext.js'
-import { heardAll, type Peers } from './peers.js'
+import { heardAll } from './heard.js'
+import type { Peers } from './peers.js'
 import type { Transitions } from './rule-change.js'
 
 export interface CautionInput {

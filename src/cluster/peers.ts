@@ -25,7 +25,9 @@
  * is owed to the cluster, not to a process: it is dropped only once a later
  * incarnation that carries the old one's books has announced all its keys.
  */
+import { heardAll, track } from './heard.js'
 import type { Gossip } from './messages.js'
+
 
 export interface PeerKey {
   held: number
@@ -104,38 +106,6 @@ export interface Observed {
 
 const NO_PENDING: ReadonlySet<string> = new Set()
 
-/**
- * Whether this node holds a line, said under the peer's current rules, for
- * every key the peer had when its last complete pass began: the peer's
- * newest message names that pass (`sync`), and every message from the
- * pass's first to the newest was applied here. `pending` clears when the
- * peer has *sent* every key; this is what this node has *heard*. A lost
- * message makes it false until the peer's next pass ends (at most
- * `fullSyncEvery` gossips later) and arrives whole.
- */
-export function heardAll (p: Peer): boolean {
-  return p.sync > 0 && p.runFrom <= p.sync && !p.missing.some(s => s >= p.sync)
-}
-
-/** Most messages a run may be missing before it is given up (reordering is by a few; a loss is waited for). */
-const MAX_MISSING = 16
-
-/** Account for message `seq` of `p`'s epoch (before `p.seq` moves): extend, or restart, the run; fill a gap. */
-function track (p: Peer, seq: number): void {
-  if (seq <= p.seq) {
-    const i = p.missing.indexOf(seq)
-    if (i >= 0) p.missing.splice(i, 1)
-    return
-  }
-  // Seqs before the newest pass named can no longer matter (heardAll reads only from p.sync on).
-  if (p.missing.length > 0) p.missing = p.missing.filter(s => s >= p.sync)
-  if (seq - p.seq - 1 + p.missing.length > MAX_MISSING) {
-    p.runFrom = seq
-    p.missing = []
-    return
-  }
-  for (let s = p.seq + 1; s < seq; s++) p.missing.push(s)
-}
 
 /** What a peer's key lines are checked against before they are kept. */
 export interface KeepPolicy {

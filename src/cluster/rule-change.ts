@@ -25,7 +25,8 @@ import type { KeyState } from '../core/limiter.js'
 import type { CompiledRule } from '../core/rules.js'
 import { initialShare, type Homes } from '../core/share.js'
 import { ext } from './key-ext.js'
-import { heardAll, type Peer } from './peers.js'
+import { heardAll } from './heard.js'
+import type { Peer } from './peers.js'
 
 /** What a node must know of a rule version to work out a seed's share under it. */
 export interface RuleStamp {

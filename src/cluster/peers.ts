@@ -22,12 +22,12 @@
  * Burns owed elsewhere (caution.ts): each entry keeps `owed` and the rule
  * hash the peer had when it sent it (`gen`). When an epoch ends (restart,
  * or departure), what it owed is kept as `legacy`, because an unpaid burn
- * is owed to the cluster, not to a process: it is dropped only once a later
- * incarnation that carries the old one's books has announced all its keys.
+ * is owed to the cluster, not to a process: it is dropped only once this
+ * node has heard a later incarnation that carries the old one's books
+ * announce all its keys (heard.ts).
  */
 import { heardAll, track } from './heard.js'
 import type { Gossip } from './messages.js'
-
 
 export interface PeerKey {
   held: number

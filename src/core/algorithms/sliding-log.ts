@@ -21,8 +21,9 @@
  *   makes, is kept in an empty PAIRS block instead). Negation is exact, so
  *   held reads back bit for bit;
  * - else `s` is the block's handle (> 0), and the block keeps held: a word
- *   in UNITS (an integer below 2^32), a double in PAIRS (a UNITS block whose
- *   held no longer fits a word is copied to PAIRS).
+ *   in UNITS (an integer below 2^32, below 2^22 where times are 3 bytes:
+ *   LogSlab.heldFits), a double in PAIRS (a UNITS block whose held no longer
+ *   fits is copied to PAIRS).
  * The outstanding tokens (`pending`) are, kept in the same order of
  * additions as a field would be:
  * - 0 exactly while there is no block;

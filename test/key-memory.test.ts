@@ -4,7 +4,8 @@
  * counted here, keys of a rule share one head while their rarely used
  * fields are at their defaults (a head of its own exists only while one is set), and the
  * sliding log keeps its entries in its rule's slab (log-slab.ts): one spend
- * in a block of 4 words, a token spent at its own time in one 32-bit word.
+ * in a block of 4 words, a token spent at its own time in 3 bytes (a period
+ * of a minute: times packed in 24 bits).
  * Adding a field to a
  * bucket or to KeyState fails this test on purpose: each costs 8 MB per
  * million keys; rerun bench/memory and update bench/README.md with it.
@@ -75,7 +76,7 @@ function slidingLog (ks: object): null | { mode: string, cap: number, words: num
   return { mode, cap, words, entries }
 }
 
-test('sliding-log: one spend is a block of 4 words, tokens spent one at a time are one word each, and the log empties', t => {
+test('sliding-log: one spend is a block of 4 words, tokens spent one at a time are 3 bytes each, and the log empties', t => {
   const l = limiter('sliding-log')
   l.acquire('k:1', 1, T0)
   const ks = l.existing('k:1')
@@ -94,7 +95,7 @@ test('sliding-log: one spend is a block of 4 words, tokens spent one at a time a
 
   const times = Array.from({ length: 10 }, (_, i) => T0 + 60_010 + i * 0.25)
   for (const at of times) t.true(l.acquire('k:1', 1, at).allowed)
-  t.deepEqual(slidingLog(ks), { mode: 'units', cap: 10, words: 12, entries: times.map(at => [at, 1]) }, 'the whole limit, one token at a time: one word per token')
+  t.deepEqual(slidingLog(ks), { mode: 'units', cap: 10, words: 10, entries: times.map(at => [at, 1]) }, 'the whole limit, one token at a time: 3 bytes per token, 40 bytes in all')
 })
 
 test('sliding-log: the ring wraps around, and pairs whose counts are all 1 again turn back to units when the ring grows', t => {
@@ -105,7 +106,7 @@ test('sliding-log: the ring wraps around, and pairs whose counts are all 1 again
   for (let j = 0; j < 15; j++) t.true(l.acquire('k:1', 1, at(j)).allowed, `spend ${j}`)
   const ks = l.existing('k:1')
   if (ks === undefined) return t.fail('the key has no state')
-  t.deepEqual(slidingLog(ks), { mode: 'units', cap: 10, words: 12, entries: Array.from({ length: 10 }, (_, i) => [at(i + 5), 1]) })
+  t.deepEqual(slidingLog(ks), { mode: 'units', cap: 10, words: 10, entries: Array.from({ length: 10 }, (_, i) => [at(i + 5), 1]) })
   t.is(ks.bucket.waitFor(1, at(14)), at(5) + 60_000 - at(14))
   t.is(ks.bucket.waitFor(10, at(14)), at(14) + 60_000 - at(14))
 

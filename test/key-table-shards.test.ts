@@ -1,7 +1,8 @@
 /**
  * The limiter's sharded key table (src/core/key-table.ts) behaves as one Map
- * would, except for the order of iteration: same lookups, same size, every
- * key visited once per pass, live iteration.
+ * would, except for the order of iteration and keys added during a pass (they
+ * may be skipped): same lookups, same size, every kept key visited once per
+ * pass, deleted ones not, live iteration across shards rebuilt under it.
  */
 import test from 'ava'
 import { KeyTable } from '../src/core/key-table.js'
@@ -91,7 +92,58 @@ test('iteration is live: keys deleted before they are reached are skipped, keys 
 test('keys that differ in their digits spread over every shard', t => {
   const table = new KeyTable()
   for (let i = 0; i < 16_000; i++) table.set(`mem:user:${i}`, state(`mem:user:${i}`))
-  const shards = (table as unknown as { shards: Array<Map<string, KeyState>> }).shards
+  const shards = (table as unknown as { shards: Array<{ live: number }> }).shards
   t.is(shards.length, 16)
-  for (const m of shards) t.true(m.size > 16_000 / 16 / 2 && m.size < 16_000 / 16 * 2, `uneven shard: ${m.size}`)
+  for (const m of shards) t.true(m.live > 16_000 / 16 / 2 && m.live < 16_000 / 16 * 2, `uneven shard: ${m.live}`)
+})
+
+test('a pass over shards that grow, shrink and are rebuilt under it: kept keys once, deleted ones never, no state twice', t => {
+  for (let seed = 1; seed <= 30; seed++) {
+    const r = rng(seed)
+    const table = new KeyTable()
+    let next = 0
+    const add = (): void => { const k = `k:${next++}`; table.set(k, state(k)) }
+    for (let i = 0; i < 50 + Math.floor(r() * 3000); i++) add()
+    const atStart = new Set([...table.values()])
+    const deleted = new Set<KeyState>()
+    const seen = new Set<KeyState>()
+    const it = table.values()
+    for (let x = it.next(); x.done !== true; x = it.next()) {
+      const ks = x.value
+      t.false(seen.has(ks), `seed ${seed}: ${ks.key} visited twice`)
+      seen.add(ks)
+      t.is(table.get(ks.key), ks, `seed ${seed}: ${ks.key} visited while not in the table`)
+      const op = r()
+      if (op < 0.02) {
+        // A burst of new keys: shards grow under the pass.
+        for (let i = Math.floor(r() * 2000); i > 0; i--) add()
+      } else if (op < 0.04) {
+        // A burst of deletes of random live keys: shards shrink under the pass.
+        for (const other of [...table.values()]) {
+          if (r() < 0.7) { table.delete(other.key); deleted.add(other) }
+        }
+      } else if (op < 0.3) {
+        const k = `k:${Math.floor(r() * next)}`
+        const had = table.get(k)
+        if (had !== undefined && table.delete(k)) deleted.add(had)
+      }
+    }
+    t.is(it.next().done, true, 'done stays done')
+    for (const ks of atStart) if (!deleted.has(ks)) t.true(seen.has(ks), `seed ${seed}: ${ks.key} was kept but not visited`)
+    t.is([...table.values()].length, table.size)
+  }
+})
+
+test('a state is stored under its own key only; a shard emptied by deletes gives its slots back', t => {
+  const table = new KeyTable()
+  t.throws(() => table.set('a', state('b')), { message: /stored under/ })
+  for (let i = 0; i < 20_000; i++) table.set(`k:${i}`, state(`k:${i}`))
+  const shards = (table as unknown as { shards: Array<{ fps: Uint8Array, live: number }> }).shards
+  const slots = (): number => shards.reduce((n, s) => n + s.fps.length, 0)
+  // At most 80% used, grown at 40% live: between 1.25 and 5 slots a key.
+  t.true(slots() >= 20_000 * 1.25 && slots() <= 20_000 * 5, `${slots()} slots`)
+  for (let i = 0; i < 19_990; i++) t.true(table.delete(`k:${i}`))
+  t.is(table.size, 10)
+  t.true(slots() <= 16 * 32, `${slots()} slots for 10 keys`)
+  for (let i = 19_990; i < 20_000; i++) t.is(table.get(`k:${i}`)?.key, `k:${i}`)
 })

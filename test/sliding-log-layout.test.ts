@@ -12,7 +12,7 @@
 import test from 'ava'
 import { createBucket, type Bucket } from '../src/core/algorithms/index.js'
 import { quantize, unitFor } from '../src/core/algorithms/log-slab.js'
-import { logOf, readBlock } from './helpers/log-block.js'
+import { logOf, readBlock, word } from './helpers/log-block.js'
 
 class ReferenceLog {
   held: number
@@ -107,6 +107,9 @@ interface Traffic {
   same: number
   /** Chance of a fractional transfer or forced spend. */
   fractions: number
+  /** Chance that the clock steps back (up to 1.5 periods: a bucket the limiter does not clamp) or leaps ahead (up to 3 days). */
+  back?: number
+  leap?: number
 }
 
 /** The form the log is in (private fields, read for coverage only): no block, one entry, units or pairs. */
@@ -115,8 +118,17 @@ function form (b: Bucket): string {
   if (block === null) return 'empty'
   const v = readBlock(slab, block)
   if (v.size === 0) return 'residue'
+  if (v.wide) return 'wide'
   if (v.size === 1) return 'one'
   return v.mode
+}
+
+/** The log's block, the base of its 3-byte times (-1: none, or 32-bit times) and its slab's base: to see them move. */
+function where (b: Bucket): { block: number | null, blockBase: number, slabBase: number } {
+  const { block, slab } = logOf(b)
+  const slabBase = slab === null ? NaN : (slab as unknown as { base: number }).base
+  if (block === null || !slab.packed || readBlock(slab, block).wide || readBlock(slab, block).size === 0) return { block, blockBase: -1, slabBase }
+  return { block, blockBase: word(slab, block, 1) >>> 22, slabBase }
 }
 
 /** Runs `steps` random operations on both logs; throws at the first difference. Returns the forms the log took. */
@@ -135,7 +147,11 @@ function run (seed: number, tr: Traffic, steps: number): Set<string> {
       const y = r()
       // Mostly short steps (the log fills up), sometimes a long one (it drains, in part or all).
       now += y < 0.8 ? r() * tr.perMs / tr.limit : y < 0.95 ? r() * tr.perMs : tr.perMs * (1 + r())
+      const z = tr.back === undefined ? 0.5 : r()
+      if (z < (tr.back ?? 0)) now -= r() * 1.5 * tr.perMs
+      else if (z > 1 - (tr.leap ?? 0)) now += r() * 3 * 86_400_000
     }
+    const before = where(b)
     const op = r()
     if (op < 0.55) {
       const count = r() < 0.7 ? 1 : 1 + Math.floor(r() * Math.min(tr.limit, 5))
@@ -159,6 +175,10 @@ function run (seed: number, tr: Traffic, steps: number): Set<string> {
     same('held', b.held, ref.held, i)
     same('share', b.share, ref.share, i)
     forms.add(form(b))
+    const after = where(b)
+    // Only where the traffic is meant to move them (the forms of the other traffic stay as they were).
+    if (tr.back !== undefined && after.slabBase !== before.slabBase && !Number.isNaN(before.slabBase)) forms.add('slab rebased')
+    if (tr.back !== undefined && after.block === before.block && after.blockBase !== before.blockBase) forms.add('block rebased')
   }
   return forms
 }
@@ -171,7 +191,10 @@ const TRAFFIC: Array<[string, Traffic]> = [
   ['limit 10, transfers and forced spends of fractions', { limit: 10, perMs: 1000, same: 0.3, fractions: 0.15 }],
   ['limit 50, fractions and merges', { limit: 50, perMs: 7.5, same: 0.4, fractions: 0.1 }],
   // A unit of 1/16 ms: the slab rebases every ~37 h of this run's ~100 days, with entries live across it.
-  ['limit 20, a 5 h period, rebased many times', { limit: 20, perMs: 5 * 3_600_000, same: 0.1, fractions: 0.05 }]
+  ['limit 20, a 5 h period, rebased many times', { limit: 20, perMs: 5 * 3_600_000, same: 0.1, fractions: 0.05 }],
+  // 3-byte times (log-slab.ts): a period near the longest that packs, so that times leave a block's window often;
+  // a clock that steps back makes times span more than the window (the log goes wide), leaps of days rebase the slab.
+  ['limit 10, 3-byte times, a clock that steps back and leaps days', { limit: 10, perMs: 190_000, same: 0.1, fractions: 0.05, back: 0.05, leap: 0.01 }]
 ]
 
 for (const [name, tr] of TRAFFIC) {
@@ -180,6 +203,7 @@ for (const [name, tr] of TRAFFIC) {
     for (let seed = 1; seed <= 20; seed++) for (const f of run(seed, tr, 3000)) forms.add(f)
     // Every form of the log took part (a run that never left one form would prove little).
     const expected = tr.limit === 1 ? ['empty', 'one'] : ['empty', 'one', 'units', 'pairs']
+    if (tr.back !== undefined) expected.push('wide', 'slab rebased', 'block rebased')
     t.deepEqual([...forms].sort(), expected.sort())
   })
 }

@@ -88,7 +88,7 @@ export class Limiter {
   private readonly node: string
   private readonly seeds: string[]
   private readonly homes: ReadonlyMap<string, string> | undefined
-  /** The key table, in shards (key-table.ts: one `Map` of a million keys costs more resident memory). */
+  /** The key table: open-addressing shards of states (key-table.ts: ~19 B a key at 1M keys, a `Map` ~29). */
   private readonly table = new KeyTable()
   private readonly waits: WaitQueue
   /** Each rule's bucket spec, shared by its keys (cleared when the rules change). */

@@ -3,7 +3,7 @@
  * layout is private to the slab and the bucket, and tests that check it
  * decode it here, in one place.
  */
-import { PAGE_BITS, PAGE_MASK, PAIRS, blockWords, capOf, countsAt, headOf, metaOf, pendingAt, sizeOf, type LogSlab } from '../../src/core/algorithms/log-slab.js'
+import { PAGE_BITS, PAGE_MASK, metaOf, type LogSlab } from '../../src/core/algorithms/log-slab.js'
 
 /** Word `i` of block `b` (from its first word). */
 export function word (L: LogSlab, b: number, i: number): number {
@@ -15,29 +15,33 @@ export function setWord (L: LogSlab, b: number, i: number, v: number): void {
   L.pages[b >>> PAGE_BITS][(b & PAGE_MASK) + i] = v
 }
 
-export interface BlockView { mode: 'units' | 'pairs', cap: number, words: number, size: number, held: number, pending: number, entries: number[][] }
+/** The word a freed block keeps its free-list link in (its first time word). */
+export function linkWord (L: LogSlab, b: number): number {
+  return metaOf(L.w0(b))
+}
+
+export interface BlockView { mode: 'units' | 'pairs', cap: number, words: number, size: number, held: number, pending: number, wide: boolean, entries: number[][] }
 
 /** Block `b` decoded: its mode, capacity, length in words, held and outstanding tokens, and its [time, count] entries, oldest first. */
 export function readBlock (L: LogSlab, b: number): BlockView {
-  const u = L.pages[b >>> PAGE_BITS]
   const f = L.dpages[b >>> PAGE_BITS]
-  const o = b & PAGE_MASK
-  const cap = capOf(u[o])
-  const pairs = (u[o] & 1) === PAIRS
-  const size = sizeOf(u, o)
+  const cap = L.capOf(b)
+  const pairs = L.isPairs(b)
+  const size = L.sizeOf(b)
   const entries: number[][] = []
-  let at = headOf(u, o)
+  let at = L.headOf(b)
   for (let k = 0; k < size; k++) {
-    entries.push([L.time(u[o + metaOf(cap) + at]), pairs ? f[countsAt(o, cap) + at] : 1])
+    entries.push([L.time(L.timeAt(b, at)), pairs ? f[L.pendingAt(b) + 2 + at] : 1])
     at = at + 1 === cap ? 0 : at + 1
   }
   return {
     mode: pairs ? 'pairs' : 'units',
     cap,
-    words: blockWords(cap, u[o] & 1),
+    words: L.wordsOf(L.w0(b)),
     size,
-    held: pairs ? f[pendingAt(o, cap) + 1] : u[o + metaOf(cap) - 1],
-    pending: pairs ? f[pendingAt(o, cap)] : size,
+    held: pairs ? f[L.pendingAt(b) + 1] : L.unitsHeld(b),
+    pending: pairs ? f[L.pendingAt(b)] : size,
+    wide: metaOf(L.w0(b)) === 4,
     entries
   }
 }

@@ -5,11 +5,11 @@
  * Why: a JS array costs 48 bytes before its first element (the array and
  * its store's header), and a double 8 bytes a time; a field of the key's
  * object 8 bytes. Here a key's log is a block of the slab: one word of ring
- * state, one of the key's held tokens, and one 32-bit word per entry's time
- * (4 bytes a token while every entry has count 1); once a count is not 1, a
- * double per entry for the counts, and doubles for their total and for the
- * held tokens. The key keeps only the block's handle, a small integer (no
- * heap number), in one field (sliding-log.ts).
+ * state, one of the key's held tokens, and 3 or 4 bytes per entry's time
+ * (while every entry has count 1); once a count is not 1, a double per entry
+ * for the counts, and doubles for their total and for the held tokens. The
+ * key keeps only the block's handle, a small integer (no heap number), in
+ * one field (sliding-log.ts).
  *
  * Times are kept as 32-bit offsets, in `unit`s, from the slab's `base`, and
  * every time is rounded UP to the unit as it is recorded: a spend at t is
@@ -22,9 +22,24 @@
  * every answer is bit for bit that of a log of (quantize(t), count) pairs
  * (test/sliding-log-layout.test.ts checks it against one).
  *
+ * Packed times (3 bytes): in a slab whose period is at most 3 * 2^22 units
+ * (~3 minutes at the finest unit: `packed`), a narrow block keeps each time
+ * as 24 bits above a base of its own, a multiple of STEP = 2^22 units kept
+ * in the top 10 bits of its second word (so its held tokens there are 22
+ * bits: a larger held is kept as a double, in PAIRS). Invariant: every live
+ * time of a packed block is in [base, base + 2^24). The live times of a log
+ * lie within one period of the newest (older ones are given back before a
+ * spend is recorded), so a block whose base is the oldest time rounded down
+ * to STEP holds them; a time that does not fit moves the base (rebaseBlock),
+ * and if the times still span more than 2^24 units (a clock that ran back
+ * in a bucket the limiter does not clamp) the log is copied to a wide block,
+ * which keeps 32-bit times. So the 3-byte form is a layout only: every time
+ * reads back exactly as its 32-bit offset.
+ *
  * Rebasing: a time whose offset falls outside 32 bits moves the base to 2^31
- * units before it (~9 hours at the finest unit, 4 periods or more in any
- * case), and every live entry of the slab is shifted, in one pass over it.
+ * units before it, rounded down to STEP (~9 hours at the finest unit, 4
+ * periods or more in any case), and every live entry of the slab is
+ * shifted, in one pass over it (a packed block shifts its base only).
  * Entries that would fall below the new base are older than 4 periods before
  * the newest time, so expired (the limiter's clock never runs back): they are
  * kept at the base, still expired and still in order, until their key is next
@@ -33,52 +48,42 @@
  * Blocks. A block's first word holds its mode (bit 0: UNITS, every count is
  * 1 and not stored; PAIRS, counts as doubles), whether it is wide (bit 1),
  * and its capacity; a narrow block (capacity up to 1023) also its ring's
- * head (oldest entry's index) and size, 10 bits each; a wide one keeps them
- * in the next two words. Then one word of held tokens (UNITS: an integer
- * below 2^32; a PAIRS block keeps them as a double and leaves this word
- * unused), then the times: `metaOf(cap)` words from the start. A PAIRS
- * block goes on, 8-byte aligned, with doubles: the outstanding total, the
- * held tokens, one count per entry. So a block of 10 units is 12 words (48
- * bytes) and holds all of its key's numbers. Blocks start at even words. A
- * freed block keeps its first word, has size 0 and its first time slot holds
- * the next free block of its length (free lists by length, reused first).
+ * head (oldest entry's index) and size, 10 bits each; a wide one (any
+ * capacity) keeps them in the next two words. Then one word of held tokens
+ * (UNITS; a PAIRS block keeps them as a double and uses this word for its
+ * base only), then the times, `metaOf` words from the start. A PAIRS block
+ * goes on, 8-byte aligned, with doubles: the outstanding total, the held
+ * tokens, one count per entry. So a packed block of 10 units is 10 words
+ * (40 bytes) and holds all of its key's numbers. Blocks start at even words.
+ * A freed block keeps its first word, has size 0 and its first time word
+ * holds the next free block of its length (free lists by length, reused
+ * first).
  *
- * Pages: the slab is a list of pages of PAGE_WORDS words (256 KiB), not one
- * buffer. A block's handle is its word in a page-major address space: page
- * `b >>> PAGE_BITS`, word `b & PAGE_MASK` of it. Why: one buffer grown by a
- * quarter when full left up to a fifth of it unused (~5 bytes a key at 1M
- * keys) and copied all of it at each growth (~50 MB, a pause of
- * milliseconds, at 1M full logs of 10). Pages are never copied and leave at
- * most one block's words unused at their end. The first page starts small
- * and doubles up to a full page (a rule changed in cluster mode gives each
- * key a spec, and slab, of its own: a slab must start small), copied as it
- * grows; a block larger than a page gets a buffer of its own, whose handle
- * reserves as many page slots as it spans. Word 0 of page 0 is never a
- * block: handles are > 0, so a key can tell a handle from its held tokens
- * (sliding-log.ts). The slab never shrinks: memory a burst of logs used is
- * reused by later logs of the rule, not given back while the rule's spec
- * lives (a reload that changes the rule lets it go with the old keys).
+ * Pages: the slab's memory is a list of pages (slab-pages.ts), and a
+ * block's handle its word in their page-major address space, > 0.
  */
 import type { BucketSpec } from './bucket.js'
+import { FIRST, PAGE_BITS, PAGE_MASK, SlabPages } from './slab-pages.js'
+
+export { PAGE_BITS, PAGE_MASK, PAGE_WORDS } from './slab-pages.js'
 
 export const UNITS = 0
 export const PAIRS = 1
-/** Bit 1 of a block's first word: head and size are in words of their own. */
+/** Bit 1 of a block's first word: head and size are in words of their own, times are 32 bits. */
 const WIDE = 2
 /** The largest capacity of a narrow block (head and size in its first word). */
 const NARROW = 0x3FF
 
-export const PAGE_BITS = 16
-export const PAGE_WORDS = 1 << PAGE_BITS
-export const PAGE_MASK = PAGE_WORDS - 1
 
 const SPAN = 2 ** 32
 const HALF = 2 ** 31
+/** A packed block's base is a multiple of STEP units; its times are below base + PACKED_SPAN. */
+export const STEP = 2 ** 22
+export const PACKED_SPAN = 2 ** 24
+/** A packed block's held tokens (UNITS) are below this; the base takes the word's top 10 bits. */
+const HELD_BITS = 0x3FFFFF
 /** The end of a free list. */
 const NONE = 0xFFFFFFFF
-/** Words of page 0 before its first block (so that no handle is 0). */
-const FIRST = 2
-const MIN_WORDS = 16
 
 /** The time unit for a period: a power of two of ms, at least 2^-6, such that 2^29 units cover the period. */
 export function unitFor (perMs: number): number {
@@ -92,54 +97,14 @@ export function quantize (t: number, unit: number): number {
   return Math.ceil(t / unit) * unit
 }
 
-/** Whether `v` fits a held-tokens word (an integer in [0, 2^32)). */
-export function isWord (v: number): boolean {
-  return v >>> 0 === v
-}
-
-/** Words before the times of a block of `cap` entries: the ring state (1 word narrow, 3 wide), then held. */
-export function metaOf (cap: number): number {
-  return cap <= NARROW ? 2 : 4
-}
-
-/** Words a block of `cap` entries takes in `mode` (PAIRS: a double per count, one for their total and one for held). */
-export function blockWords (cap: number, mode: number): number {
-  return ((metaOf(cap) + cap + 1) & ~1) + (mode === PAIRS ? 2 * cap + 4 : 0)
-}
-
 /** The capacity of the block whose first word is `w0`. */
 export function capOf (w0: number): number {
   return (w0 & WIDE) === 0 ? (w0 >>> 2) & NARROW : w0 >>> 2
 }
 
-/** The index (in its page's doubles) of a PAIRS block's total of counts; held is the next double, the counts follow. `o`: the block's word in its page. */
-export function pendingAt (o: number, cap: number): number {
-  return (o + metaOf(cap) + cap + 1) >>> 1
-}
-
-/** The index (in its page's doubles) of the count of a PAIRS block's entry 0. */
-export function countsAt (o: number, cap: number): number {
-  return pendingAt(o, cap) + 2
-}
-
-/** The index of the oldest entry of the block at word `o` of page `u`. */
-export function headOf (u: Uint32Array, o: number): number {
-  return (u[o] & WIDE) === 0 ? (u[o] >>> 12) & NARROW : u[o + 1]
-}
-
-/** How many entries the block at word `o` of page `u` holds. */
-export function sizeOf (u: Uint32Array, o: number): number {
-  return (u[o] & WIDE) === 0 ? u[o] >>> 22 : u[o + 2]
-}
-
-/** Set a block's head and size (head < capacity, size <= capacity). */
-export function setRing (u: Uint32Array, o: number, head: number, size: number): void {
-  if ((u[o] & WIDE) === 0) {
-    u[o] = (u[o] & 0xFFF) | (head << 12) | (size << 22)
-  } else {
-    u[o + 1] = head
-    u[o + 2] = size
-  }
+/** Words before the times of the block whose first word is `w0`: the ring state (1 word narrow, 3 wide), then held. */
+export function metaOf (w0: number): number {
+  return (w0 & WIDE) === 0 ? 2 : 4
 }
 
 /** The slab of a spec's sliding logs, made on first use. */
@@ -147,23 +112,19 @@ export function logsOf (spec: BucketSpec): LogSlab {
   return spec.logs ?? (spec.logs = new LogSlab(spec.perMs))
 }
 
-export class LogSlab {
-  /** The pages' words, by page; page 0 is replaced while it grows (read it again after `alloc`). */
-  readonly pages: Uint32Array[] = []
-  /** The same memory as doubles (PAIRS counts, totals and held). */
-  readonly dpages: Float64Array[] = []
+export class LogSlab extends SlabPages {
   readonly unit: number
-  /** Words of each page handed out from its start (0 for the slots a large block spans past its first). */
-  private readonly tops: number[] = []
-  /** The page small blocks are cut from. */
-  private cur = 0
+  /** Whether narrow blocks keep 3-byte times (see the header): a period of at most 3 * STEP units. */
+  readonly packed: boolean
   /** The time of offset 0, in units; NaN until the first time. */
   private base = NaN
   /** The first free block of each length in words. */
   private readonly free = new Map<number, number>()
 
   constructor (perMs: number) {
+    super()
     this.unit = unitFor(perMs)
+    this.packed = perMs / this.unit <= PACKED_SPAN - STEP
   }
 
   /** The offset of `t` rounded up to the unit; rebases first if it falls outside 32 bits. */
@@ -171,8 +132,9 @@ export class LogSlab {
     const q = Math.ceil(t / this.unit)
     const off = q - this.base
     if (off >= 0 && off < SPAN) return off
-    this.rebase(q - HALF)
-    return HALF
+    const base = Math.floor((q - HALF) / STEP) * STEP
+    this.rebase(base)
+    return q - base
   }
 
   /** The time at an offset (exact: an integer number of units). */
@@ -185,15 +147,165 @@ export class LogSlab {
     return Math.floor(t / this.unit) - this.base
   }
 
-  /** A block of `cap` entries in `mode`, empty (head 0, size 0, held unset). Returns its handle (> 0). */
-  alloc (cap: number, mode: number): number {
-    const w = blockWords(cap, mode)
+  /** Whether held tokens `v` fit a UNITS block's word: an integer below 2^32, below 2^22 in a packed slab. */
+  heldFits (v: number): boolean {
+    return v >>> 0 === v && (!this.packed || v <= HELD_BITS)
+  }
+
+  /** Words a block of `cap` entries takes in `mode`, wide or not (PAIRS: a double per count, one for their total and one for held). */
+  words (cap: number, mode: number, wide: boolean): number {
+    const times = wide ? cap : this.packed ? (3 * cap + 3) >>> 2 : cap
+    return (((wide ? 4 : 2) + times + 1) & ~1) + (mode === PAIRS ? 2 * cap + 4 : 0)
+  }
+
+  /** Words of the block whose first word is `w0`. */
+  wordsOf (w0: number): number {
+    return this.words(capOf(w0), w0 & 1, (w0 & WIDE) !== 0)
+  }
+
+  /** The first word of block `b`. */
+  w0 (b: number): number {
+    return this.pages[b >>> PAGE_BITS][b & PAGE_MASK]
+  }
+
+  capOf (b: number): number { return capOf(this.w0(b)) }
+
+  isPairs (b: number): boolean { return (this.w0(b) & 1) === PAIRS }
+
+  /** The ring index of block `b`'s oldest entry. */
+  headOf (b: number): number {
+    const u = this.pages[b >>> PAGE_BITS]
+    const o = b & PAGE_MASK
+    return (u[o] & WIDE) === 0 ? (u[o] >>> 12) & NARROW : u[o + 1]
+  }
+
+  /** How many entries block `b` holds. */
+  sizeOf (b: number): number {
+    const u = this.pages[b >>> PAGE_BITS]
+    const o = b & PAGE_MASK
+    return (u[o] & WIDE) === 0 ? u[o] >>> 22 : u[o + 2]
+  }
+
+  /** Set block `b`'s head and size (head < capacity, size <= capacity). */
+  setRing (b: number, head: number, size: number): void {
+    const u = this.pages[b >>> PAGE_BITS]
+    const o = b & PAGE_MASK
+    if ((u[o] & WIDE) === 0) {
+      u[o] = (u[o] & 0xFFF) | (head << 12) | (size << 22)
+    } else {
+      u[o + 1] = head
+      u[o + 2] = size
+    }
+  }
+
+  /** Whether block `b` keeps 3-byte times. */
+  private isPacked (b: number): boolean {
+    return this.packed && (this.w0(b) & WIDE) === 0
+  }
+
+  /** The offset of the time in ring slot `i` of block `b`. */
+  timeAt (b: number, i: number): number {
+    const u = this.pages[b >>> PAGE_BITS]
+    const o = b & PAGE_MASK
+    if ((u[o] & WIDE) !== 0 || !this.packed) return u[o + metaOf(u[o]) + i]
+    const x = this.bpages[b >>> PAGE_BITS]
+    const k = 4 * (o + 2) + 3 * i
+    return (u[o + 1] >>> 22) * STEP + (x[k] | (x[k + 1] << 8) | (x[k + 2] << 16))
+  }
+
+  /** Store offset `off` in ring slot `i` of block `b`; it must fit (`fits`). */
+  setTimeAt (b: number, i: number, off: number): void {
+    const u = this.pages[b >>> PAGE_BITS]
+    const o = b & PAGE_MASK
+    if ((u[o] & WIDE) !== 0 || !this.packed) {
+      u[o + metaOf(u[o]) + i] = off
+      return
+    }
+    const r = off - (u[o + 1] >>> 22) * STEP
+    const x = this.bpages[b >>> PAGE_BITS]
+    const k = 4 * (o + 2) + 3 * i
+    x[k] = r & 0xFF
+    x[k + 1] = (r >>> 8) & 0xFF
+    x[k + 2] = r >>> 16
+  }
+
+  /** Whether offset `off` can be stored in block `b` as it is (always, unless packed: within its window). */
+  fits (b: number, off: number): boolean {
+    if (!this.isPacked(b)) return true
+    const r = off - (this.pages[b >>> PAGE_BITS][(b & PAGE_MASK) + 1] >>> 22) * STEP
+    return r >= 0 && r < PACKED_SPAN
+  }
+
+  /**
+   * Move packed block `b`'s base so that its live times and `off` all fit,
+   * rewriting its times. False (nothing changed) if they span too much: the
+   * caller copies the log to a wide block.
+   */
+  rebaseBlock (b: number, off: number): boolean {
+    const cap = this.capOf(b)
+    const n = this.sizeOf(b)
+    let lo = off
+    let hi = off
+    for (let k = 0, at = this.headOf(b); k < n; k++, at = at + 1 === cap ? 0 : at + 1) {
+      const v = this.timeAt(b, at)
+      if (v < lo) lo = v
+      if (v > hi) hi = v
+    }
+    const base = Math.floor(lo / STEP)
+    if (hi - base * STEP >= PACKED_SPAN) return false
+    this.moveBase(b, base, 0)
+    return true
+  }
+
+  /** Set packed block `b`'s base to `base` steps, its times kept (each first shifted by `shift` units, clamped at 0). */
+  private moveBase (b: number, base: number, shift: number): void {
+    const cap = this.capOf(b)
+    const n = this.sizeOf(b)
+    const times: number[] = []
+    for (let k = 0, at = this.headOf(b); k < n; k++, at = at + 1 === cap ? 0 : at + 1) times.push(Math.max(0, this.timeAt(b, at) + shift))
+    const u = this.pages[b >>> PAGE_BITS]
+    const o = b & PAGE_MASK
+    u[o + 1] = (u[o + 1] & HELD_BITS) | (base << 22)
+    for (let k = 0, at = this.headOf(b); k < n; k++, at = at + 1 === cap ? 0 : at + 1) this.setTimeAt(b, at, times[k])
+  }
+
+  /** A UNITS block's held tokens. */
+  unitsHeld (b: number): number {
+    const u = this.pages[b >>> PAGE_BITS]
+    const o = b & PAGE_MASK
+    const w = u[o + metaOf(u[o]) - 1]
+    return this.isPacked(b) ? w & HELD_BITS : w
+  }
+
+  /** Set a UNITS block's held tokens (`heldFits`), keeping a packed block's base. */
+  setUnitsHeld (b: number, v: number): void {
+    const u = this.pages[b >>> PAGE_BITS]
+    const o = b & PAGE_MASK
+    const i = o + metaOf(u[o]) - 1
+    u[i] = this.isPacked(b) ? (u[i] & ~HELD_BITS) | v : v
+  }
+
+  /** The index (in its page's doubles) of a PAIRS block's total of counts; held is the next double, the counts follow. */
+  pendingAt (b: number): number {
+    const w0 = this.w0(b)
+    return ((b & PAGE_MASK) + this.words(capOf(w0), UNITS, (w0 & WIDE) !== 0)) >>> 1
+  }
+
+  /**
+   * A block of `cap` entries in `mode`, empty (head 0, size 0, held unset),
+   * able to hold offsets `lo` to `hi` (NaN: none yet): packed with its base
+   * at `lo` if they fit (see the header), else wide. Returns its handle (> 0).
+   */
+  alloc (cap: number, mode: number, lo = NaN, hi = NaN): number {
+    const base = lo >= 0 ? Math.floor(lo / STEP) : 0
+    const wide = cap > NARROW || (this.packed && hi - base * STEP >= PACKED_SPAN)
+    const w = this.words(cap, mode, wide)
     let b = this.free.get(w)
     if (b !== undefined) {
       // The link is where the freed block's own layout puts it: one of another capacity and mode may have this length.
       const u = this.pages[b >>> PAGE_BITS]
       const o = b & PAGE_MASK
-      const next = u[o + metaOf(capOf(u[o]))]
+      const next = u[o + metaOf(u[o])]
       if (next === NONE) this.free.delete(w)
       else this.free.set(w, next)
     } else {
@@ -201,8 +313,9 @@ export class LogSlab {
     }
     const u = this.pages[b >>> PAGE_BITS]
     const o = b & PAGE_MASK
-    u[o] = cap <= NARROW ? mode | (cap << 2) : mode | WIDE | (cap << 2)
-    setRing(u, o, 0, 0)
+    u[o] = wide ? mode | WIDE | (cap << 2) : mode | (cap << 2)
+    this.setRing(b, 0, 0)
+    if (!wide) u[o + 1] = this.packed ? base << 22 : 0
     return b
   }
 
@@ -210,77 +323,31 @@ export class LogSlab {
   release (b: number): void {
     const u = this.pages[b >>> PAGE_BITS]
     const o = b & PAGE_MASK
-    const cap = capOf(u[o])
-    const w = blockWords(cap, u[o] & 1)
-    setRing(u, o, 0, 0)
-    u[o + metaOf(cap)] = this.free.get(w) ?? NONE
+    const w = this.wordsOf(u[o])
+    this.setRing(b, 0, 0)
+    u[o + metaOf(u[o])] = this.free.get(w) ?? NONE
     this.free.set(w, b)
   }
 
-  /** Words the slab has handed out (blocks in use and free ones). */
-  get used (): number {
-    let n = 0
-    for (const t of this.tops) n += t
-    return n - (this.tops.length > 0 ? FIRST : 0)
-  }
-
-  /** A handle for `w` new words: cut from the current page, or a new page, or a buffer of its own. */
-  private place (w: number): number {
-    if (this.pages.length === 0) {
-      // Page 0 first, small (see the header), whatever the first block's size: no handle is 0.
-      this.addPage(MIN_WORDS)
-      this.tops[0] = FIRST
-      this.cur = 0
-    }
-    if (w > PAGE_WORDS - FIRST) {
-      // A block larger than a page: a buffer of its own at a page slot, reserving the slots it spans.
-      const p = this.pages.length
-      this.addPage(w)
-      for (let k = PAGE_WORDS; k < w; k += PAGE_WORDS) this.addPage(0)
-      this.tops[p] = w
-      return p << PAGE_BITS
-    }
-    let p = this.cur
-    if (this.tops[p] + w > PAGE_WORDS) {
-      // The rest of this page (fewer words than this block) stays unused.
-      p = this.cur = this.pages.length
-      this.addPage(PAGE_WORDS)
-    }
-    const o = this.tops[p]
-    if (o + w > this.pages[p].length) this.growFirst(o + w)
-    this.tops[p] = o + w
-    return (p << PAGE_BITS) + o
-  }
-
-  private addPage (words: number): void {
-    const buf = new ArrayBuffer(4 * (words + (words & 1)))
-    this.pages.push(new Uint32Array(buf))
-    this.dpages.push(new Float64Array(buf))
-    this.tops.push(0)
-  }
-
-  /** Page 0, while it is smaller than a page: doubled (at least), copied, up to a full page. */
-  private growFirst (need: number): void {
-    const old = this.pages[0]
-    const words = Math.min(PAGE_WORDS, Math.max(need, 2 * old.length))
-    const buf = new ArrayBuffer(4 * (words + (words & 1)))
-    const u = new Uint32Array(buf)
-    u.set(old.subarray(0, this.tops[0]))
-    this.pages[0] = u
-    this.dpages[0] = new Float64Array(buf)
-  }
-
-  /** Move the base to `base` (in units), shifting every live entry (see the header). */
+  /** Move the base to `base` (in units, a multiple of STEP), shifting every live entry (see the header). */
   private rebase (base: number): void {
     const shift = this.base - base
     for (let p = 0; p < this.pages.length; p++) {
       const u = this.pages[p]
       const top = this.tops[p]
-      for (let o = p === 0 ? FIRST : 0; o < top; o += blockWords(capOf(u[o]), u[o] & 1)) {
+      for (let o = p === 0 ? FIRST : 0; o < top; o += this.wordsOf(u[o])) {
+        const b = (p << PAGE_BITS) + o
+        if (this.isPacked(b)) {
+          // Whole steps: a base that stays at or above 0 moves alone; else the times move to base 0.
+          const to = (u[o + 1] >>> 22) + shift / STEP
+          if (to >= 0) u[o + 1] = (u[o + 1] & HELD_BITS) | (to << 22)
+          else this.moveBase(b, 0, shift)
+          continue
+        }
         const cap = capOf(u[o])
-        const t0 = o + metaOf(cap)
-        let at = headOf(u, o)
-        for (let k = sizeOf(u, o); k > 0; k--) {
+        const t0 = o + metaOf(u[o])
+        let at = this.headOf(b)
+        for (let k = this.sizeOf(b); k > 0; k--) {
           const v = u[t0 + at] + shift
           // Below 0: expired long ago (see the header); kept at the base, in order.
           u[t0 + at] = v < 0 ? 0 : v

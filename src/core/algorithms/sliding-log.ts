@@ -5,7 +5,7 @@
  * share. Never 2x across a boundary.
  *
  * Data structure: a FIFO of (time, count) entries, oldest first, kept in a
- * block of the rule's slab (log-slab.ts: a ring of 32-bit times, and counts
+ * block of the rule's slab (log-slab.ts: a ring of 24- or 32-bit times, and counts
  * as doubles only while one is not 1). Times are recorded rounded UP to the
  * slab's unit (~16 µs for periods up to ~2.3 h): a token may come back up
  * to one unit late, never early, so the limit stays exact. A spend in the
@@ -21,8 +21,9 @@
  *   makes, is kept in an empty PAIRS block instead). Negation is exact, so
  *   held reads back bit for bit;
  * - else `s` is the block's handle (> 0), and the block keeps held: a word
- *   in UNITS (an integer below 2^32), a double in PAIRS (a UNITS block whose
- *   held no longer fits a word is copied to PAIRS).
+ *   in UNITS (an integer below 2^32, below 2^22 where times are 3 bytes:
+ *   LogSlab.heldFits), a double in PAIRS (a UNITS block whose held no longer
+ *   fits is copied to PAIRS).
  * The outstanding tokens (`pending`) are, kept in the same order of
  * additions as a field would be:
  * - 0 exactly while there is no block;
@@ -40,12 +41,13 @@
  * UNITS when it is copied and every count is 1 again.
  *
  * So a key with one live spend costs a block of 16 bytes, and a key whose
- * share is all spent, one token at a time in distinct units, 4 per token
- * plus 8 (rounded up to 8 bytes): 48 at a limit of 10.
+ * share is all spent, one token at a time in distinct units, 3 per token
+ * plus 8 (rounded up to 8 bytes) for periods up to ~3 minutes, 4 per token
+ * plus 8 for longer ones: 40 or 48 at a limit of 10.
  */
 import type { Bucket, BucketSpec } from './bucket.js'
 import { KeyState } from '../key-state.js'
-import { PAGE_BITS, PAGE_MASK, PAIRS, UNITS, capOf, countsAt, headOf, isWord, logsOf, metaOf, pendingAt, setRing, sizeOf, type LogSlab } from './log-slab.js'
+import { PAGE_BITS, PAIRS, UNITS, logsOf, type LogSlab } from './log-slab.js'
 
 export class SlidingLogBucket extends KeyState implements Bucket {
   /** The log's block handle (> 0), or, with no block, 0 - held (<= 0; see the header). */
@@ -75,21 +77,18 @@ export class SlidingLogBucket extends KeyState implements Bucket {
     const b = this.s
     if (b <= 0) return
     const L = logsOf(this.h.spec)
-    const u = L.pages[b >>> PAGE_BITS]
-    const o = b & PAGE_MASK
     const last = L.atOrBefore(nowMs - this.h.spec.perMs)
-    const cap = capOf(u[o])
-    const t0 = o + metaOf(cap)
-    const size = sizeOf(u, o)
-    let at = headOf(u, o)
+    const size = L.sizeOf(b)
+    let at = L.headOf(b)
     // Nothing due: the common case reads no more than this.
-    if (size === 0 || u[t0 + at] > last) return
+    if (size === 0 || L.timeAt(b, at) > last) return
+    const cap = L.capOf(b)
     const f = L.dpages[b >>> PAGE_BITS]
-    const pairs = (u[o] & 1) === PAIRS
-    const p = pendingAt(o, cap)
-    let held = pairs ? f[p + 1] : u[t0 - 1]
+    const pairs = L.isPairs(b)
+    const p = pairs ? L.pendingAt(b) : 0
+    let held = pairs ? f[p + 1] : L.unitsHeld(b)
     let n = size
-    while (n > 0 && u[t0 + at] <= last) {
+    while (n > 0 && L.timeAt(b, at) <= last) {
       if (pairs) {
         const c = f[p + 2 + at]
         held += c
@@ -105,11 +104,11 @@ export class SlidingLogBucket extends KeyState implements Bucket {
       this.s = 0 - held
       return
     }
-    setRing(u, o, at, n)
+    L.setRing(b, at, n)
     if (pairs) f[p + 1] = held
-    else if (isWord(held)) u[t0 - 1] = held
+    else if (L.heldFits(held)) L.setUnitsHeld(b, held)
     else {
-      // Past 2^32 held (a share that large): pairs keep held as a double.
+      // Past what a word holds (a share that large): pairs keep held as a double.
       this.s = this.copy(L, b, held, n, false, 0)
       return
     }
@@ -134,62 +133,58 @@ export class SlidingLogBucket extends KeyState implements Bucket {
     }
     // No block: 0 outstanding, so `count` after this spend.
     const held = (0 - b) - count
-    const mode = count === 1 && isWord(held) ? UNITS : PAIRS
-    const fresh = L.alloc(1, mode)
-    const u = L.pages[fresh >>> PAGE_BITS]
-    const o = fresh & PAGE_MASK
-    u[o + metaOf(1)] = off
+    const mode = count === 1 && L.heldFits(held) ? UNITS : PAIRS
+    const fresh = L.alloc(1, mode, off, off)
+    L.setTimeAt(fresh, 0, off)
     if (mode === PAIRS) {
       const f = L.dpages[fresh >>> PAGE_BITS]
-      const p = pendingAt(o, 1)
+      const p = L.pendingAt(fresh)
       f[p] = count
       f[p + 1] = held
       f[p + 2] = count
     } else {
-      u[o + metaOf(1) - 1] = held
+      L.setUnitsHeld(fresh, held)
     }
-    setRing(u, o, 0, 1)
+    L.setRing(fresh, 0, 1)
     this.s = fresh
   }
 
   /** Add `count` at offset `off` to the log: merged into the newest entry, or a new entry. */
   private append (L: LogSlab, b: number, count: number, off: number): void {
-    const u = L.pages[b >>> PAGE_BITS]
     const f = L.dpages[b >>> PAGE_BITS]
-    const o = b & PAGE_MASK
-    const cap = capOf(u[o])
-    const mode = u[o] & 1
-    const n = sizeOf(u, o)
-    const t0 = o + metaOf(cap)
+    const cap = L.capOf(b)
+    const pairs = L.isPairs(b)
+    const n = L.sizeOf(b)
     // The numbers as the fields had them: held less this spend, what was outstanding plus it.
     const held = heldOf(L, b) - count
     const pending = pendingOf(L, b) + count
-    let at = headOf(u, o) + n
+    let at = L.headOf(b) + n
     if (at >= cap) at -= cap
     const newest = at === 0 ? cap - 1 : at - 1
-    if (n > 0 && u[t0 + newest] === off) {
-      if (mode === PAIRS) {
-        const p = pendingAt(o, cap)
+    if (n > 0 && L.timeAt(b, newest) === off) {
+      if (pairs) {
+        const p = L.pendingAt(b)
         f[p + 2 + newest] += count
         f[p] = pending
         f[p + 1] = held
       } else {
-        const pairs = this.copy(L, b, held, pending, false, 0)
-        L.dpages[pairs >>> PAGE_BITS][countsAt(pairs & PAGE_MASK, capOf(L.pages[pairs >>> PAGE_BITS][pairs & PAGE_MASK])) + n - 1] = 1 + count
-        this.s = pairs
+        const to = this.copy(L, b, held, pending, false, 0)
+        L.dpages[to >>> PAGE_BITS][L.pendingAt(to) + 2 + n - 1] = 1 + count
+        this.s = to
       }
-    } else if (n < cap && (mode === PAIRS || (count === 1 && isWord(held)))) {
-      u[t0 + at] = off
-      if (mode === PAIRS) {
-        const p = pendingAt(o, cap)
+    } else if (n < cap && (pairs || (count === 1 && L.heldFits(held))) && (L.fits(b, off) || L.rebaseBlock(b, off))) {
+      L.setTimeAt(b, at, off)
+      if (pairs) {
+        const p = L.pendingAt(b)
         f[p + 2 + at] = count
         f[p] = pending
         f[p + 1] = held
       } else {
-        u[t0 - 1] = held
+        L.setUnitsHeld(b, held)
       }
-      setRing(u, o, headOf(u, o), n + 1)
+      L.setRing(b, L.headOf(b), n + 1)
     } else {
+      // Full, a count or held a UNITS block cannot keep, or times too far apart for a packed block (see log-slab.ts).
       this.s = this.copy(L, b, held, pending, true, 1, off, count)
     }
   }
@@ -200,48 +195,48 @@ export class SlidingLogBucket extends KeyState implements Bucket {
    * again (but never more entries than the share has tokens, when they fit),
    * `held` and `pending` outstanding. In UNITS if `units` allows it, every
    * count is 1, `pending` is their number exactly (see the header) and
-   * `held` fits a word; else PAIRS.
+   * `held` fits a word; else PAIRS. Packed if its times fit (log-slab.ts).
    */
   private copy (L: LogSlab, from: number, held: number, pending: number, units: boolean, extra: 0 | 1, off = 0, c = 0): number {
-    const n = sizeOf(L.pages[from >>> PAGE_BITS], from & PAGE_MASK)
+    const n = L.sizeOf(from)
     const need = n + extra
     const bound = Math.ceil(held + pending)
     let cap = 2 * need
     if (need <= bound && cap > bound) cap = bound
     // Only a log emptied to a residue (see the header) is copied with no entries.
     if (cap < 1) cap = 1
-    const mode = units && pending === need && (extra === 0 || c === 1) && isWord(held) && allOnes(L, from) ? UNITS : PAIRS
-    const b = L.alloc(cap, mode)
+    const mode = units && pending === need && (extra === 0 || c === 1) && L.heldFits(held) && allOnes(L, from) ? UNITS : PAIRS
+    const fromCap = L.capOf(from)
+    const head = L.headOf(from)
+    let lo = extra === 1 ? off : NaN
+    let hi = lo
+    for (let k = 0, at = head; k < n; k++, at = at + 1 === fromCap ? 0 : at + 1) {
+      const v = L.timeAt(from, at)
+      if (!(v >= lo)) lo = v
+      if (!(v <= hi)) hi = v
+    }
+    const b = L.alloc(cap, mode, lo, hi)
     // Read after alloc: the slab's first page may have grown.
-    const fu = L.pages[from >>> PAGE_BITS]
     const ff = L.dpages[from >>> PAGE_BITS]
-    const fo = from & PAGE_MASK
-    const u = L.pages[b >>> PAGE_BITS]
     const f = L.dpages[b >>> PAGE_BITS]
-    const o = b & PAGE_MASK
-    const fromCap = capOf(fu[fo])
-    const fromPairs = (fu[fo] & 1) === PAIRS
-    const fromT = fo + metaOf(fromCap)
-    const fc = countsAt(fo, fromCap)
-    const t = o + metaOf(cap)
-    const tc = countsAt(o, cap)
-    let at = headOf(fu, fo)
-    for (let k = 0; k < n; k++) {
-      u[t + k] = fu[fromT + at]
+    const fromPairs = L.isPairs(from)
+    const fc = fromPairs ? L.pendingAt(from) + 2 : 0
+    const tc = L.pendingAt(b) + 2
+    for (let k = 0, at = head; k < n; k++, at = at + 1 === fromCap ? 0 : at + 1) {
+      L.setTimeAt(b, k, L.timeAt(from, at))
       if (mode === PAIRS) f[tc + k] = fromPairs ? ff[fc + at] : 1
-      at = at + 1 === fromCap ? 0 : at + 1
     }
     if (extra === 1) {
-      u[t + n] = off
+      L.setTimeAt(b, n, off)
       if (mode === PAIRS) f[tc + n] = c
     }
     if (mode === PAIRS) {
       f[tc - 2] = pending
       f[tc - 1] = held
     } else {
-      u[t - 1] = held
+      L.setUnitsHeld(b, held)
     }
-    setRing(u, o, 0, need)
+    L.setRing(b, 0, need)
     L.release(from)
     return b
   }
@@ -258,17 +253,14 @@ export class SlidingLogBucket extends KeyState implements Bucket {
     const b = this.s
     if (b <= 0) return Infinity
     const L = logsOf(this.h.spec)
-    const u = L.pages[b >>> PAGE_BITS]
     const f = L.dpages[b >>> PAGE_BITS]
-    const o = b & PAGE_MASK
-    const cap = capOf(u[o])
-    const pairs = (u[o] & 1) === PAIRS
-    const c0 = countsAt(o, cap)
-    const t0 = o + metaOf(cap)
-    let at = headOf(u, o)
-    for (let k = sizeOf(u, o); k > 0; k--) {
+    const cap = L.capOf(b)
+    const pairs = L.isPairs(b)
+    const c0 = pairs ? L.pendingAt(b) + 2 : 0
+    let at = L.headOf(b)
+    for (let k = L.sizeOf(b); k > 0; k--) {
       need -= pairs ? f[c0 + at] : 1
-      if (need <= 0) return L.time(u[t0 + at]) + this.h.spec.perMs - nowMs
+      if (need <= 0) return L.time(L.timeAt(b, at)) + this.h.spec.perMs - nowMs
       at = at + 1 === cap ? 0 : at + 1
     }
     return Infinity
@@ -279,17 +271,15 @@ export class SlidingLogBucket extends KeyState implements Bucket {
     const b = this.s
     if (b <= 0) return 0
     const L = logsOf(this.h.spec)
-    const u = L.pages[b >>> PAGE_BITS]
-    const o = b & PAGE_MASK
-    const n = sizeOf(u, o)
+    const n = L.sizeOf(b)
     // An empty block (a residue, see the header): nothing is out.
     if (n === 0) return 0
-    const cap = capOf(u[o])
-    let newest = headOf(u, o) + n - 1
+    const cap = L.capOf(b)
+    let newest = L.headOf(b) + n - 1
     if (newest >= cap) newest -= cap
     const perMs = this.h.spec.perMs
     // A spend logged up to a unit after it was made is not reported as back later than one period from now.
-    return Math.min(perMs, L.time(u[o + metaOf(cap) + newest]) + perMs - nowMs)
+    return Math.min(perMs, L.time(L.timeAt(b, newest)) + perMs - nowMs)
   }
 
   forceSpend (count: number, nowMs: number): void {
@@ -326,46 +316,38 @@ export class SlidingLogBucket extends KeyState implements Bucket {
     } else if (b <= 0) {
       // A negative (or NaN) held with no block: an empty PAIRS block keeps it, as a residue does.
       const e = L.alloc(1, PAIRS)
-      const p = pendingAt(e & PAGE_MASK, 1)
+      const p = L.pendingAt(e)
       L.dpages[e >>> PAGE_BITS][p] = 0
       L.dpages[e >>> PAGE_BITS][p + 1] = held
       this.s = e
+    } else if (L.isPairs(b)) {
+      L.dpages[b >>> PAGE_BITS][L.pendingAt(b) + 1] = held
+    } else if (L.heldFits(held)) {
+      L.setUnitsHeld(b, held)
     } else {
-      const u = L.pages[b >>> PAGE_BITS]
-      const o = b & PAGE_MASK
-      const cap = capOf(u[o])
-      if ((u[o] & 1) === PAIRS) L.dpages[b >>> PAGE_BITS][pendingAt(o, cap) + 1] = held
-      else if (isWord(held)) u[o + metaOf(cap) - 1] = held
-      else this.s = this.copy(L, b, held, sizeOf(u, o), false, 0)
+      this.s = this.copy(L, b, held, L.sizeOf(b), false, 0)
     }
   }
 }
 
 /** The held tokens of block `b`: a word in UNITS, a double in PAIRS. */
 function heldOf (L: LogSlab, b: number): number {
-  const u = L.pages[b >>> PAGE_BITS]
-  const o = b & PAGE_MASK
-  const cap = capOf(u[o])
-  return (u[o] & 1) === PAIRS ? L.dpages[b >>> PAGE_BITS][pendingAt(o, cap) + 1] : u[o + metaOf(cap) - 1]
+  return L.isPairs(b) ? L.dpages[b >>> PAGE_BITS][L.pendingAt(b) + 1] : L.unitsHeld(b)
 }
 
 /** The tokens block `b` has outstanding: its size in UNITS, its total in PAIRS. */
 function pendingOf (L: LogSlab, b: number): number {
-  const u = L.pages[b >>> PAGE_BITS]
-  const o = b & PAGE_MASK
-  return (u[o] & 1) === PAIRS ? L.dpages[b >>> PAGE_BITS][pendingAt(o, capOf(u[o]))] : sizeOf(u, o)
+  return L.isPairs(b) ? L.dpages[b >>> PAGE_BITS][L.pendingAt(b)] : L.sizeOf(b)
 }
 
 /** Whether every live entry of block `b` has count 1. */
 function allOnes (L: LogSlab, b: number): boolean {
-  const u = L.pages[b >>> PAGE_BITS]
-  const o = b & PAGE_MASK
-  if ((u[o] & 1) === UNITS) return true
+  if (!L.isPairs(b)) return true
   const f = L.dpages[b >>> PAGE_BITS]
-  const cap = capOf(u[o])
-  const c0 = countsAt(o, cap)
-  let at = headOf(u, o)
-  for (let k = sizeOf(u, o); k > 0; k--) {
+  const cap = L.capOf(b)
+  const c0 = L.pendingAt(b) + 2
+  let at = L.headOf(b)
+  for (let k = L.sizeOf(b); k > 0; k--) {
     if (f[c0 + at] !== 1) return false
     at = at + 1 === cap ? 0 : at + 1
   }

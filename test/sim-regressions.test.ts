@@ -19,6 +19,8 @@ interface Regression {
   /** A property-test case (the rest below is then unused). */
   property?: boolean
   nodes?: number
+  /** Only the first this many nodes are seeds (SimSpec.seedNodes); the rest are members. */
+  seedNodes?: number
   seconds?: number
   gossipMs?: number
   rule?: { match: string, algorithm: Algorithm, limit: number, perMs: number }
@@ -35,6 +37,7 @@ for (const [i, reg] of list.entries()) {
       : runSim({
         scenario: scenario(reg.scenario),
         nodes: reg.nodes ?? 3,
+        ...(reg.seedNodes === undefined ? {} : { seedNodes: reg.seedNodes }),
         seed: reg.seed,
         mode: reg.mode,
         durationMs: (reg.seconds ?? 10) * 1000,

@@ -52,6 +52,13 @@ test('a peer counts as all heard only once every message from its named pass on 
   t.false(at(40, 9))
   t.false(at(10, 9), 'too far back: the run began at 40')
   t.true(at(41, 40))
+  t.true(at(42), 'a gossip that names no pass leaves the last one named')
+  // New rules: the pass named under the old ones says nothing of lines under these.
+  peers.observe(gossip(43, 'w', []), 'a', 'ea', 600, 0)
+  const q = peers.get('b')
+  t.false(q !== undefined && heardAll(q), 'rules changed: no pass named under them yet')
+  peers.observe({ ...gossip(44, 'w', []), sync: 44 }, 'a', 'ea', 610, 0)
+  t.true(q !== undefined && heardAll(q))
   // A new epoch starts from its own first message.
   peers.observe({ ...gossip(1, 'v', []), epoch: 'eb2', inc: 2, sync: 1 }, 'a', 'ea', 500, 0)
   const p = peers.get('b')

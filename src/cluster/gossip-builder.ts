@@ -56,6 +56,7 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
   for (const [n, e] of acks) bytes += n.length + e.length + 14
   const pending = core.gossip.pendingRules()
   for (const r of pending) bytes += r.length + 2
+  const sync = core.gossip.syncMark()
   for (const e of core.carries) bytes += e.length + 2
   // A voter's echoes of part of its peers (lease.ts): alive ones of our cluster, by their newest gossip applied.
   const heard = core.fence.echoes === null ? undefined : core.fence.echoes.take(echoable(core, nowMs), nowMs)
@@ -116,7 +117,7 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     seq,
     now: core.limiter.calendar.at(nowMs),
     pending,
-    ...(core.gossip.syncFrom() > 0 ? { sync: core.gossip.syncFrom() } : {}),
+    ...(sync > 0 ? { sync } : {}),
     carries: [...core.carries],
     cfg: core.clusterHash,
     ...(core.gossip.sendMembers() ? membership(core) : {}),

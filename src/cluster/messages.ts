@@ -76,8 +76,10 @@ export interface Gossip {
    * The seq of the first message of the sender's last complete full-sync
    * pass that began after its last rule change: every key it had then was
    * said, under its current rules, in its messages from `sync` to this one.
-   * Absent until such a pass ends. A receiver that applied every one of
-   * those messages has heard all of its keys (peers.ts `heardAll`).
+   * Sent in the two gossips after it moved and in every full sync's first
+   * message; absent means as before, until the sender's rules change (then
+   * none until it names one again). A receiver that applied every one of
+   * those messages has heard all of its keys (heard.ts `heardAll`).
    */
   sync?: number
   /** Earlier epochs of this node whose books this one carries (restored on a clean restart). */

@@ -86,7 +86,7 @@ export interface Peer {
   runFrom: number
   /** Seqs inside the run not applied yet: overtaken by a later message, or lost. A late one that arrives leaves it. */
   missing: number[]
-  /** Its newest message's `sync` (Gossip.sync): 0 when it named none. */
+  /** The last `sync` it named (Gossip.sync) under its current rules: 0 when none. */
   sync: number
   /** Earlier epochs whose books this incarnation carries. */
   carries: readonly string[]
@@ -158,14 +158,15 @@ export class Peers {
     track(p, g.seq)
     if (fresh) {
       p.seq = g.seq
-      p.sync = g.sync ?? 0
       if (!this.isAlive(p, nowMs)) this.changed()
       p.lastHeard = nowMs
       p.leaving = g.leaving === true
       p.fenced = g.fenced === true
       p.alloc = g.alloc !== false
       p.clockOffsetMs = g.now - myCalendarMs
-      if (!sameRules(p.rules, g.rules)) { p.rules = g.rules; this.changed() }
+      // A pass named under other rules says nothing of lines under these (the sender names its next one).
+      if (!sameRules(p.rules, g.rules)) { p.rules = g.rules; p.sync = 0; this.changed() }
+      if (g.sync !== undefined) p.sync = g.sync
       p.pending = g.pending.length === 0 ? NO_PENDING : new Set(g.pending)
       p.carries = g.carries
       if (p.sameCluster !== (g.cfg === this.keep.cfg)) { p.sameCluster = !p.sameCluster; this.changed() }

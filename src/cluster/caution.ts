@@ -24,7 +24,7 @@
  * - while our own change of the rule is not known to be complete
  *   (Transitions), for a seed not yet heard at our version, or not done
  *   announcing its keys under it, or whose announcements did not all reach
- *   us (peers.ts `heardAll`): the most its share can have shrunk by;
+ *   us (heard.ts `heardAll`): the most its share can have shrunk by;
  *   and Infinity for a seed on a version we never had (we don't know what it
  *   owes: spend nothing of the key until it catches up);
  * - what ended epochs of the seed owed (Peers.legacy).

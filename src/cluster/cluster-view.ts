@@ -7,6 +7,7 @@
  */
 import type { KeyState } from '../core/limiter.js'
 import type { CalendarView } from '../core/calendar.js'
+import { fmix32 } from '../core/hash.js'
 import { homeOf, initialShare } from '../core/share.js'
 import { horizon, type KeyExt } from './key-ext.js'
 import type { Peer, PeerKey, Peers } from './peers.js'
@@ -189,7 +190,7 @@ export class ClusterView {
     // Largest surplus first, but each asker's order is its own: every surplus weighed by a factor from 0.5 to 1.5
     // drawn from (asker, donor, moment). Views are a gossip old, so with one order for all, every short node asked
     // the same few donors at once and most were answered `none` (uniform load at 200 nodes: 95% of wants).
-    const salt = mix(this.nameHash(this.node) ^ Math.floor(nowMs))
+    const salt = fmix32(this.nameHash(this.node) ^ Math.floor(nowMs))
     // The candidates of the last walk (walked again here if it is due) rather than every peer, checked
     // again now. A burn is paid from reserves, which a peer holding under a token may have too: every peer then.
     this.clusterRemaining(ks, nowMs)
@@ -201,7 +202,7 @@ export class ClusterView {
       let surplus = this.peerHeld(p, ks) - (e?.rate ?? 0) * h
       // A burn is paid from what peers hold in reserve for it, however busy they are (transfers.ts).
       if (forBurn && e !== undefined && e.debts > 0) surplus = Math.max(surplus, Math.min(e.held, e.debts))
-      if (surplus > DONOR_MIN) found.push([p, surplus, surplus * (0.5 + mix(this.nameHash(p.name) ^ salt) / 0x100000000)])
+      if (surplus > DONOR_MIN) found.push([p, surplus, surplus * (0.5 + fmix32(this.nameHash(p.name) ^ salt) / 0x100000000)])
     }
     found.sort((a, b) => b[2] - a[2])
     let covered = 0
@@ -237,9 +238,3 @@ export class ClusterView {
   }
 }
 
-/** A 32-bit integer mix (murmur3's finalizer): an unsigned 32-bit result. */
-function mix (h: number): number {
-  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b)
-  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35)
-  return (h ^ (h >>> 16)) >>> 0
-}

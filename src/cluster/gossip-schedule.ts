@@ -17,9 +17,9 @@
  * when a pass that began after the last change has offered every key and
  * every one was taken. Until then peers may not read a missing key as
  * "no state here, so no burn owed" (caution.ts). The same pass, once it
- * ends, is named by its first message's seq in every later gossip
- * (Gossip.sync), so a peer can tell whether it heard the whole pass
- * (peers.ts `heardAll`): `pending` says what was sent, not what arrived.
+ * ends, is named by its first message's seq (Gossip.sync, `syncMark`), so
+ * a peer can tell whether it heard the whole pass (heard.ts `heardAll`):
+ * `pending` says what was sent, not what arrived.
  */
 import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore } from './cluster-core.js'
@@ -47,8 +47,7 @@ export class GossipSchedule {
   /** The seq of the pass in progress's first message, and the first of the last complete pass begun after the last change (0: none). */
   private passSeq = 0
   private syncSeq = 0
-  /** The sync mark last offered, and how many more gossips repeat it. */
-  private syncSent = 0
+  /** How many more gossips repeat the sync mark (it moved). */
   private syncRepeats = 0
   /** The member list version last sent, and whether this message is a full sync's first (which always sends it). */
   private membersSent = -1
@@ -84,7 +83,10 @@ export class GossipSchedule {
     this.syncStart = false
     if (this.passDone && this.carry === null && this.passFrom === this.changes) {
       this.announcing.clear()
-      this.syncSeq = this.passSeq
+      if (this.syncSeq !== this.passSeq) {
+        this.syncSeq = this.passSeq
+        this.syncRepeats = ACK_REPEATS
+      }
     }
     return msg
   }
@@ -155,10 +157,6 @@ export class GossipSchedule {
    * what a node received at 200 nodes.
    */
   syncMark (): number {
-    if (this.syncSeq !== this.syncSent) {
-      this.syncSent = this.syncSeq
-      this.syncRepeats = ACK_REPEATS
-    }
     if (this.syncSeq === 0 || (!this.syncStart && this.syncRepeats === 0)) return 0
     this.syncRepeats = Math.max(0, this.syncRepeats - 1)
     return this.syncSeq

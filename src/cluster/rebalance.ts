@@ -70,9 +70,10 @@ export function rebalance (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: numbe
  * reachable only through the seeds, were denied for: uniform load on 5
  * seeds of 200 nodes 84.0% -> 85.0% (seed 1); returning above the need
  * always (86.0%) traded tokens back and forth while they were plentiful
- * (keys100-slow, 5 seeds of 50: 267 -> 312 messages per node per second). Without it, a hot spot that moved on left its
- * tokens at the old hot member, where no one could reach them (the simulator
- * measured moving-hot at 38% with 3 seeds of 50 nodes). At most once per
+ * (keys100-slow, 5 seeds of 50: 267 -> 312 messages per node per second).
+ * Without the return, a hot spot that moved on left its tokens at the old
+ * hot member, where no one could reach them (the simulator measured
+ * moving-hot at 38% with 3 seeds of 50 nodes). At most once per
  * wantGapMs per key: once per want timeout (1 s) was the slowest step in
  * following a hot spot between members (1.35 s at 50 nodes, now 0.4 s).
  * Returns whether it gave anything.

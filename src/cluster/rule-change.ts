@@ -80,6 +80,7 @@ export function carryOver (ks: KeyState, next: CompiledRule, node: string, seeds
 export class Transitions {
   /** rule name -> earlier versions, oldest first. */
   private readonly from = new Map<string, RuleStamp[]>()
+
   /** The rule `old` became `next` here. */
   changed (old: RuleStamp, next: CompiledRule): void {
     const list = this.from.get(next.name) ?? []
@@ -117,7 +118,7 @@ export class Transitions {
    * Forget the change of every rule that every other seed has finished, as
    * heard here: it gossips the new version, names the rule no longer
    * pending, and this node applied every message of a full pass it began
-   * after its change (peers.ts `heardAll`). `pending` alone clears once the
+   * after its change (heard.ts `heardAll`). `pending` alone clears once the
    * seed has *sent* every key: the one gossip that carried a debtor's new
    * line can be lost, and its next says nothing of the key unless the key
    * changes again. Forgotten then, a node read the debtor's old line as
@@ -128,12 +129,13 @@ export class Transitions {
   settle (rules: readonly CompiledRule[], seeds: readonly string[], me: string, peer: (name: string) => Peer | undefined): void {
     for (const name of this.from.keys()) {
       const rule = rules.find(r => r.name === name)
-      const done = rule !== undefined && seeds.every(j => {
+      if (rule === undefined) { this.from.delete(name); continue }
+      const done = seeds.every(j => {
         if (j === me) return true
         const p = peer(j)
         return p !== undefined && p.rules[name] === rule.hash && !p.pending.has(name) && heardAll(p)
       })
-      if (done || rule === undefined) this.from.delete(name)
+      if (done) this.from.delete(name)
     }
   }
 

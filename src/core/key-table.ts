@@ -33,6 +33,7 @@
  * an iterator in the middle of it then skips, in the new arrays, every state
  * it already passed in the old ones (a set it makes only then).
  */
+import { fmix32 } from './hash.js'
 import type { KeyState } from './key-state.js'
 
 /** A power of two (the shard is the hash's top bits). */
@@ -156,13 +157,8 @@ function hashOf (key: string): number {
     h = Math.imul(h ^ key.charCodeAt(i), 0x5bd1e995)
     h ^= h >>> 15
   }
-  // Final mix (murmur3's): every bit of the key reaches the shard bits and the slot bits.
-  h ^= h >>> 16
-  h = Math.imul(h, 0x85ebca6b)
-  h ^= h >>> 13
-  h = Math.imul(h, 0xc2b2ae35)
-  h ^= h >>> 16
-  return h >>> 0
+  // Every bit of the key reaches the shard bits and the slot bits.
+  return fmix32(h)
 }
 
 /** A state's fingerprint: 2-255, from hash bits the slot index of a shard under 2^20 slots does not use. */

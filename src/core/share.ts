@@ -13,6 +13,7 @@
  *
  * The shares of all seeds sum to exactly the stock: the split creates nothing.
  */
+import { fmix32 } from './hash.js'
 
 /** 32-bit FNV-1a over UTF-16 code units, then a murmur3 finalizer for spread. */
 export function hash32 (s: string): number {
@@ -21,12 +22,7 @@ export function hash32 (s: string): number {
     h ^= s.charCodeAt(i)
     h = Math.imul(h, 0x01000193)
   }
-  h ^= h >>> 16
-  h = Math.imul(h, 0x85ebca6b)
-  h ^= h >>> 13
-  h = Math.imul(h, 0xc2b2ae35)
-  h ^= h >>> 16
-  return h >>> 0
+  return fmix32(h)
 }
 
 /**

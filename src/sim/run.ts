@@ -31,6 +31,7 @@ import { VirtualCluster } from './virtual-cluster.js'
 import { scheduleFaults, type Cut } from './faults.js'
 import { SETTLE_LIMIT_MS, SettleProbe, type SettleFigures } from './settle.js'
 import { checkShortfall } from './shortfall-check.js'
+import { fmix32 } from '../core/hash.js'
 
 export interface SimSpec {
   scenario: Scenario
@@ -85,10 +86,7 @@ const T0 = 1_800_000_000_000
 
 /** Derive an independent stream from a seed (a splitmix-style mix). */
 export function stream (seed: number, salt: number): Rng {
-  let h = (seed ^ Math.imul(salt + 1, 0x9e3779b9)) >>> 0
-  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b) >>> 0
-  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35) >>> 0
-  return new Rng((h ^ (h >>> 16)) >>> 0)
+  return new Rng(fmix32((seed ^ Math.imul(salt + 1, 0x9e3779b9)) >>> 0))
 }
 
 export function nodeNames (n: number): string[] {

@@ -95,6 +95,7 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     x.sentOutstanding = outstanding
     // The rate peers plan with is the one this node keeps tokens for.
     x.sentRate = rate
+    x.sentAt = nowMs
     x.sentOwed = x.burn
     x.sentDebts = x.debts
     x.sentCustody = custody

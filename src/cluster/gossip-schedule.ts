@@ -78,7 +78,7 @@ export class GossipSchedule {
   /** A gossip now, outside the schedule (a stop's announcements). */
   now (nowMs: number): Gossip {
     this.last = nowMs
-    const { msg, leftover } = buildGossip(this.core, this.candidates(), nowMs)
+    const { msg, leftover } = buildGossip(this.core, this.candidates(nowMs), nowMs)
     this.carry = leftover
     this.syncStart = false
     if (this.passDone && this.carry === null && this.passFrom === this.changes) {
@@ -166,7 +166,7 @@ export class GossipSchedule {
     return ++this.seq
   }
 
-  private * candidates (): Generator<KeyState> {
+  private * candidates (nowMs: number): Generator<KeyState> {
     const carried = this.carry
     this.carry = null
     if (carried !== null) yield carried
@@ -184,7 +184,12 @@ export class GossipSchedule {
       const n = c.next()
       if (n.done === true) { this.cursor = null; this.passDone = true; return }
       if (n.value.ext === null) continue
-      ext(n.value).sentHeld = NaN
+      const x = ext(n.value)
+      // Already in this message (an active or settled key, taken above): announced in the pass as it is. Marked
+      // stale, it went out a second time in the same message, which its receivers skip (same seq): at every full
+      // sync, every active key twice.
+      if (x.sentAt === nowMs) continue
+      x.sentHeld = NaN
       yield n.value
     }
   }

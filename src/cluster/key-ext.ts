@@ -22,7 +22,7 @@ import type { Peer } from './peers.js'
  * array of doubles); the value read back is the very double written.
  */
 export class KeyExt {
-  private readonly n: number[] = [0, 0, 0, -Infinity, -Infinity, -Infinity, 0, -Infinity, 0, 0, 0, -Infinity, 0, 0, 0, 0, 0, NaN, NaN, NaN, NaN, NaN, 0, NaN, -Infinity, 0, 0, -1]
+  private readonly n: number[] = [0, 0, 0, -Infinity, -Infinity, -Infinity, 0, -Infinity, 0, 0, 0, -Infinity, 0, 0, 0, 0, 0, NaN, NaN, NaN, NaN, NaN, 0, NaN, -Infinity, 0, 0, -1, -Infinity]
   deferred: Array<[amount: number, at: number]> | null = null
   /** Tightening: cluster-wide remaining below the low-water mark. */
   tight = false
@@ -122,6 +122,9 @@ export class KeyExt {
   /** The Peers version the last walk saw (-1: none yet). */
   get walkVersion (): number { return this.n[27] }
   set walkVersion (v: number) { this.n[27] = v }
+  /** When the key's line last went out in a gossip (monotonic; -Infinity: never). */
+  get sentAt (): number { return this.n[28] }
+  set sentAt (v: number) { this.n[28] = v }
 }
 
 export function ext (ks: KeyState): KeyExt {

@@ -9,7 +9,7 @@ import type { KeyState } from '../core/limiter.js'
 import type { CalendarView } from '../core/calendar.js'
 import { fmix32 } from '../core/hash.js'
 import { homeOf, initialShare } from '../core/share.js'
-import { horizon, type KeyExt } from './key-ext.js'
+import { decayed, horizon, type KeyExt } from './key-ext.js'
 import type { Peer, PeerKey, Peers } from './peers.js'
 import type { ClusterTuning } from './tuning.js'
 
@@ -66,9 +66,9 @@ export class ClusterView {
     const held = Math.max(0, before + delta)
     const k = p.keys.get(ks.key)
     if (held > DONOR_MIN) this.risen(ks, p)
-    this.adjust(ks, p, before, k?.rate ?? 0, held, k?.rate ?? 0, nowMs)
+    this.adjust(ks, p, before, k?.counted ?? 0, held, k?.counted ?? 0, nowMs)
     if (k !== undefined) k.held = held
-    else p.keys.set(ks.key, { held, outstanding: 0, rate: 0, owed: 0, debts: 0, deferred: 0, inTransitOut: 0, said: NaN, gen: NO_GEN, seq: 0 }) // a belief: says nothing of burns
+    else p.keys.set(ks.key, { held, outstanding: 0, rate: 0, owed: 0, debts: 0, deferred: 0, inTransitOut: 0, said: NaN, gen: NO_GEN, seq: 0, decaysFrom: NaN, counted: 0 }) // a belief: says nothing of burns
   }
 
   /**
@@ -98,7 +98,8 @@ export class ClusterView {
       const held = k !== undefined ? k.held : ks.rule.glob ? (p.name === home ? ks.rule.stock : 0) : this.peerShare(p, ks)
       n += held
       if (held > DONOR_MIN) candidates.push(p)
-      r += this.rateOf(held, k?.rate ?? 0)
+      if (k !== undefined) k.counted = this.lineRate(k, nowMs)
+      r += this.rateOf(held, k?.counted ?? 0)
     }
     if (x !== null) { x.peersHeld = n; x.peersRate = r; x.peersHeldAt = nowMs; x.walkPeers = candidates; x.walkVersion = this.peers.version; x.walkHash = ks.rule.hash }
     return ks.bucket.held + n
@@ -107,6 +108,17 @@ export class ClusterView {
   /** Whether the key's sums from its last walk, kept current since, still stand (see clusterRemaining). */
   private current (ks: KeyState, x: KeyExt, nowMs: number): boolean {
     return x.walkPeers !== null && x.walkVersion === this.peers.version && x.walkHash === ks.rule.hash && nowMs >= x.peersHeldAt && nowMs - x.peersHeldAt < WALK_EVERY * this.tuning.gossipIntervalMs
+  }
+
+  /**
+   * A peer's rate for a key now: as it said, or, for a rate it said was
+   * decaying (gossip `decay`), fallen by the half-life since (key-ext.ts
+   * `decayed`). The running sum (`peersRate`) counts each line as read when
+   * it changed (`counted`), so a change takes out exactly what it added, and is
+   * walked again every WALK_EVERY intervals.
+   */
+  lineRate (k: PeerKey, nowMs: number): number {
+    return decayed(k.rate, !Number.isNaN(k.decaysFrom), nowMs - k.decaysFrom, this.tuning.rateHalfLifeMs)
   }
 
   /** What a peer's line counts for in the rates' sum: a peer that answered `none` (rate Infinity) needs all it holds. */
@@ -130,7 +142,7 @@ export class ClusterView {
   /** A peer's gossip replaced its line for a key (`old`: none before, so its pre-allocated share). */
   lineChanged (ks: KeyState, p: Peer, old: PeerKey | undefined, line: PeerKey, nowMs: number): void {
     if (line.held > DONOR_MIN && (old === undefined || old.held <= DONOR_MIN)) this.risen(ks, p)
-    this.adjust(ks, p, old === undefined ? this.peerShare(p, ks) : old.held, old?.rate ?? 0, line.held, line.rate, nowMs)
+    this.adjust(ks, p, old === undefined ? this.peerShare(p, ks) : old.held, old?.counted ?? 0, line.held, line.counted, nowMs)
   }
 
   /** A peer answered a want with `none`: until it says otherwise, it needs all it holds (rate Infinity). */
@@ -138,8 +150,10 @@ export class ClusterView {
     const p = this.peers.get(peer)
     const k = p?.keys.get(ks.key)
     if (p === undefined || k === undefined) return
-    this.adjust(ks, p, k.held, k.rate, k.held, Infinity, nowMs)
+    this.adjust(ks, p, k.held, k.counted, k.held, Infinity, nowMs)
     k.rate = Infinity
+    k.counted = Infinity
+    k.decaysFrom = NaN
   }
 
   /** `p` was seen to hold a token or more of a key since the last walk (its gossip, or a push to it). */
@@ -199,7 +213,7 @@ export class ClusterView {
       // A fenced peer gives nothing (fence.ts): asking it would only wait out a `none`.
       if (p.leaving || p.fenced || (pool !== undefined && !this.peers.isAlive(p, nowMs)) || !agrees(p, ks) || !this.mayAsk(p, ks.key)) continue
       const e = p.keys.get(ks.key)
-      let surplus = this.peerHeld(p, ks) - (e?.rate ?? 0) * h
+      let surplus = this.peerHeld(p, ks) - (e === undefined ? 0 : this.lineRate(e, nowMs)) * h
       // A burn is paid from what peers hold in reserve for it, however busy they are (transfers.ts).
       if (forBurn && e !== undefined && e.debts > 0) surplus = Math.max(surplus, Math.min(e.held, e.debts))
       if (surplus > DONOR_MIN) found.push([p, surplus, surplus * (0.5 + fmix32(this.nameHash(p.name) ^ salt) / 0x100000000)])

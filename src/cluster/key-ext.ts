@@ -22,7 +22,7 @@ import type { Peer } from './peers.js'
  * array of doubles); the value read back is the very double written.
  */
 export class KeyExt {
-  private readonly n: number[] = [0, 0, 0, -Infinity, -Infinity, -Infinity, 0, -Infinity, 0, 0, 0, -Infinity, 0, 0, 0, 0, 0, NaN, NaN, NaN, NaN, NaN, 0, NaN, -Infinity, 0, 0, -1, -Infinity]
+  private readonly n: number[] = [0, 0, 0, -Infinity, -Infinity, -Infinity, 0, -Infinity, 0, 0, 0, -Infinity, 0, 0, 0, 0, 0, NaN, NaN, NaN, NaN, NaN, 0, NaN, -Infinity, 0, 0, -1, -Infinity, 0]
   deferred: Array<[amount: number, at: number]> | null = null
   /** Tightening: cluster-wide remaining below the low-water mark. */
   tight = false
@@ -125,6 +125,34 @@ export class KeyExt {
   /** When the key's line last went out in a gossip (monotonic; -Infinity: never). */
   get sentAt (): number { return this.n[28] }
   set sentAt (v: number) { this.n[28] = v }
+  /** Whether `sentRate` went as decaying (gossip `decay`): peers then extrapolate it from `sentAt`. */
+  get sentDecays (): number { return this.n[29] }
+  set sentDecays (v: number) { this.n[29] = v }
+}
+
+/**
+ * What a rate gossiped as decaying (`decay`, messages.ts) reads `dtMs`
+ * later: the slow average with no demand falls by half every
+ * `halfLifeMs` (updateRate), so sender and receivers agree on it without a
+ * line. Not decaying: the rate as said.
+ */
+export function decayed (rate: number, decays: boolean, dtMs: number, halfLifeMs: number): number {
+  return decays && dtMs > 0 ? rate * Math.pow(2, -dtMs / halfLifeMs) : rate
+}
+
+/**
+ * Whether, with no further demand, the rate this node keeps for
+ * (`keepRate`) is its slow average falling at its half-life: it keeps by
+ * the slow average now (not the fast one above its noise, not dropped),
+ * and no demand came for `quietMs` (four gossip intervals: with one, a node
+ * of uniform load at 6/s often said "decaying" between two requests, and
+ * peers that read its rate fallen moved uniform load at 200 nodes under the
+ * static split on two seeds of three). The fast average then
+ * falls faster, so it stays under; the quiet test may later switch the
+ * keep to the fast average, which is lower, and the line goes out then.
+ */
+export function rateDecays (x: KeyExt, nowMs: number, quietMs: number): boolean {
+  return x.demand === 0 && x.rate > 0 && nowMs - x.lastDemandAt >= quietMs && keepRate(x, nowMs) === x.rate
 }
 
 export function ext (ks: KeyState): KeyExt {

@@ -106,6 +106,13 @@ export interface Gossip {
   /** Rule name -> rule hash. */
   rules: Record<string, string>
   keys: GossipKey[]
+  /**
+   * Indices into `keys` of lines whose rate falls at the rate half-life
+   * from this message on, with no demand (key-ext.ts `decayed`): a
+   * receiver extrapolates it, and the sender sends the line again only
+   * when its rate leaves that curve. Absent: none. An older node ignores it.
+   */
+  decay?: number[]
   acks: GossipAck[]
   /** Set in a node's last gossips while it stops: send it no more tokens. */
   leaving?: boolean
@@ -314,6 +321,9 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
           if (typeof t[1] !== 'string' || !PEER_ID.test(t[1])) bad('refused peer id must be a peer id')
           return [name(t[0], 'refused name'), t[1]] as [string, string]
         })
+      const decay = m.decay === undefined || m.decay === null
+        ? undefined
+        : list(m.decay, keys.length, 'decay').map(i => seq(i, 'decay index') < keys.length ? i as number : bad('decay index must name a key line'))
       const cfg = typeof m.cfg === 'string' && m.cfg.length <= 64 ? m.cfg : bad('cfg must be a hash')
       const acks = list(m.acks, b.maxPeers, 'acks').map(e => {
         const t = tuple(e, 3, 'ack entry')
@@ -354,7 +364,7 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
         })
       return {
         v: CLUSTER_VERSION, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),
-        pending, ...(sync === undefined ? {} : { sync }), carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, acks, ...(m.leaving === true ? { leaving: true } : {}),
+        pending, ...(sync === undefined ? {} : { sync }), carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, ...(decay === undefined || decay.length === 0 ? {} : { decay }), acks, ...(m.leaving === true ? { leaving: true } : {}),
         ...(m.fenced === true ? { fenced: true } : {}), ...(heard === undefined ? {} : { heard }),
         ...(m.alloc === false ? { alloc: false as const } : {}), ...(attest === undefined || attest.length === 0 ? {} : { attest }),
         ...(estates === undefined || estates.length === 0 ? {} : { estates }),

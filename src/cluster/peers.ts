@@ -53,6 +53,10 @@ export interface PeerKey {
   gen: Record<string, string>
   /** The message it came in. */
   seq: number
+  /** When it came (monotonic), if its rate was said to decay (gossip `decay`); NaN: the rate stands as said. */
+  decaysFrom: number
+  /** The rate this line adds to its key's running sum of rates (ClusterView `peersRate`): as read at the last walk or change. */
+  counted: number
 }
 
 export interface Peer {
@@ -180,7 +184,9 @@ export class Peers {
     const gen = sameRules(p.rules, g.rules) ? p.rules : g.rules
     // Zero entries are kept: "holds nothing" is information. A key a peer never
     // gossiped is assumed to be at its pre-allocated share instead.
-    for (const [k, held, outstanding, rate, owed, debts, deferred, inTransitOut] of g.keys) {
+    const decay = g.decay === undefined ? undefined : new Set(g.decay)
+    for (let i = 0; i < g.keys.length; i++) {
+      const [k, held, outstanding, rate, owed, debts, deferred, inTransitOut] = g.keys[i]
       const old = p.keys.get(k)
       if (old !== undefined && old.seq >= g.seq) continue
       // Bounded: a line is kept only for a key this node has, or one that carries a debt (rare, and needed by caution).
@@ -188,7 +194,7 @@ export class Peers {
       if (old === undefined && p.keys.size >= this.keep.maxKeys) continue
       if (old !== undefined && (old.owed > 0 || old.debts > 0)) this.owingEntries--
       if (owed > 0 || debts > 0) this.owingEntries++
-      const line = { held, outstanding, rate, owed, debts, deferred, inTransitOut, said: held + outstanding + deferred + inTransitOut, gen, seq: g.seq }
+      const line = { held, outstanding, rate, owed, debts, deferred, inTransitOut, said: held + outstanding + deferred + inTransitOut, gen, seq: g.seq, decaysFrom: decay?.has(i) === true ? nowMs : NaN, counted: rate }
       p.keys.set(k, line)
       this.onLine(k, p, old, line, nowMs)
       // A debt of this epoch restored from our own state file is superseded by what the epoch says now.

@@ -8,28 +8,17 @@
  */
 import test from 'ava'
 import { Packr } from 'msgpackr'
-import { ClusterCore } from '../src/cluster/cluster-core.js'
+import type { ClusterCore } from '../src/cluster/cluster-core.js'
 import { CLUSTER_VERSION, parseMessage, type Gossip, type GossipKey } from '../src/cluster/messages.js'
-import { limits, rule } from './helpers/rules.js'
+import { handCore } from './helpers/hand-core.js'
+import { rule } from './helpers/rules.js'
 
-const T = 1_000_000
+const T = 0
 const packr = new Packr({ useRecords: false })
 const wire = (g: Gossip): Gossip => parseMessage(packr.unpack(packr.pack(g))) as Gossip
 
-function core (node: string): ClusterCore {
-  const c = new ClusterCore({
-    node,
-    epoch: `e${node}`,
-    seeds: ['a', 'b'],
-    listed: new Map([['a', 'id:a'], ['b', 'id:b']]),
-    rules: [rule({ name: 'day', limit: 100, perMs: 86_400_000 })],
-    limits: limits(),
-    allocate: true,
-    wallMs: 1_800_000_000_000,
-    monoMs: T
-  })
-  c.init(T)
-  return c
+function core (node: 'a' | 'b'): ClusterCore {
+  return handCore(node, [rule({ name: 'day', limit: 100, perMs: 86_400_000 })])
 }
 
 const line = (g: Gossip): GossipKey | undefined => g.keys.find(k => k[0] === 'day')

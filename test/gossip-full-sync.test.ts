@@ -5,25 +5,14 @@
  * skip the second, same seq), at every full sync. On a real ClusterCore.
  */
 import test from 'ava'
-import { ClusterCore } from '../src/cluster/cluster-core.js'
 import type { Gossip } from '../src/cluster/messages.js'
-import { limits, rule } from './helpers/rules.js'
+import { handCore } from './helpers/hand-core.js'
+import { rule } from './helpers/rules.js'
 
-const T = 1_000_000
+const T = 0
 
 test('every gossip names a key at most once, through full syncs, and every key is announced by each pass', t => {
-  const c = new ClusterCore({
-    node: 'a',
-    epoch: 'ea',
-    seeds: ['a', 'b'],
-    listed: new Map([['a', 'id:a'], ['b', 'id:b']]),
-    rules: [rule({ name: 'k', match: 'k:*', limit: 100, perMs: 1000 })],
-    limits: limits(),
-    allocate: true,
-    wallMs: 1_800_000_000_000,
-    monoMs: T
-  })
-  c.init(T)
+  const c = handCore('a', [rule({ name: 'k', match: 'k:*', limit: 100, perMs: 1000 })])
   const keys = ['k:1', 'k:2', 'k:3', 'k:4']
   const gossips: Gossip[] = []
   // 3 full-sync passes (every 20 gossips), with demand on two keys all along and two keys idle after the start.

@@ -23,7 +23,7 @@
  */
 import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore } from './cluster-core.js'
-import { decayed, deferredTotal, ext, keepRate, rateDecays } from './key-ext.js'
+import { DECAY_QUIET_INTERVALS, decayed, deferredTotal, ext, keepRate, rateDecays } from './key-ext.js'
 import type { Echoable } from './lease.js'
 import { CLUSTER_VERSION, type Gossip, type GossipKey } from './messages.js'
 
@@ -90,9 +90,9 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     // An owed burn is exact: peers keep that much of their own holdings unspent while it is unpaid.
     // Custody: any whole token that moved (NaN, never sent, compares false and is sent).
     // A rate said to decay is compared with where peers now read it (key-ext.ts `decayed`), not with what was said.
-    const said = decayed(x.sentRate, x.sentDecays === 1, nowMs - x.sentAt, core.tuning.rateHalfLifeMs)
+    const peersRead = decayed(x.sentRate, x.sentDecays === 1, nowMs - x.sentAt, core.tuning.rateHalfLifeMs)
     // A rate said to decay that has had demand since is off its curve, however little: said again.
-    const changed = stale(x.sentHeld, held, 0.5) || stale(said, rate, 0.05) || (rate === 0 && held !== x.sentHeld) ||
+    const changed = stale(x.sentHeld, held, 0.5) || stale(peersRead, rate, 0.05) || (rate === 0 && held !== x.sentHeld) ||
       (x.sentDecays === 1 && x.lastDemandAt > x.sentAt) ||
       x.burn !== x.sentOwed || x.debts !== x.sentDebts || !(Math.abs(custody - x.sentCustody) < 0.5) || (rate === 0 && custody !== x.sentCustody)
     if (!changed) continue
@@ -101,7 +101,7 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     // The rate peers plan with is the one this node keeps tokens for.
     x.sentRate = rate
     x.sentAt = nowMs
-    x.sentDecays = rateDecays(x, nowMs, 4 * core.tuning.gossipIntervalMs) ? 1 : 0
+    x.sentDecays = rateDecays(x, rate, nowMs, DECAY_QUIET_INTERVALS * core.tuning.gossipIntervalMs) ? 1 : 0
     if (x.sentDecays === 1) decay.push(keys.length)
     x.sentOwed = x.burn
     x.sentDebts = x.debts

@@ -141,18 +141,21 @@ export function decayed (rate: number, decays: boolean, dtMs: number, halfLifeMs
 }
 
 /**
- * Whether, with no further demand, the rate this node keeps for
- * (`keepRate`) is its slow average falling at its half-life: it keeps by
+ * Whether, with no further demand, the rate this node keeps for (`keep`,
+ * its `keepRate` now) is its slow average falling at its half-life: it keeps by
  * the slow average now (not the fast one above its noise, not dropped),
- * and no demand came for `quietMs` (four gossip intervals: with one, a node
+ * and no demand came for `quietMs` (DECAY_QUIET_INTERVALS gossip intervals: with one, a node
  * of uniform load at 6/s often said "decaying" between two requests, and
  * peers that read its rate fallen moved uniform load at 200 nodes under the
  * static split on two seeds of three). The fast average then
  * falls faster, so it stays under; the quiet test may later switch the
  * keep to the fast average, which is lower, and the line goes out then.
  */
-export function rateDecays (x: KeyExt, nowMs: number, quietMs: number): boolean {
-  return x.demand === 0 && x.rate > 0 && nowMs - x.lastDemandAt >= quietMs && keepRate(x, nowMs) === x.rate
+/** Gossip intervals without demand before a key's rate is said to decay (rateDecays). */
+export const DECAY_QUIET_INTERVALS = 4
+
+export function rateDecays (x: KeyExt, keep: number, nowMs: number, quietMs: number): boolean {
+  return x.demand === 0 && x.rate > 0 && nowMs - x.lastDemandAt >= quietMs && keep === x.rate
 }
 
 export function ext (ks: KeyState): KeyExt {

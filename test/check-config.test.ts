@@ -78,6 +78,14 @@ test('two seeds, or four, are warnings naming the seed that breaks ties; leases 
   t.notRegex(three.stdout, /warning: nodes:/)
   const off = await run(QUOTAD, ['check-config', file(dir, { cluster: { name: 'c', secretFile: 'swarm.key', leases: false } })])
   t.notRegex(off.stdout, /warning: nodes:/)
+  // Five seeds of which the first four vote (cluster.voters): the warning is about the voters, and names the field.
+  const five = [node('e', 1), node('d', 2), node('c', 3), node('b', 4), node('a', 5)]
+  const fourOfFive = await run(QUOTAD, ['check-config', file(dir, { nodes: five, cluster: { name: 'c', secretFile: 'swarm.key', voters: 4 } })])
+  t.is(fourOfFive.code, 0, fourOfFive.stderr)
+  t.regex(fourOfFive.stdout, /warning: cluster\.voters: 4 voters \(of the seeds, the first 4 in name order: cluster\.voters\): an even number of voters; a \(first in name order\) weighs 1\.5/)
+  const none = await run(QUOTAD, ['check-config', file(dir, { nodes: five, cluster: { name: 'c', secretFile: 'swarm.key', voters: 0 } })])
+  t.is(none.code, 2, none.stdout)
+  t.regex(none.stderr, /E_CONFIG_INVALID[\s\S]*cluster\.voters/)
 })
 
 test('check-config refuses unsafe lease settings with E_CONFIG_INVALID naming the field', async t => {

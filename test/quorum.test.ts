@@ -1,6 +1,9 @@
-/** Voters and quorums (cluster/quorum.ts): weights 1, the first of an even count 1.5. */
+/** Voters and quorums (cluster/quorum.ts): the first `voters` seeds, weights 1, the first of an even count 1.5. */
 import test from 'ava'
 import { Quorum } from '../src/cluster/quorum.js'
+import { clusterHash } from '../src/cluster/cluster-hash.js'
+import { leaseSettings } from '../src/config/lease-options.js'
+import { voterSet } from '../src/core/share.js'
 
 /** Every subset of `names`. */
 function subsets (names: readonly string[]): string[][] {
@@ -48,4 +51,22 @@ test('any two quorums intersect in a voter other than one the second excludes, f
       }
     }
   }
+})
+
+test('voterSet: the first `voters` seeds in name order, at least one; all of them when there are fewer', t => {
+  t.deepEqual(voterSet(['s9', 's1', 's5', 's3', 's1'], 3), ['s1', 's3', 's5'])
+  t.deepEqual(voterSet(['b', 'a'], 15), ['a', 'b'])
+  t.deepEqual(voterSet(['b', 'a'], 0), ['a'])
+})
+
+test('the cluster hash names the voter count only when it leaves seeds out', t => {
+  const file = (seeds: number, voters: number): Parameters<typeof clusterHash>[0] => ({
+    cluster: { ...leaseSettings(250), voters, name: 'c', secretFile: '', gossipIntervalMs: 250, firstUseWaitMs: 100, inheritSeeds: true },
+    nodes: Array.from({ length: seeds }, (_, i) => ({ name: `s${i}`, seed: true })) as unknown as Parameters<typeof clusterHash>[0]['nodes']
+  })
+  // Every seed votes either way: the hash a file had before `voters` existed.
+  t.is(clusterHash(file(5, 15)), clusterHash(file(5, 5)))
+  // Two nodes counting different voters have quorums that need not intersect: they must not share tokens.
+  t.not(clusterHash(file(5, 3)), clusterHash(file(5, 5)))
+  t.not(clusterHash(file(5, 3)), clusterHash(file(5, 4)))
 })

@@ -13,7 +13,10 @@
  * leaseMs, reclaimMs, maxClockSkewMs): a node that would wait a shorter
  * reclaim than another's lease assumes could take tokens still being spent;
  * and whether seeds are inherited (heir.ts): a voter that attests seeds and
- * one that does not would disagree on which settlements happen.
+ * one that does not would disagree on which settlements happen. The voter
+ * count (quorum.ts `voterSet`) only when it leaves seeds out: two nodes that
+ * count different voters have quorums that need not intersect, and a file
+ * whose seeds all vote keeps the hash it had before the count existed.
  */
 import { createHash } from 'node:crypto'
 import type { ClusterConfig } from '../config/types.js'
@@ -21,6 +24,8 @@ import type { ClusterConfig } from '../config/types.js'
 export function clusterHash (config: Pick<ClusterConfig, 'cluster' | 'nodes'>): string {
   const seeds = config.nodes.filter(n => n.seed).map(n => [n.name, n.peerId ?? null]).sort((a, b) => String(a[0]) < String(b[0]) ? -1 : 1)
   const c = config.cluster
-  const canon = JSON.stringify([c.name, seeds, c.gossipIntervalMs, [c.leases, c.leaseMs, c.reclaimMs, c.maxClockSkewMs], c.inheritSeeds])
+  const parts: unknown[] = [c.name, seeds, c.gossipIntervalMs, [c.leases, c.leaseMs, c.reclaimMs, c.maxClockSkewMs], c.inheritSeeds]
+  if (c.voters < seeds.length) parts.push(['voters', c.voters])
+  const canon = JSON.stringify(parts)
   return createHash('sha256').update(canon).digest('hex').slice(0, 16)
 }

@@ -105,6 +105,7 @@ export class ClusterNode {
         leaseMs: config.cluster.leaseMs,
         reclaimMs: config.cluster.reclaimMs,
         maxClockSkewMs: config.cluster.maxClockSkewMs,
+        voters: config.cluster.voters,
         firstUseWaitMs: config.cluster.firstUseWaitMs,
         inheritSeeds: config.cluster.inheritSeeds
       },

@@ -21,6 +21,7 @@ import type { KeyState } from '../core/limiter.js'
 import { updateReserve, type CautionInput } from './caution.js'
 import { ext } from './key-ext.js'
 import { EchoSchedule, Lease } from './lease.js'
+import { voterSet } from '../core/share.js'
 import { Quorum } from './quorum.js'
 import type { ClusterTuning } from './tuning.js'
 
@@ -40,7 +41,7 @@ export class Fence {
 
   /** `startLease`: a seed's first start, which holds a lease for leaseMs from `startMs` (lease.ts). */
   constructor (node: string, seeds: readonly string[], tuning: ClusterTuning, startMs: number, startLease = false) {
-    this.quorum = new Quorum(seeds)
+    this.quorum = new Quorum(voterSet(seeds, tuning.voters))
     const graceUntil = startLease ? startMs + tuning.leaseMs : -Infinity
     this.lease = new Lease({ me: node, quorum: this.quorum, leaseMs: tuning.leaseMs, enabled: tuning.leases, graceUntil })
     this.echoes = this.quorum.isVoter(node) ? new EchoSchedule(tuning.leaseMs, tuning.gossipIntervalMs) : null

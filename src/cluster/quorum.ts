@@ -1,15 +1,16 @@
 /**
- * The voters and their quorum (reclaim-design.md §2). Voters are the
- * seeds, in seed order (share.ts: sorted by name, the order every node
- * agrees on). Each weighs 1; with an even number of voters the first weighs
- * 1.5, so two seeds still have a quorum (the first alone) and four have one
- * in any two that include the first. A quorum is any set of voters weighing
+ * The voters and their quorum (reclaim-design.md §2). Voters are the first
+ * `cluster.voters` seeds (default 15) in seed order (share.ts `voterSet`:
+ * sorted by name, the order every node agrees on). Each weighs 1; with an
+ * even number of voters the first weighs 1.5, so two voters still have a
+ * quorum (the first alone) and four have one in any two that include the
+ * first. A quorum is any set of voters weighing
  * more than half the total.
  *
  * Invariant: any two quorums intersect, and if one of them excludes voter
  * v, the intersection holds a voter other than v (both weigh more than half,
  * so together more than the whole). Witness voters (design §6) are not
- * implemented yet: the voters are exactly the seeds.
+ * implemented yet: every voter is a seed.
  */
 import { seedOrder } from '../core/share.js'
 

@@ -9,7 +9,7 @@
  * a pinned peer id.
  */
 import { ConfigError, isQuotadError, type ConfigIssue } from '../errors.js'
-import { seedOrder } from '../core/share.js'
+import { voterSet } from '../core/share.js'
 import { loadSwarmKey } from './swarm-key.js'
 import type { ClusterConfig } from './types.js'
 
@@ -54,21 +54,24 @@ export async function checkDeploy (cfg: ClusterConfig): Promise<DeployCheck> {
   return out
 }
 
-/** Seeds are the voters of the lease quorum (cluster/quorum.ts): an even count breaks ties by the first in name order. */
+/** The first `voters` seeds vote on leases (cluster/quorum.ts): an even count breaks ties by the first in name order. */
 function voterWarnings (cfg: ClusterConfig): ConfigIssue[] {
-  const seeds = seedOrder(cfg.nodes.filter(n => n.seed).map(n => n.name))
-  if (seeds.length === 2) {
+  const voters = voterSet(cfg.nodes.filter(n => n.seed).map(n => n.name), cfg.cluster.voters)
+  const all = voters.length === cfg.nodes.filter(n => n.seed).length
+  const what = all ? 'seeds' : `voters (of the seeds, the first ${voters.length} in name order: cluster.voters)`
+  const path = all ? 'nodes' : 'cluster.voters'
+  if (voters.length === 2) {
     return [{
-      path: 'nodes',
-      message: `two seeds: with leases, ${seeds[0]} (first in name order) alone is a quorum and ${seeds[1]} is not, so losing ` +
-        `${seeds[0]} (or a cut between it and the rest) fences every node and stops hard-mode spending until it is back; add a third seed to tolerate either`
+      path,
+      message: `two ${what}: with leases, ${voters[0]} (first in name order) alone is a quorum and ${voters[1]} is not, so losing ` +
+        `${voters[0]} (or a cut between it and the rest) fences every node and stops hard-mode spending until it is back; add a third ${all ? 'seed' : 'voter'} to tolerate either`
     }]
   }
-  if (seeds.length > 2 && seeds.length % 2 === 0) {
+  if (voters.length > 2 && voters.length % 2 === 0) {
     return [{
-      path: 'nodes',
-      message: `${seeds.length} seeds: an even number of voters; ${seeds[0]} (first in name order) weighs 1.5 to break ties, so ` +
-        `${seeds.length / 2} seeds including it are a quorum and ${seeds.length / 2} without it are not; an odd number tolerates as many losses either way`
+      path,
+      message: `${voters.length} ${what}: an even number of voters; ${voters[0]} (first in name order) weighs 1.5 to break ties, so ` +
+        `${voters.length / 2} voters including it are a quorum and ${voters.length / 2} without it are not; an odd number tolerates as many losses either way`
     }]
   }
   return []

@@ -117,6 +117,8 @@ export interface ClusterSection {
   maxClockSkewMs: number
   /** Leases and fencing on. @default true */
   leases: boolean
+  /** How many seeds vote: the first this many in name order (quorum.ts). @default 15 */
+  voters: number
   /** A seed with a share that stays silent for reclaimMs is inherited by its heir (heir.ts). @default false */
   inheritSeeds: boolean
 }

@@ -202,7 +202,8 @@ export function validateClusterFile (raw: unknown, baseDir: string, source?: str
     ...(typeof c.leaseMs === 'number' ? { leaseMs: c.leaseMs } : {}),
     ...(typeof c.reclaimMs === 'number' ? { reclaimMs: c.reclaimMs } : {}),
     ...(typeof c.maxClockSkewMs === 'number' ? { maxClockSkewMs: c.maxClockSkewMs } : {}),
-    ...(typeof c.leases === 'boolean' ? { leases: c.leases } : {})
+    ...(typeof c.leases === 'boolean' ? { leases: c.leases } : {}),
+    ...(typeof c.voters === 'number' ? { voters: c.voters } : {})
   })
   // Judged on the values in force (defaults included), so a file can't be unsafe by what it leaves out.
   if (!['gossipIntervalMs', 'leaseMs', 'reclaimMs', 'maxClockSkewMs'].some(f => issues.has(`cluster.${f}`))) {

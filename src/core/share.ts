@@ -100,3 +100,14 @@ export function initialShare (stock: number, glob: boolean, key: string, node: s
 export function seedOrder (names: readonly string[]): string[] {
   return [...new Set(names)].sort()
 }
+
+/**
+ * The seeds that vote: the first `max` in seed order. A seed beyond them
+ * still holds its share, gives and inherits like any seed; it only neither
+ * echoes (lease.ts) nor attests (reclaim.ts), and its own lease needs the
+ * voters' echoes like a member's. Every node computes the same set from the
+ * cluster file (the count is in the cluster hash when it leaves seeds out).
+ */
+export function voterSet (seeds: readonly string[], max: number): string[] {
+  return seedOrder(seeds).slice(0, Math.max(1, max))
+}

@@ -2,9 +2,9 @@
  * The leases, judged from outside the nodes. The simulator sees every
  * gossip a node publishes (with its true send time) and every copy a node
  * receives, so it can say, without asking the node, whether the node held
- * a lease at a moment: a quorum of voters (the seeds; with an even count
- * the first in name order weighs 1.5) had each sent it, in a gossip it
- * received, an echo `[node, inc, seq]` of one of its own gossips sent no
+ * a lease at a moment: a quorum of voters (the first `voters` seeds in name
+ * order; with an even count the first weighs 1.5) had each sent it, in a
+ * gossip it received, an echo `[node, inc, seq]` of one of its own gossips sent no
  * more than leaseMs before that moment. A voter counts itself. Or it is a
  * seed's first start (it allocates and carries no earlier epoch), within
  * leaseMs of its start: that incarnation starts with a lease.
@@ -32,8 +32,13 @@ export class LeaseWitness {
   /** A seed's first start -> its true start time. */
   private readonly firstStarts = new WeakMap<ClusterCore, number>()
 
-  constructor (seeds: readonly string[], leaseMs: number) {
-    this.voters = [...new Set(seeds)].sort()
+  /** The seeds: a seed's first start holds a start lease, voter or not. */
+  private readonly seeds: ReadonlySet<string>
+
+  /** `voters`: how many seeds vote, the first in name order (the cluster's `voters`). */
+  constructor (seeds: readonly string[], leaseMs: number, voters = Infinity) {
+    this.seeds = new Set(seeds)
+    this.voters = [...this.seeds].sort().slice(0, Math.max(1, voters))
     this.leaseMs = leaseMs
     const even = this.voters.length % 2 === 0
     this.weights = new Map(this.voters.map((v, i) => [v, even && i === 0 ? 1.5 : 1]))
@@ -42,7 +47,7 @@ export class LeaseWitness {
 
   /** `core` started at true time `at`. */
   started (core: ClusterCore, at: number): void {
-    if (this.weights.has(core.node) && core.limiter.allocate && core.carries.length === 0) this.firstStarts.set(core, at)
+    if (this.seeds.has(core.node) && core.limiter.allocate && core.carries.length === 0) this.firstStarts.set(core, at)
   }
 
   /** `core` published gossip `g` at true time `at`. */

@@ -111,7 +111,7 @@ export class VirtualCluster {
     this.audit = new TokenAudit(this.seeds, opts.rules)
     this.positions = new PositionAudit(this.seeds)
     const tuning = { ...defaultTuning(opts.tuning?.gossipIntervalMs), ...opts.tuning }
-    this.leases = tuning.leases ? new LeaseWitness(this.seeds, tuning.leaseMs) : null
+    this.leases = tuning.leases ? new LeaseWitness(this.seeds, tuning.leaseMs, tuning.voters) : null
     this.replicaWitness = new ReplicaWitness(this.seeds)
     this.replication = new SimReplication(this)
     for (const name of opts.nodes) this.start(name)

@@ -27,7 +27,7 @@ import { Fence } from './fence.js'
 import { Ledger } from './ledger.js'
 import { StopMachine, type Phase } from './lifecycle.js'
 import { admissionPolicy, repayDebt, updatePacing } from './local-policy.js'
-import { type Ack, type Gossip, type Grant, type None, type Want } from './messages.js'
+import { CLUSTER_VERSION, type Ack, type Gossip, type Grant, type None, type Want } from './messages.js'
 import { Peers, type Peer } from './peers.js'
 import { Positions } from './positions.js'
 import { Membership, type Verdict } from './membership.js'
@@ -41,7 +41,7 @@ import { Reclaim } from './reclaim.js'
 import { BooksJournal } from './journal.js'
 import { Recovery } from './recovery.js'
 import { Heir } from './heir.js'
-import { forgetDeparted, journalAck, onGossip, onGrant, onJournalWrite, onReply, onRequestFailed, onWant } from './intake.js'
+import { forgetDeparted, journalAck, onAck, onGossip, onGrant, onJournalWrite, onReply, onRequestFailed, onWant } from './intake.js'
 import { defaultTuning, type ClusterTuning } from './tuning.js'
 import { JournalReplication, RELEASE_AFTER_INTERVALS } from './replication.js'
 import { ReplicaStore, type ReplicaChange } from './replica-store.js'
@@ -99,7 +99,7 @@ export class ClusterCore {
   /** What the stop saved; set in the step that ends the stop. */
   snapshot: SavedState | null = null
   /** Counters for status and metrics. */
-  readonly counters = { badMessages: 0, wantsSent: 0, wantsServed: 0, grantsApplied: 0, grantsRejected: 0, tokensIn: 0, tokensOut: 0, tokensBurned: 0, handedOff: 0, grantsRefused: 0, tokensRefused: 0, handoffsFenced: 0 }
+  readonly counters = { badMessages: 0, wantsSent: 0, wantsServed: 0, grantsApplied: 0, grantsRejected: 0, tokensIn: 0, tokensOut: 0, tokensBurned: 0, handedOff: 0, grantsRefused: 0, tokensRefused: 0, handoffsFenced: 0, acksIn: 0 }
   /** Why the last grant was refused (status). */
   lastRefusal: string | null = null
   /** Per key: tokens in grants this node refused, and tokens of its own refused pushes it took back (the audit reads them). */
@@ -298,7 +298,13 @@ export class ClusterCore {
     for (const r of this.replication.outbound(nowMs, true)) out.push({ kind: 'replicate', to: r.to, msg: r.msg })
     for (const r of this.heir.update(nowMs)) out.push({ kind: 'jget', to: r.to, msg: r.msg })
     const g = this.gossip.due(nowMs)
-    if (g !== null) out.push({ kind: 'gossip', msg: g })
+    if (g !== null) {
+      out.push({ kind: 'gossip', msg: g })
+      // The marks that moved go to their givers alone, with the gossip's interval (gossip-schedule.ts directAcks).
+      for (const [giver, toEpoch, applied] of this.gossip.directAcks(this.ledger.acks(this.currentEpochs()))) {
+        if (this.receiverAlive(giver, nowMs)) this.request(out, giver, { v: CLUSTER_VERSION, t: 'ack', node: this.node, epoch: this.epoch, inc: this.incarnation, applied, toEpoch })
+      }
+    }
     if (nowMs - this.lastHousekeeping >= this.tuning.gossipIntervalMs) {
       this.lastHousekeeping = nowMs
       this.transitions.settle(this.limiter.rules, this.seeds, this.node, n => this.peers.get(n))
@@ -330,7 +336,7 @@ export class ClusterCore {
   }
 
   /** Queue a request; every one is answered by exactly one onReply or onRequestFailed from the driver. */
-  request (out: Outbound[], to: string, msg: Want | Grant): void {
+  request (out: Outbound[], to: string, msg: Want | Grant | Ack): void {
     this.inflight++
     out.push({ kind: 'request', to, msg })
   }
@@ -343,10 +349,12 @@ export class ClusterCore {
   onWant (w: Want, from: string, nowMs: number): Grant | None { return onWant(this, w, from, nowMs) }
   /** A pushed grant from peer id `from` (intake.ts). */
   onGrant (g: Grant, from: string, nowMs: number): Ack { return onGrant(this, g, from, nowMs) }
+  /** An ack sent as a request by peer id `from`: its grants' marks (intake.ts). Answered `none`. */
+  onAck (a: Ack, from: string, nowMs: number): None { return onAck(this, a, from, nowMs) }
   /** The reply to a request this node sent (intake.ts). */
-  onReply (req: Want | Grant, reply: Grant | Ack | None, nowMs: number): void { onReply(this, req, reply, nowMs) }
+  onReply (req: Want | Grant | Ack, reply: Grant | Ack | None, nowMs: number): void { onReply(this, req, reply, nowMs) }
   /** A request got no reply (intake.ts). */
-  onRequestFailed (req: Want | Grant, nowMs: number): void { onRequestFailed(this, req, nowMs) }
+  onRequestFailed (req: Want | Grant | Ack, nowMs: number): void { onRequestFailed(this, req, nowMs) }
 
   /** A jrep from peer id `from` (intake.ts): what it changes in this seed's copies, or null if refused. */
   onJournalWrite (m: Jrep, from: string): { change: ReplicaChange | null } | null { return onJournalWrite(this, m, from) }

@@ -31,7 +31,7 @@ import { checkOwner } from './state-schema.js'
 import { clusterHash } from './cluster-hash.js'
 import { ReclaimLog } from './reclaim-log.js'
 import { GossipInbox } from './gossip-inbox.js'
-import { DEFAULT_BOUNDS, gossipTopic, parseMessage, type Grant, type MessageBounds, type Want } from './messages.js'
+import { DEFAULT_BOUNDS, gossipTopic, parseMessage, type Ack, type Grant, type MessageBounds, type Want } from './messages.js'
 import type { Transport, TransportOptions } from './transport/types.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
 import { wire as packr } from './wire.js'
@@ -248,7 +248,7 @@ export class ClusterNode {
   }
 
   /** Send one request; settles the core's count of it exactly once (onReply or onRequestFailed). */
-  private async request (t: Transport, to: string, msg: Want | Grant): Promise<void> {
+  private async request (t: Transport, to: string, msg: Want | Grant | Ack): Promise<void> {
     const clock = this.opts.clock
     const peerId = this.core.membership.idOf(to)
     if (peerId === undefined) { this.core.onRequestFailed(msg, clock.mono()); return }
@@ -360,6 +360,8 @@ export class ClusterNode {
       void this.disk.persistJournal()
       return packr.pack(ack)
     }
+    // An ack as a request of its own (a reply has no toEpoch): its giver's grants applied so far.
+    if (m.t === 'ack' && m.toEpoch !== undefined) return packr.pack(this.core.onAck(m, from, now))
     this.core.onBadMessage()
     throw new Error(`unexpected request ${m.t}`)
   }

@@ -3,7 +3,7 @@
  * (cluster-core.ts). Types only.
  */
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
-import type { Gossip, Grant, Want } from './messages.js'
+import type { Ack, Gossip, Grant, Want } from './messages.js'
 import type { Jget, Jrep } from './replica-messages.js'
 import type { ClusterTuning } from './tuning.js'
 
@@ -45,6 +45,6 @@ export interface ClusterCoreOptions {
 
 export type Outbound =
   | { kind: 'gossip', msg: Gossip }
-  | { kind: 'request', to: string, msg: Want | Grant }
+  | { kind: 'request', to: string, msg: Want | Grant | Ack }
   | { kind: 'replicate', to: string, msg: Jrep }
   | { kind: 'jget', to: string, msg: Jget }

@@ -27,7 +27,9 @@ import { buildGossip } from './gossip-builder.js'
 import { ext } from './key-ext.js'
 import type { Gossip } from './messages.js'
 
-/** Gossips that carry an ack after its mark moved (one lost gossip does not delay it to the next full sync). */
+/** Gossips that carry the `sync` mark after it moved (one lost gossip does not delay it to the next full sync). */
+const SYNC_REPEATS = 2
+/** Intervals in which a moved applied mark is acked to its giver directly (one lost ack does not cost a resend). */
 const ACK_REPEATS = 2
 
 export class GossipSchedule {
@@ -53,6 +55,7 @@ export class GossipSchedule {
   private membersSent = -1
   private syncStart = false
   /** Per giver incarnation (`giver/epoch`): the applied mark last gossiped, and how many more gossips repeat it. */
+  /** Per `giver/epoch`: the applied mark last acked to that giver directly, and how many more times to send it (`directAcks`). */
   private ackSent = new Map<string, [applied: number, repeats: number]>()
 
   constructor (core: ClusterCore, rules: readonly string[]) {
@@ -85,7 +88,7 @@ export class GossipSchedule {
       this.announcing.clear()
       if (this.syncSeq !== this.passSeq) {
         this.syncSeq = this.passSeq
-        this.syncRepeats = ACK_REPEATS
+        this.syncRepeats = SYNC_REPEATS
       }
     }
     return msg
@@ -120,23 +123,34 @@ export class GossipSchedule {
   }
 
   /**
-   * The ledger's acks this message carries: those whose applied mark moved
-   * within the last ACK_REPEATS gossips, or all of them on a full sync's
-   * first message. A giver keeps the highest mark it heard, so leaving an
-   * unchanged one out tells it nothing different; a mark lost with its
-   * messages reaches the giver with the next full sync, or as the direct
-   * ack to the grant it resends meanwhile (ledger.ts). Sending every mark
-   * in every gossip was a quarter of a gossip's bytes at 50 nodes (keys100:
-   * 789 of 2,906 bytes), heard by every node.
+   * The ledger's acks this message carries: all of them on a full sync's
+   * first message, none otherwise. A mark that moved goes to its giver alone
+   * (`directAcks`); the full sync is the anti-entropy behind it. Marks in
+   * every gossip, or in the two after each move, reached every node though
+   * only the giver reads one: 789 of a gossip's 2,906 bytes at keys100 with
+   * 50 nodes, then 125 of 720 at 200 nodes with the moves only.
    */
   acks (all: Array<[string, string, number]>): Array<[string, string, number]> {
+    return this.syncStart ? all : []
+  }
+
+  /**
+   * The marks to ack directly, once per gossip interval: those that moved
+   * since the last direct ack to their giver. One message per giver per
+   * interval however many of its grants were applied. Lost, it costs what a
+   * lost gossip ack did: the giver resends the grant after `retransmitMs`,
+   * and a resend is pushed, so its reply is an ack (ledger.ts); and the next
+   * full sync carries every mark. A giver gone from `all` (its epoch ended)
+   * is forgotten here too.
+   */
+  directAcks (all: Array<[string, string, number]>): Array<[string, string, number]> {
     const next = new Map<string, [number, number]>()
     const out: Array<[string, string, number]> = []
     for (const a of all) {
       const id = `${a[0]}/${a[1]}`
       const was = this.ackSent.get(id)
       const repeats = was === undefined || was[0] !== a[2] ? ACK_REPEATS : was[1]
-      if (this.syncStart || repeats > 0) out.push(a)
+      if (repeats > 0) out.push(a)
       next.set(id, [a[2], Math.max(0, repeats - 1)])
     }
     this.ackSent = next
@@ -150,7 +164,7 @@ export class GossipSchedule {
   /**
    * Gossip.sync for this message, 0 to leave it out: the first seq of the
    * last complete pass begun after the last rule change, in the
-   * ACK_REPEATS gossips after it moved and in every full sync's first
+   * SYNC_REPEATS gossips after it moved and in every full sync's first
    * message. Peers keep the last one heard until this node's rules change
    * (peers.ts), so leaving it out says nothing different; a peer that lost
    * every repeat waits for the next full sync. In every gossip it was 1% of

@@ -120,15 +120,34 @@ export function onGrant (c: ClusterCore, g: Grant, from: string, nowMs: number):
   return c.transfers.onGrant(g, nowMs)
 }
 
-/** The reply to a request this node sent. Every request gets exactly one reply or failure. */
-export function onReply (c: ClusterCore, req: Want | Grant, reply: Grant | Ack | None, nowMs: number): void {
-  settled(c)
-  evidence(c, reply, nowMs)
-  c.transfers.onReply(req, reply, nowMs)
+/**
+ * An ack sent as a request (gossip-schedule.ts directAcks) by peer id
+ * `from`: the grants this node gave that incarnation of the sender are
+ * applied up to `applied`. Taken only if its name is bound to `from`, and
+ * only for this very epoch (`toEpoch`): a mark of our predecessor's grants
+ * says nothing of ours. Answered `none`.
+ */
+export function onAck (c: ClusterCore, a: Ack, from: string, nowMs: number): None {
+  if (c.membership.check(a.node, from) !== 'ok') return c.transfers.none()
+  evidence(c, a, nowMs)
+  const p = c.peers.get(a.node)
+  if (a.toEpoch === c.epoch && p !== undefined && p.epoch === a.epoch) {
+    if (a.applied > p.appliedFromMe) p.appliedFromMe = a.applied
+    c.positions.acked(c.ledger.ack(a.node, a.epoch, a.applied))
+    c.counters.acksIn++
+  }
+  return c.transfers.none()
 }
 
-/** A request got no reply. A want may be retried elsewhere; a grant is resent by the ledger. */
-export function onRequestFailed (c: ClusterCore, req: Want | Grant, _nowMs: number): void {
+/** The reply to a request this node sent. Every request gets exactly one reply or failure. */
+export function onReply (c: ClusterCore, req: Want | Grant | Ack, reply: Grant | Ack | None, nowMs: number): void {
+  settled(c)
+  evidence(c, reply, nowMs)
+  if (req.t !== 'ack') c.transfers.onReply(req, reply, nowMs)
+}
+
+/** A request got no reply. A want may be retried elsewhere; a grant is resent by the ledger; a lost ack is covered by that resend. */
+export function onRequestFailed (c: ClusterCore, req: Want | Grant | Ack, _nowMs: number): void {
   settled(c)
   if (req.t === 'want') c.transfers.wantAnswered(req)
 }

@@ -13,8 +13,10 @@
  * arrives early (a gap: seq > applied + 1, common when grants race over
  * separate streams) is held, up to MAX_EARLY per pair, and applied as soon
  * as the gap fills; without that, every reordering cost a retransmit
- * timeout (the simulator found this: utilization fell with the key count). `applied` is a monotone counter only R writes; R gossips it,
- * and G drops grants up to it and retransmits the rest after a timeout.
+ * timeout (the simulator found this: utilization fell with the key count). `applied` is a monotone counter only R writes; R tells G
+ * (the reply to a pushed grant, an ack request for the grants that answered
+ * wants, and its full syncs' gossip), and G drops grants up to it and
+ * retransmits the rest after a timeout.
  *
  * A grant addressed to an epoch that is not R's current one is never applied:
  * its tokens are stranded (counted), never created. Because the ledger is per

@@ -207,6 +207,13 @@ export interface Ack {
   applied: number
   /** The pushed grant this acks was refused (not credited): its giver takes the tokens back. */
   refused?: boolean
+  /**
+   * Present when the ack is a request of its own, not a grant's reply: the
+   * giver's epoch whose grants to the sender are applied up to `applied`
+   * (the grants that answered wants, acked once per gossip interval, only
+   * to their giver). Answered `none`.
+   */
+  toEpoch?: string
 }
 
 export interface None {
@@ -385,7 +392,7 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
       }
     }
     case 'ack':
-      return { v: CLUSTER_VERSION, t: 'ack', node, epoch, inc: seq(m.inc, 'inc'), applied: seq(m.applied, 'applied'), ...(m.refused === true ? { refused: true } : {}) }
+      return { v: CLUSTER_VERSION, t: 'ack', node, epoch, inc: seq(m.inc, 'inc'), applied: seq(m.applied, 'applied'), ...(m.refused === true ? { refused: true } : {}), ...(m.toEpoch === undefined ? {} : { toEpoch: name(m.toEpoch, 'toEpoch') }) }
     case 'none':
       return { v: CLUSTER_VERSION, t: 'none', node, epoch, inc: seq(m.inc, 'inc') }
     case 'jrep':

@@ -1,5 +1,5 @@
 /**
- * A want or a pushed grant over the virtual network, and its reply, as the
+ * A want, a pushed grant or an ack over the virtual network, and its reply, as the
  * daemon's transport carries them (cluster-node.ts): latency, loss and
  * duplicates from the network model; the receiver persists its journal
  * before it answers, and a grant leaves its giver only once its give is
@@ -14,7 +14,7 @@ import type { VirtualCluster } from './virtual-cluster.js'
 import { wire as packr } from '../cluster/wire.js'
 
 
-export function sendRequest (vc: VirtualCluster, replication: SimReplication, sender: SimNode, core: ClusterCore, to: string, msg: Want | Grant): void {
+export function sendRequest (vc: VirtualCluster, replication: SimReplication, sender: SimNode, core: ClusterCore, to: string, msg: Want | Grant | Ack): void {
   if (msg.t === 'grant') { vc.audit.granted(msg); vc.positions.granted(msg) }
   let settled = false
   const settle = (): boolean => {
@@ -34,6 +34,7 @@ export function sendRequest (vc: VirtualCluster, replication: SimReplication, se
     let reply: Grant | Ack | None | undefined
     if (m.t === 'want') reply = tc.onWant(m, idOf(sender.name), vc.mono(to))
     else if (m.t === 'grant') reply = tc.onGrant(m, idOf(sender.name), vc.mono(to))
+    else if (m.t === 'ack' && m.toEpoch !== undefined) reply = tc.onAck(m, idOf(sender.name), vc.mono(to))
     if (target.core === tc) vc.persist(target, tc)
     if (m.t === 'grant') {
       vc.audit.settle()

@@ -3,7 +3,7 @@
  * libp2p transport, on a clock, and keeps the node's durable state.
  *
  * It owns: the tick timer; msgpack encoding of cluster messages; requests
- * and their replies; and the state file. It hands the core every message with
+ * and their replies (node-requests.ts); and the state file. It hands the core every message with
  * the peer id the transport authenticated (the gossip's signer, the stream's
  * remote peer): the core takes it only if the name in it is bound to that id
  * (membership.ts). A reply counts only if it names the node asked. Every decision is the core's, stopping
@@ -31,7 +31,8 @@ import { checkOwner } from './state-schema.js'
 import { clusterHash } from './cluster-hash.js'
 import { ReclaimLog } from './reclaim-log.js'
 import { GossipInbox } from './gossip-inbox.js'
-import { DEFAULT_BOUNDS, gossipTopic, parseMessage, type Ack, type Grant, type MessageBounds, type Want } from './messages.js'
+import { sendRequest, serveRequest, type RequestContext } from './node-requests.js'
+import { DEFAULT_BOUNDS, gossipTopic, parseMessage, type Grant, type MessageBounds } from './messages.js'
 import type { Transport, TransportOptions } from './transport/types.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
 import { wire as packr } from './wire.js'
@@ -61,6 +62,8 @@ export class ClusterNode {
   private readonly bounds: MessageBounds
   /** The journal and the attestations on disk (node-disk.ts). */
   private readonly disk: NodeDisk
+  /** Requests in and out (node-requests.ts). */
+  private readonly requests: RequestContext
   /** A voter found no attestations file (a first start, or a state file from before `attestKept`): start() creates it. */
   private attestMissing = false
   /** Gossip is applied in slices off the transport's callback, so socket reads are not queued behind it (gossip-inbox.ts). */
@@ -75,6 +78,7 @@ export class ClusterNode {
     this.restored = restored
     this.bounds = { ...DEFAULT_BOUNDS, maxKeyBytes: opts.config.limits.maxKeyBytes, maxMembers: opts.config.limits.maxMembers }
     this.disk = new NodeDisk(core, opts.node.dataDir, opts.config.cluster.name, opts.log, opts.clock)
+    this.requests = { core, disk: this.disk, bounds: this.bounds, clock: opts.clock, log: opts.log, onTokens: () => { opts.onTokens?.() } }
     this.disk.onWaiting = () => { if (this.transport !== null) sendReplicas(this.core, this.transport, this.bounds, opts.clock, opts.log) }
   }
 
@@ -157,7 +161,7 @@ export class ClusterNode {
       onEvent: (name, fields) => { if (name === 'thread-exited') log.error('the transport thread ended: this node hears no peer; restart it', fields); else log.debug(name, fields) }
     })
     t.onGossip = (from, data) => this.inbox.push(from, data)
-    t.onRequest = (from, data) => this.onRequest(from, data)
+    t.onRequest = async (from, data) => await serveRequest(this.requests, from, data)
     t.onPeer = (peerId, connected) => log.info(connected ? 'peer connected' : 'peer disconnected', { peerId, node: this.core.membership.nameOf(peerId) ?? null })
     await t.start()
     this.transport = t
@@ -233,7 +237,7 @@ export class ClusterNode {
       } else if (o.msg.t === 'grant') {
         (grants ??= []).push({ to: o.to, msg: o.msg })
       } else {
-        void this.request(t, o.to, o.msg)
+        void sendRequest(this.requests, t, o.to, o.msg)
       }
     }
     if (grants === null || t === null) return
@@ -241,30 +245,10 @@ export class ClusterNode {
     const ready = grants
     void this.disk.persistForGrant(ready.flatMap(g => g.msg.items.map(i => i[0]))).then(ok => {
       for (const g of ready) {
-        if (ok) void this.request(t, g.to, g.msg)
+        if (ok) void sendRequest(this.requests, t, g.to, g.msg)
         else this.core.onRequestFailed(g.msg, this.opts.clock.mono())
       }
     })
-  }
-
-  /** Send one request; settles the core's count of it exactly once (onReply or onRequestFailed). */
-  private async request (t: Transport, to: string, msg: Want | Grant | Ack): Promise<void> {
-    const clock = this.opts.clock
-    const peerId = this.core.membership.idOf(to)
-    if (peerId === undefined) { this.core.onRequestFailed(msg, clock.mono()); return }
-    try {
-      const raw = await t.request(peerId, packr.pack(msg), this.core.tuning.wantTimeoutMs)
-      const reply = parseMessage(packr.unpack(raw), this.bounds)
-      if (reply.t !== 'grant' && reply.t !== 'ack' && reply.t !== 'none') throw new Error(`unexpected reply ${reply.t}`)
-      // The stream went to the id bound to `to`; a reply in another name is not an answer.
-      if (reply.node !== to) throw new Error(`reply from ${reply.node}, asked ${to}`)
-      this.core.onReply(msg, reply, clock.mono())
-      if (reply.t === 'grant') this.opts.onTokens?.()
-      void this.disk.persistJournal()
-    } catch (err) {
-      this.core.onRequestFailed(msg, clock.mono())
-      this.opts.log.debug('request failed', { to, type: msg.t, err })
-    }
   }
 
   private onGossip (from: string, data: Uint8Array): void {
@@ -324,46 +308,6 @@ export class ClusterNode {
         else this.opts.log.warn('rule differs from peer; its tokens are not shared with that peer', fields)
       }
     }
-  }
-
-  private async onRequest (from: string, data: Uint8Array): Promise<Uint8Array> {
-    const now = this.opts.clock.mono()
-    let m
-    try {
-      m = parseMessage(packr.unpack(data), this.bounds)
-    } catch (err) {
-      this.core.onBadMessage()
-      this.opts.log.debug('dropped a malformed request', { err })
-      throw err
-    }
-    if (m.t === 'want') {
-      const reply = this.core.onWant(m, from, now)
-      // The grant leaves only once its give is durable; if it can't be, the asker gets no answer (the ledger resends it later).
-      if (reply.t === 'grant' && !await this.disk.persistForGrant(reply.items.map(i => i[0]))) throw new QuotadError(ErrorCodes.JOURNAL_UNWRITABLE, 'the journal cannot be made durable')
-      return packr.pack(reply)
-    }
-    if (m.t === 'jrep') {
-      const ack = await this.disk.storeReplica(m.node, () => this.core.onJournalWrite(m, from))
-      if (ack === null) { this.core.onBadMessage(); throw new Error(`jrep from ${m.node} refused`) }
-      return packr.pack(ack)
-    }
-    if (m.t === 'jget') {
-      const copy = this.core.onJget(m, from)
-      if (copy === null) { this.core.onBadMessage(); throw new Error(`jget from ${m.node} refused`) }
-      return packr.pack(copy)
-    }
-    if (m.t === 'grant') {
-      const ack = this.core.onGrant(m, from, now)
-      // A refused push goes back to its giver (which keeps the tokens): say why, the giver's operator will ask.
-      if (ack.refused === true) this.opts.log.warn('refused a grant', { node: this.core.node, from: m.node, why: this.core.lastRefusal })
-      this.opts.onTokens?.()
-      void this.disk.persistJournal()
-      return packr.pack(ack)
-    }
-    // An ack as a request of its own (a reply has no toEpoch): its giver's grants applied so far.
-    if (m.t === 'ack' && m.toEpoch !== undefined) return packr.pack(this.core.onAck(m, from, now))
-    this.core.onBadMessage()
-    throw new Error(`unexpected request ${m.t}`)
   }
 
   status (): Record<string, unknown> {

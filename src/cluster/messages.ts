@@ -1,8 +1,10 @@
 /**
  * The cluster's messages, as plain objects (msgpack maps on the wire), and
- * their validation. Every field from a peer is checked and bounded here, so
- * the state machine only ever sees well-formed messages; anything else throws
- * E_BAD_FRAME and the driver drops and counts it.
+ * their validation (`parseMessage`; a gossip's many fields in
+ * gossip-parse.ts, the rules for each field in message-fields.ts). Every
+ * field from a peer is checked and bounded, so the state machine only ever
+ * sees well-formed messages; anything else throws E_BAD_FRAME and the
+ * driver drops and counts it.
  *
  * - gossip (broadcast every interval): who I am, my rule hashes, a batched
  *   delta of the keys that changed (held, outstanding, rate, burns, and the
@@ -12,12 +14,15 @@
  * - want (request): "send me up to `want` tokens of `key`".
  * - grant (a reply to want, or a push: handoff, retransmit, return-home):
  *   tokens moved from giver to receiver, with a per-pair sequence number.
- * - ack (reply to a pushed grant), none (reply to a want with no surplus).
+ * - ack (reply to a pushed grant, or a request of its own to the giver of
+ *   grants that answered wants), none (reply to a want with no surplus, and
+ *   to an ack request).
  *
  * Every message names its sender's node, epoch and incarnation (`inc`).
  */
-import { ErrorCodes, QuotadError } from '../errors.js'
 import type { HeardEntry } from './lease.js'
+import { parseGossip } from './gossip-parse.js'
+import { bad, DEFAULT_BOUNDS, key, list, name, num, seq, tuple, type MessageBounds } from './message-fields.js'
 import { parseJack, parseJcopy, parseJget, parseJrep, type Jack, type Jcopy, type Jget, type Jrep } from './replica-messages.js'
 
 /**
@@ -46,8 +51,6 @@ export function gossipTopic (cluster: string): string {
  */
 export type GossipKey = [key: string, held: number, outstanding: number, rate: number, owed: number, debts: number, deferred: number, inTransitOut: number]
 
-/** Fields in a gossip key line. */
-export const KEY_LINE_FIELDS = 8
 /** [giver name, giver epoch, highest grant seq applied from it]. */
 export type GossipAck = [node: string, epoch: string, applied: number]
 
@@ -227,64 +230,7 @@ export interface None {
 
 export type ClusterMessage = Gossip | Want | Grant | Ack | None | Jrep | Jack | Jget | Jcopy
 
-export interface MessageBounds {
-  maxKeyBytes: number
-  /** Most keys (or grant items) in one message. */
-  maxEntries: number
-  /** Most rules in one gossip. */
-  maxRules: number
-  /** Most ack entries (peers) in one gossip. */
-  maxPeers: number
-  /** Most members in one seed's gossip. */
-  maxMembers: number
-}
-
-export const DEFAULT_BOUNDS: MessageBounds = { maxKeyBytes: 256, maxEntries: 4096, maxRules: 10_000, maxPeers: 1024, maxMembers: 300 }
-
-/** Most refusals a seed's gossip lists. */
-export const MAX_REFUSED = 16
-
-/** Most epochs a gossip's `carries` lists. */
-export const MAX_CARRIES = 8
-
-function bad (what: string): never {
-  throw new QuotadError(ErrorCodes.BAD_FRAME, `cluster message: ${what}`)
-}
-
-const NAME = /^[A-Za-z0-9._:-]{1,64}$/
-/** A peer id as the transport prints it (base58; the simulator's are `id:<name>`). */
-const PEER_ID = /^[A-Za-z0-9._:-]{1,100}$/
-
-function name (v: unknown, what: string): string {
-  if (typeof v !== 'string' || !NAME.test(v)) bad(`${what} must be a name`)
-  return v as string
-}
-
-function num (v: unknown, what: string, min = 0): number {
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < min) bad(`${what} must be a finite number >= ${min}`)
-  return v as number
-}
-
-function seq (v: unknown, what: string): number {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) bad(`${what} must be a whole number`)
-  return v as number
-}
-
-function key (v: unknown, b: MessageBounds): string {
-  if (typeof v !== 'string' || v.length === 0 || v.length > b.maxKeyBytes || Buffer.byteLength(v) > b.maxKeyBytes) bad('key must be a string within the key bound')
-  return v as string
-}
-
-function list (v: unknown, max: number, what: string): unknown[] {
-  if (!Array.isArray(v)) bad(`${what} must be an array`)
-  if ((v as unknown[]).length > max) bad(`${what} has more than ${max} entries`)
-  return v as unknown[]
-}
-
-function tuple (v: unknown, n: number, what: string): unknown[] {
-  if (!Array.isArray(v) || v.length !== n) bad(`${what} must be a ${n}-tuple`)
-  return v as unknown[]
-}
+export { DEFAULT_BOUNDS, KEY_LINE_FIELDS, MAX_CARRIES, MAX_REFUSED, type MessageBounds } from './message-fields.js'
 
 /** Validate a decoded message from a peer. Throws E_BAD_FRAME for anything malformed. */
 export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): ClusterMessage {
@@ -294,91 +240,8 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
   const node = name(m.node, 'node')
   const epoch = name(m.epoch, 'epoch')
   switch (m.t) {
-    case 'gossip': {
-      if (m.rules === null || typeof m.rules !== 'object' || Array.isArray(m.rules)) bad('rules must be a map')
-      const rules: Record<string, string> = {}
-      const entries = Object.entries(m.rules as Record<string, unknown>)
-      if (entries.length > b.maxRules) bad('too many rules')
-      for (const [r, h] of entries) {
-        if (typeof h !== 'string' || h.length > 64) bad('rule hash must be a string')
-        rules[name(r, 'rule name')] = h as string
-      }
-      const keys = list(m.keys, b.maxEntries, 'keys').map(e => {
-        const t = tuple(e, KEY_LINE_FIELDS, 'key entry')
-        // debts -1: "unknown, spend nothing" (Infinity does not survive msgpack's integer paths).
-        const debts = num(t[5], 'debts', -1)
-        return [key(t[0], b), num(t[1], 'held'), num(t[2], 'outstanding'), num(t[3], 'rate'), num(t[4], 'owed'), debts < 0 ? Infinity : debts,
-          num(t[6], 'deferred'), num(t[7], 'inTransitOut')] as GossipKey
-      })
-      const pending = list(m.pending, b.maxRules, 'pending').map(r => name(r, 'pending rule'))
-      const sync = m.sync === undefined || m.sync === null ? undefined : seq(m.sync, 'sync')
-      if (sync !== undefined && sync > (m.seq as number)) bad('sync must not be after the message\'s own seq')
-      const carries = list(m.carries, MAX_CARRIES, 'carries').map(r => name(r, 'carried epoch'))
-      const members = m.members === undefined || m.members === null
-        ? undefined
-        : list(m.members, b.maxMembers, 'members').map(e => {
-          const t = tuple(e, 2, 'member')
-          if (typeof t[1] !== 'string' || !PEER_ID.test(t[1])) bad('member peer id must be a peer id')
-          return [name(t[0], 'member name'), t[1]] as [string, string]
-        })
-      const refused = m.refused === undefined || m.refused === null
-        ? undefined
-        : list(m.refused, MAX_REFUSED, 'refused').map(e => {
-          const t = tuple(e, 2, 'refusal')
-          if (typeof t[1] !== 'string' || !PEER_ID.test(t[1])) bad('refused peer id must be a peer id')
-          return [name(t[0], 'refused name'), t[1]] as [string, string]
-        })
-      const decay = m.decay === undefined || m.decay === null
-        ? undefined
-        : list(m.decay, keys.length, 'decay').map(i => seq(i, 'decay index') < keys.length ? i as number : bad('decay index must name a key line'))
-      const cfg = typeof m.cfg === 'string' && m.cfg.length <= 64 ? m.cfg : bad('cfg must be a hash')
-      const acks = list(m.acks, b.maxPeers, 'acks').map(e => {
-        const t = tuple(e, 3, 'ack entry')
-        return [name(t[0], 'ack node'), name(t[1], 'ack epoch'), seq(t[2], 'applied')] as GossipAck
-      })
-      if (m.leaving !== undefined && m.leaving !== null && typeof m.leaving !== 'boolean') bad('leaving must be a boolean')
-      if (m.fenced !== undefined && m.fenced !== null && typeof m.fenced !== 'boolean') bad('fenced must be a boolean')
-      const heard = m.heard === undefined || m.heard === null
-        ? undefined
-        : list(m.heard, b.maxPeers, 'heard').map(e => {
-          const t = tuple(e, 3, 'heard entry')
-          return [name(t[0], 'heard node'), seq(t[1], 'heard inc'), seq(t[2], 'heard seq')] as HeardEntry
-        })
-      if (m.alloc !== undefined && m.alloc !== null && typeof m.alloc !== 'boolean') bad('alloc must be a boolean')
-      const attest = m.attest === undefined || m.attest === null
-        ? undefined
-        : list(m.attest, b.maxPeers, 'attest').map(e => {
-          const t = tuple(e, 2, 'attest entry')
-          return [name(t[0], 'attest node'), seq(t[1], 'attest inc')] as AttestEntry
-        })
-      const estates = m.estates === undefined || m.estates === null
-        ? undefined
-        : list(m.estates, b.maxPeers, 'estates').map(e => {
-          const t = tuple(e, 2, 'estate entry')
-          return [name(t[0], 'estate node'), seq(t[1], 'estate inc')] as AttestEntry
-        })
-      const estateMarks = m.estateMarks === undefined || m.estateMarks === null
-        ? undefined
-        : list(m.estateMarks, b.maxPeers, 'estateMarks').map(e => {
-          const t = tuple(e, 5, 'estate mark')
-          return [name(t[0], 'mark dead'), name(t[1], 'mark dead epoch'), name(t[2], 'mark giver'), name(t[3], 'mark giver epoch'), seq(t[4], 'mark seq')] as EstateMark
-        })
-      const deadApplied = m.deadApplied === undefined || m.deadApplied === null
-        ? undefined
-        : list(m.deadApplied, b.maxPeers, 'deadApplied').map(e => {
-          const t = tuple(e, 3, 'dead applied entry')
-          return [name(t[0], 'applied dead'), name(t[1], 'applied dead epoch'), seq(t[2], 'applied seq')] as DeadApplied
-        })
-      return {
-        v: CLUSTER_VERSION, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),
-        pending, ...(sync === undefined ? {} : { sync }), carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, ...(decay === undefined || decay.length === 0 ? {} : { decay }), acks, ...(m.leaving === true ? { leaving: true } : {}),
-        ...(m.fenced === true ? { fenced: true } : {}), ...(heard === undefined ? {} : { heard }),
-        ...(m.alloc === false ? { alloc: false as const } : {}), ...(attest === undefined || attest.length === 0 ? {} : { attest }),
-        ...(estates === undefined || estates.length === 0 ? {} : { estates }),
-        ...(estateMarks === undefined || estateMarks.length === 0 ? {} : { estateMarks }),
-        ...(deadApplied === undefined || deadApplied.length === 0 ? {} : { deadApplied })
-      }
-    }
+    case 'gossip':
+      return parseGossip(m, b, CLUSTER_VERSION, node, epoch)
     case 'want':
       return { v: CLUSTER_VERSION, t: 'want', node, epoch, inc: seq(m.inc, 'inc'), key: key(m.key, b), want: num(m.want, 'want') }
     case 'grant': {

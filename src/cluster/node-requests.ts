@@ -1,0 +1,88 @@
+/**
+ * The driver's requests, both ways (cluster-node.ts): a request a peer sent
+ * here, handed to the core with the peer id the stream came from, its reply
+ * encoded once what it promises is durable (a grant's give on disk, a
+ * journal copy written); and a request of the core's sent out, whose reply
+ * counts only if it names the node asked. Every outbound request settles
+ * the core's count exactly once (onReply or onRequestFailed).
+ */
+import type { Clock } from '../clock.js'
+import { ErrorCodes, QuotadError } from '../errors.js'
+import type { Logger } from '../util/log.js'
+import type { ClusterCore } from './cluster-core.js'
+import { parseMessage, type Ack, type Grant, type MessageBounds, type Want } from './messages.js'
+import type { NodeDisk } from './node-disk.js'
+import type { Transport } from './transport/types.js'
+import { wire as packr } from './wire.js'
+
+/** What both directions use of the node. */
+export interface RequestContext {
+  core: ClusterCore
+  disk: NodeDisk
+  bounds: MessageBounds
+  clock: Clock
+  log: Logger
+  /** Tokens arrived: waiting acquires may be served. */
+  onTokens?: () => void
+}
+
+/** A peer's request (want, pushed grant, ack, jrep, jget) on a stream from peer id `from`: the reply's bytes, or a throw that resets the stream. */
+export async function serveRequest (x: RequestContext, from: string, data: Uint8Array): Promise<Uint8Array> {
+  const now = x.clock.mono()
+  let m
+  try {
+    m = parseMessage(packr.unpack(data), x.bounds)
+  } catch (err) {
+    x.core.onBadMessage()
+    x.log.debug('dropped a malformed request', { err })
+    throw err
+  }
+  if (m.t === 'want') {
+    const reply = x.core.onWant(m, from, now)
+    // The grant leaves only once its give is durable; if it can't be, the asker gets no answer (the ledger resends it later).
+    if (reply.t === 'grant' && !await x.disk.persistForGrant(reply.items.map(i => i[0]))) throw new QuotadError(ErrorCodes.JOURNAL_UNWRITABLE, 'the journal cannot be made durable')
+    return packr.pack(reply)
+  }
+  if (m.t === 'jrep') {
+    const ack = await x.disk.storeReplica(m.node, () => x.core.onJournalWrite(m, from))
+    if (ack === null) { x.core.onBadMessage(); throw new Error(`jrep from ${m.node} refused`) }
+    return packr.pack(ack)
+  }
+  if (m.t === 'jget') {
+    const copy = x.core.onJget(m, from)
+    if (copy === null) { x.core.onBadMessage(); throw new Error(`jget from ${m.node} refused`) }
+    return packr.pack(copy)
+  }
+  if (m.t === 'grant') {
+    const ack = x.core.onGrant(m, from, now)
+    // A refused push goes back to its giver (which keeps the tokens): say why, the giver's operator will ask.
+    if (ack.refused === true) x.log.warn('refused a grant', { node: x.core.node, from: m.node, why: x.core.lastRefusal })
+    x.onTokens?.()
+    void x.disk.persistJournal()
+    return packr.pack(ack)
+  }
+  // An ack as a request of its own (a reply has no toEpoch): its giver's grants applied so far.
+  if (m.t === 'ack' && m.toEpoch !== undefined) return packr.pack(x.core.onAck(m, from, now))
+  x.core.onBadMessage()
+  throw new Error(`unexpected request ${m.t}`)
+}
+
+/** Send one request; settles the core's count of it exactly once (onReply or onRequestFailed). */
+export async function sendRequest (x: RequestContext, t: Transport, to: string, msg: Want | Grant | Ack): Promise<void> {
+  const clock = x.clock
+  const peerId = x.core.membership.idOf(to)
+  if (peerId === undefined) { x.core.onRequestFailed(msg, clock.mono()); return }
+  try {
+    const raw = await t.request(peerId, packr.pack(msg), x.core.tuning.wantTimeoutMs)
+    const reply = parseMessage(packr.unpack(raw), x.bounds)
+    if (reply.t !== 'grant' && reply.t !== 'ack' && reply.t !== 'none') throw new Error(`unexpected reply ${reply.t}`)
+    // The stream went to the id bound to `to`; a reply in another name is not an answer.
+    if (reply.node !== to) throw new Error(`reply from ${reply.node}, asked ${to}`)
+    x.core.onReply(msg, reply, clock.mono())
+    if (reply.t === 'grant') x.onTokens?.()
+    void x.disk.persistJournal()
+  } catch (err) {
+    x.core.onRequestFailed(msg, clock.mono())
+    x.log.debug('request failed', { to, type: msg.t, err })
+  }
+}

@@ -34,9 +34,15 @@
  * the outboxes as grants are queued, acked and stranded: status and gossip
  * read one key's figure in O(1), never by a scan of the outboxes.
  * Invariant: transit.get(k) == Σ over outboxes' unacked grants of k's items.
+ *
+ * This file is the giver's side (outboxes, resends, transit); R's applied
+ * marks, early grants and dead givers are ledger-marks.ts.
  */
 import type { Grant, GrantItem } from './messages.js'
 import { CLUSTER_VERSION } from './messages.js'
+import { AppliedMarks, type ApplyResult } from './ledger-marks.js'
+
+export { MAX_EARLY, type ApplyResult } from './ledger-marks.js'
 
 interface Outbox {
   to: string
@@ -59,23 +65,16 @@ export interface OutboxView {
   since: number
 }
 
-export type ApplyResult = 'applied' | 'duplicate' | 'early' | 'gap' | 'wrong-epoch' | 'old-epoch'
-
 /** To a receiver not alive, resends are spaced up to this many times the retransmit time (8 s at the defaults). */
 export const MAX_QUIET_BACKOFF = 8
-
-/** Early grants held per giver incarnation; beyond this they are dropped and come back by retransmit. */
-export const MAX_EARLY = 64
 
 export class Ledger {
   private readonly node: string
   private readonly epoch: string
   private readonly inc: number
   private readonly out = new Map<string, Outbox>()
-  /** `${giver}/${giverEpoch}` -> highest seq applied. */
-  private readonly applied = new Map<string, number>()
-  /** `${giver}/${giverEpoch}` -> grants that arrived before their predecessors, by seq. */
-  private readonly early = new Map<string, Map<number, Grant>>()
+  /** The receiver's side: applied marks, early grants, dead givers (ledger-marks.ts). */
+  private readonly marks = new AppliedMarks()
   /** Tokens in grants that can never be applied (the receiver's epoch moved on). */
   stranded = 0
   /** Key -> tokens in unacked grants (see the header); absent means 0. */
@@ -130,53 +129,16 @@ export class Ledger {
    */
   apply (g: Grant, currentEpoch: string | undefined): { result: ApplyResult, credit: Grant[] } {
     if (g.to !== this.node || g.toEpoch !== this.epoch) return { result: 'wrong-epoch', credit: [] }
-    if (g.inc <= (this.dead.get(g.node) ?? 0)) return { result: 'old-epoch', credit: [] }
-    const id = `${g.node}/${g.epoch}`
-    const mark = this.applied.get(id)
-    if (mark === undefined && g.epoch !== currentEpoch) return { result: 'old-epoch', credit: [] }
-    let last = mark ?? 0
-    if (g.seq <= last) return { result: 'duplicate', credit: [] }
-    if (g.seq !== last + 1) {
-      let held = this.early.get(id)
-      if (held === undefined) this.early.set(id, held = new Map())
-      if (held.has(g.seq)) return { result: 'duplicate', credit: [] }
-      if (held.size >= MAX_EARLY) return { result: 'gap', credit: [] }
-      held.set(g.seq, g)
-      return { result: 'early', credit: [] }
-    }
-    const credit = [g]
-    last = g.seq
-    const held = this.early.get(id)
-    if (held !== undefined) {
-      for (let next = held.get(last + 1); next !== undefined; next = held.get(last + 1)) {
-        held.delete(last + 1)
-        credit.push(next)
-        last++
-      }
-      if (held.size === 0) this.early.delete(id)
-    }
-    this.applied.set(id, last)
-    return { result: 'applied', credit }
+    return this.marks.apply(g, currentEpoch)
   }
 
   appliedFrom (giver: string, giverEpoch: string): number {
-    return this.applied.get(`${giver}/${giverEpoch}`) ?? 0
+    return this.marks.appliedFrom(giver, giverEpoch)
   }
 
-  /**
-   * [giver, epoch, applied] for gossip: only for givers' current epochs (an
-   * old incarnation has no one left to read its acks), so the list stays one
-   * entry per peer. The applied marks themselves are all kept (see above).
-   */
+  /** [giver, epoch, applied] for gossip, for givers' current epochs only (ledger-marks.ts). */
   acks (current: ReadonlyMap<string, string>): Array<[string, string, number]> {
-    const out: Array<[string, string, number]> = []
-    for (const [id, n] of this.applied) {
-      const i = id.lastIndexOf('/')
-      const giver = id.slice(0, i)
-      const epoch = id.slice(i + 1)
-      if (current.get(giver) === epoch) out.push([giver, epoch, n])
-    }
-    return out
+    return this.marks.acks(current)
   }
 
   /**
@@ -278,12 +240,7 @@ export class Ledger {
 
   /** The epochs of `giver` whose grants this node has applied (their marks: a settled seed's, for its heir). */
   appliedEpochs (giver: string): string[] {
-    const out: string[] = []
-    for (const id of this.applied.keys()) {
-      const i = id.lastIndexOf('/')
-      if (id.slice(0, i) === giver) out.push(id.slice(i + 1))
-    }
-    return out
+    return this.marks.appliedEpochs(giver)
   }
 
   unackedByReceiver (): Array<[string, string, Map<string, number>]> {
@@ -308,24 +265,12 @@ export class Ledger {
 
   /** Incarnations of `giver` up to `inc` are settled dead (reclaim.ts): their grants are never applied, and their marks go. */
   deadGiver (giver: string, inc: number): void {
-    this.dead.set(giver, Math.max(inc, this.dead.get(giver) ?? 0))
-    if (this.dead.size > 4096) this.dead.delete(this.dead.keys().next().value as string)
-    for (const m of [this.applied, this.early] as Array<Map<string, unknown>>) {
-      for (const id of [...m.keys()]) if (id.slice(0, id.lastIndexOf('/')) === giver) m.delete(id)
-    }
+    this.marks.deadGiver(giver, inc)
   }
-
-  /** giver -> the highest incarnation settled dead. */
-  private readonly dead = new Map<string, number>()
 
   /** A giver is now incarnation `epoch`: the marks of its other epochs go (see the header). */
   giverEpoch (giver: string, epoch: string): void {
-    for (const m of [this.applied, this.early] as Array<Map<string, unknown>>) {
-      for (const id of [...m.keys()]) {
-        const i = id.lastIndexOf('/')
-        if (id.slice(0, i) === giver && id.slice(i + 1) !== epoch) m.delete(id)
-      }
-    }
+    this.marks.giverEpoch(giver, epoch)
   }
 
   /** A peer left for good: its outboxes (stranded, returned per key) and its marks go. */
@@ -349,7 +294,7 @@ export class Ledger {
 
   /** How many entries the ledger keeps: outboxes, applied marks, early-grant sets (bounded by live peers). */
   get size (): number {
-    return this.out.size + this.applied.size + this.early.size
+    return this.out.size + this.marks.size
   }
 
   /** Tokens in all unacked grants. */

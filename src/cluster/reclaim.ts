@@ -17,8 +17,8 @@
  * its attestations on disk before it gossips them (a restarted voter must
  * not echo D again), and gossips them (`attest`).
  *
- * Settlement (every node). Once a quorum of voters attests D/inc, each
- * survivor L, on its own and once, credits per key
+ * Settlement (every node; reclaim-settle.ts). Once a quorum of voters
+ * attests D/inc, each survivor L, on its own and once, credits per key
  *
  *     S_L(k) = −pos_L[D](k) + U_L[D](k)      (U: L's unacked grants to D)
  *
@@ -37,15 +37,13 @@
  * a quorum attests it, and does not count an attesting voter's echo for
  * its lease meanwhile (carrier.ts).
  */
-import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore } from './cluster-core.js'
 import { booksOf, deferredTotal, ext } from './key-ext.js'
-import type { PeerAccount } from './journal.js'
 import { Carrier } from './carrier.js'
 import { EstateMarks } from './estate-marks.js'
 import { EstateReturns } from './estate-returns.js'
 import type { AttestEntry } from './messages.js'
-import { horizonAt } from './recovery.js'
+import { settleMember, settleSeed } from './reclaim-settle.js'
 
 /** Attestations kept (and persisted) per voter; the oldest go first past this. */
 export const MAX_ATTESTED = 4096
@@ -256,74 +254,18 @@ export class Reclaim {
   }
 
   /**
-   * Settle a dead account: credit what it held of our tokens (see the
-   * header), drop our outboxes and positions with it, and refuse its grants.
+   * Settle a dead account (reclaim-settle.ts): credit what it held of our
+   * tokens (see the header), or hand it to its heir if it is a seed's; drop
+   * our outboxes and positions with it, and refuse its grants.
    */
   settle (node: string, inc: number, nowMs: number): void {
-    const c = this.c
-    const p = c.peers.get(node)
     // A seed with a share is inherited (heir.ts); once inherited, its later incarnations hold none and are settled as
     // members. Not by whether the incarnation said it held a share: a survivor may not have heard it, or heard it only
     // after it dropped its share, and every survivor must settle one incarnation alike (the heir's copy holds what it
     // held of each survivor's tokens: a survivor that credited them itself as well would count them twice).
     // Nor by whether the inheritance is known here yet: the heir's gossip names the incarnation it inherited.
-    if (this.asSeed(node, inc)) { this.settleSeed(node, inc, nowMs); return }
-    // The dead account's epochs: all we know of the node, less a newer incarnation's and what it carries.
-    const live = p !== undefined && p.inc > inc ? new Set([p.epoch, ...p.carries]) : new Set<string>()
-    const epochs = new Set<string>()
-    for (const e of c.positions.accounts(node).keys()) if (!live.has(e)) epochs.add(e)
-    for (const e of c.ledger.epochsOf(node)) if (!live.has(e)) epochs.add(e)
-    for (const e of this.restored.get(node)?.keys() ?? []) if (!live.has(e)) epochs.add(e)
-    const cal = c.calendar.at(nowMs)
-    const skew = Math.max(c.tuning.maxClockSkewMs, Math.abs(p?.clockOffsetMs ?? 0))
-    for (const e of epochs) {
-      // Per epoch: the journal's entry for what we hold of that account is zeroed by the same delta that credits
-      // us (both are −position + unacked), in one batch: a crash and recovery can't settle it twice.
-      const owed = new Map<string, number>()
-      for (const [k, n] of c.positions.accounts(node).get(e) ?? []) owed.set(k, (owed.get(k) ?? 0) - n)
-      for (const [k, n] of this.restored.get(node)?.get(e) ?? []) owed.set(k, (owed.get(k) ?? 0) - n)
-      for (const [k, n] of c.ledger.dropOutbox(node, e)) owed.set(k, (owed.get(k) ?? 0) + n)
-      c.positions.forgetAccount(node, e)
-      this.restored.get(node)?.delete(e)
-      for (const [k, n] of owed) this.credit(k, n, cal, skew, nowMs, [node, e])
-    }
-    this.markSettled(node, inc, nowMs)
-  }
-
-  /**
-   * Settle a dead seed with a share (heir.ts inherits its books): what this
-   * node holds of its tokens is held of its heir's from now on (the heir
-   * takes what the seed held of ours from the copy's `peers`), less our
-   * unacked grants to it: they wait for the heir's marks, which say which
-   * are in its books and which to take back (estate-marks.ts). Its grants
-   * are refused from now on.
-   */
-  private settleSeed (node: string, inc: number, nowMs: number): void {
-    const c = this.c
-    const heir = c.heir.homes.get(node) ?? c.heir.heirOf(node, (n) => this.settled.has(n) || n === node)
-    const heirEpoch = heir === c.node ? c.epoch : c.peers.get(heir ?? '')?.epoch
-    // A newer incarnation's own epoch is not the dead one's (what it carries is dropped when it learns: aboutMe).
-    const p = c.peers.get(node)
-    const live = p !== undefined && p.inc > inc ? p.epoch : undefined
-    const epochs = new Set<string>([...c.positions.accounts(node).keys(), ...c.ledger.epochsOf(node), ...(this.restored.get(node)?.keys() ?? [])])
-    epochs.delete(live as string)
-    // Our applied marks of its grants are final from now on (they are refused): its heir takes back those above them.
-    this.returns.settled(node, p !== undefined && p.inc <= inc ? p.epoch : undefined, nowMs)
-    for (const e of epochs) {
-      const held = new Map<string, number>()
-      for (const [k, n] of c.positions.accounts(node).get(e) ?? []) held.set(k, (held.get(k) ?? 0) + n)
-      for (const [k, n] of this.restored.get(node)?.get(e) ?? []) held.set(k, (held.get(k) ?? 0) + n)
-      // Counted as returned to it here; they wait for its heir's marks, which tell which to take back (estate-marks.ts).
-      const unacked = c.ledger.takeOutbox(node, e)
-      for (const g of unacked) for (const [k, n] of g.items) held.set(k, (held.get(k) ?? 0) - n)
-      c.positions.forgetAccount(node, e)
-      this.restored.get(node)?.delete(e)
-      const relabel = heir !== undefined && heirEpoch !== undefined && heir !== c.node
-      this.marks.hold(node, e, unacked, relabel ? [heir, heirEpoch] : undefined, nowMs)
-      if (!relabel) continue
-      for (const [k, n] of held) this.restore(heir, heirEpoch, k, n)
-    }
-    c.heir.died(node, inc)
+    if (this.asSeed(node, inc)) settleSeed(this.c, this, node, inc, nowMs)
+    else settleMember(this.c, this, node, inc, nowMs)
     this.markSettled(node, inc, nowMs)
   }
 
@@ -371,26 +313,6 @@ export class Reclaim {
       c.peers.forget(node)
       c.membership.release(node)
     }
-  }
-
-  private credit (key: string, n: number, cal: number, skew: number, nowMs: number, from: PeerAccount): void {
-    if (Math.abs(n) < 1e-9) return
-    const c = this.c
-    let ks: KeyState
-    try {
-      ks = c.limiter.existing(key) ?? c.limiter.keyState(key, 1, nowMs)
-    } catch {
-      c.ledger.stranded += Math.max(0, n)
-      return
-    }
-    const x = ext(ks)
-    // Never below zero without a relay; if it were (a peer that broke the rule), destroying is the safe side.
-    if (n > 0) (x.deferred ??= []).push([n, horizonAt(ks.rule.config, cal, skew)])
-    else x.burn += -n
-    c.journal.record(key, n, n < 0, from)
-    c.active.add(ks)
-    this.settledTokens.set(key, (this.settledTokens.get(key) ?? 0) + n)
-    this.counters.tokensSettled += n
   }
 
   /** For the journal's checkpoint: what this node holds of each peer account's tokens, net of its unacked grants. */

@@ -24,6 +24,9 @@ import { Quorum } from './quorum.js'
 import { seedOrder } from '../core/share.js'
 import type { ClusterTuning } from './tuning.js'
 import { chunkEnd, type Jack, type Jrep } from './replica-messages.js'
+import { Reservations } from './replica-reservations.js'
+
+export { BOOKS_FRACTION, RELEASE_AFTER_INTERVALS, RESERVE_FRACTION } from './replica-reservations.js'
 
 export interface ReplPos { gen: number, end: number }
 
@@ -54,19 +57,6 @@ export interface ReplicationOptions {
   retryMs: number
 }
 
-/** A new reservation's headroom, as a fraction of the key's stock (`gave`). */
-export const RESERVE_FRACTION = 0.05
-/** ... and at most this fraction of the key's books after the give (what a heir loses is what is left of it). */
-export const BOOKS_FRACTION = 0.25
-
-/**
- * A reservation unused for this many gossip intervals is given back (its
- * ceiling lowered to what is given): a seed that gave once and then only
- * received would otherwise keep it, and lose it to its heir, for as long as
- * it lives. The next give after the release waits one quorum round trip.
- */
-export const RELEASE_AFTER_INTERVALS = 4
-
 /** A generation's text above this many characters (and twice its checkpoint) asks for a new checkpoint. */
 export const MAX_GENERATION_CHARS = 8 * 1024 * 1024
 
@@ -79,13 +69,8 @@ export class JournalReplication {
   /** The current generation's text (only when enabled: replicas are sent from it). */
   private text = ''
   private local: ReplPos = { gen: 0, end: 0 }
-  /** Per key, in this generation: tokens given, and the reservations written (ascending; `at` null until placed). */
-  private readonly given = new Map<string, number>()
-  private readonly ceilings = new Map<string, Array<{ r: number, at: ReplPos | null }>>()
-  /** Per key that gave lately: when it last gave (monotonic ms), for `release`. */
-  private readonly lastGive = new Map<string, number>()
-  /** Keys with a reservation in the journal's pending batch, not yet placed. */
-  private readonly unplaced = new Set<string>()
+  /** Per key, in this generation: tokens given, and the reservations a grant of them waits for (replica-reservations.ts). */
+  private readonly reservations = new Reservations()
   private readonly replicas = new Map<string, Progress>()
   private waiters: Array<{ pos: ReplPos, local: ReplPos, cb: (ok: boolean) => void, until: number }> = []
   /** Counters for status. */
@@ -139,19 +124,14 @@ export class JournalReplication {
   private append (w: JournalWrite): ReplPos {
     const line = `${w.checkpoint ?? w.batch as string}\n`
     if (w.checkpoint !== null) {
-      // The checkpoint carries what is left of each reservation (journalCheckpoint): it starts the new generation's.
-      const left = this.reserved()
       this.gen++
       this.end = this.checkpointChars = line.length
       this.text = ''
-      this.given.clear()
-      this.ceilings.clear()
-      this.unplaced.clear()
-      for (const [k, n] of left) this.ceilings.set(k, [{ r: n, at: this.head }])
+      // The checkpoint carries what is left of each reservation (journalCheckpoint): it starts the new generation's.
+      this.reservations.restart(this.head)
     } else {
       this.end += line.length
-      for (const k of this.unplaced) for (const e of this.ceilings.get(k) ?? []) e.at ??= this.head
-      this.unplaced.clear()
+      this.reservations.place(this.head)
     }
     if (this.enabled) this.text += line
     return this.head
@@ -160,68 +140,30 @@ export class JournalReplication {
   /**
    * A give of `n` of `key` (Transfers.give), recorded in `journal` with it.
    * Its grant may leave once a reservation that covers it is durable at a
-   * quorum of seeds: a heir credits the copied books less what is left of
-   * the copied reservation, so it never credits a token given under it.
-   * A reservation has headroom (a twentieth of the stock, or twice this give),
-   * and the next is written when half of it is used: a give then waits only
-   * if it outruns the headroom within a round trip. What a dead seed had
-   * reserved and not given is lost, never doubled.
+   * quorum of seeds (replica-reservations.ts).
    */
   gave (journal: BooksJournal, key: string, n: number, stock: number, books = Infinity, nowMs = 0): void {
     if (!this.enabled || n <= 0) return
-    const c = (this.given.get(key) ?? 0) + n
-    this.given.set(key, c)
-    this.lastGive.set(key, nowMs)
-    journal.note('gave', key, n)
-    let list = this.ceilings.get(key)
-    if (list === undefined) this.ceilings.set(key, list = [])
-    // Reservations below what is given are spent: keep the one that covers, and the ones after it.
-    while (list.length > 1 && list[0].r < c) list.shift()
-    const top = list.length > 0 ? list[list.length - 1].r : 0
-    // A heir loses what is left of the reservation: never more than a quarter of what this seed still holds.
-    const headroom = Math.ceil(Math.min(Math.max(2 * n, RESERVE_FRACTION * stock), BOOKS_FRACTION * Math.max(0, books)))
-    if (top - c >= headroom / 2) return
-    const r = c + headroom
-    list.push({ r, at: null })
-    journal.note('ceil', key, r)
-    this.unplaced.add(key)
+    this.reservations.gave(journal, key, n, stock, books, nowMs)
   }
 
   /**
    * Give back the reservations of keys that gave nothing for `idleMs` (at
-   * housekeeping, once a gossip interval): each one's ceiling comes down to what is given, in the journal's
-   * next batch. Safe: a give after it needs a new ceiling above it, and
-   * `coverPos` makes its grant wait until that one is at a quorum (the
-   * ceilings kept are only those written after the lowering).
+   * housekeeping, once a gossip interval), in the journal's next batch.
    */
   release (journal: BooksJournal, nowMs: number, idleMs: number): void {
     if (!this.enabled) return
-    for (const [key, at] of this.lastGive) {
-      if (nowMs - at < idleMs) continue
-      this.lastGive.delete(key)
-      const list = this.ceilings.get(key)
-      const c = this.given.get(key) ?? 0
-      if (list === undefined || list.length === 0 || list[list.length - 1].r <= c) continue
-      this.ceilings.set(key, [{ r: c, at: null }])
-      journal.note('ceil', key, c)
-      this.unplaced.add(key)
-      this.counters.released++
-    }
+    this.counters.released += this.reservations.release(journal, nowMs, idleMs)
   }
 
   /** Tokens of `key` given in this generation (the simulator's replica witness reads it). */
   givenOf (key: string): number {
-    return this.given.get(key) ?? 0
+    return this.reservations.givenOf(key)
   }
 
   /** What is left of each reservation (for the checkpoint). */
   reserved (): Array<[string, number]> {
-    const out: Array<[string, number]> = []
-    for (const [k, list] of this.ceilings) {
-      const left = (list.length > 0 ? list[list.length - 1].r : 0) - (this.given.get(k) ?? 0)
-      if (left > 0) out.push([k, left])
-    }
-    return out
+    return this.reservations.reserved()
   }
 
   /**
@@ -234,11 +176,10 @@ export class JournalReplication {
   coverPos (keys: Iterable<string>): ReplPos {
     let pos: ReplPos = { gen: this.gen, end: this.checkpointChars }
     for (const k of keys) {
-      const c = this.given.get(k) ?? 0
-      if (c === 0) continue
-      const e = this.ceilings.get(k)?.find(x => x.r >= c)
-      if (e === undefined || e.at === null) return this.head
-      if (after(e.at, pos)) pos = e.at
+      const at = this.reservations.coverOf(k)
+      if (at === undefined) continue
+      if (at === null) return this.head
+      if (after(at, pos)) pos = at
     }
     return pos
   }

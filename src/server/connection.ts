@@ -1,23 +1,24 @@
 /**
- * One client connection of the Unix-socket server: read frames, answer them,
- * keep the connection's waiting acquires, close cleanly.
+ * One client connection of the Unix-socket server: read frames, have them
+ * answered (answers.ts: the replies and the waiting acquires), write the
+ * replies, close cleanly.
  *
  * Hot path and its data structures:
  *
  * - A socket 'data' chunk goes through the FrameDecoder, which calls
  *   `onFrame` for every complete frame in it, synchronously, with the bytes
  *   still in the chunk. Each request is decoded (fast-read.ts for the usual
- *   flat maps, strict-read.ts otherwise), validated and answered right there:
- *   its reply frame is encoded straight into `out`, the connection's slab
+ *   flat maps, strict-read.ts otherwise), validated and answered right there
+ *   (answers.ts): its reply frame is encoded straight into `out`, the slab
  *   writer (out-buffer.ts; decisions and batches by hand in fast-write.ts).
  * - When the turn ends, `flush` hands everything in `out` to ONE
  *   socket.write, as one Buffer view, without a copy. So a client pipelining
  *   500 requests in one chunk costs one syscall each way.
- * - A waiting acquire (`service.acquire` returned a WaitHandle) is kept in the
- *   `waiters` set until its promise settles. Its reply joins `out` and a flush
- *   is scheduled with process.nextTick; waiters that settle in the same tick
- *   share that one write. If the connection goes away first, every waiter is
- *   cancelled (`WaitHandle.cancel()`: spends nothing).
+ * - A waiting acquire (`service.acquire` returned a WaitHandle) is kept in
+ *   the `waiters` set (answers.ts) until its promise settles. Its reply joins
+ *   `out` and a flush is scheduled with process.nextTick; waiters that settle
+ *   in the same tick share that one write. If the connection goes away
+ *   first, every waiter is cancelled (`WaitHandle.cancel()`: spends nothing).
  *
  * Turns (fairness and backpressure). The connection works in turns: a 'data'
  * chunk starts one, and so does the scheduler (scheduler.ts). A turn ends
@@ -32,7 +33,7 @@
  *   busy connection;
  * - nothing left: reading goes on.
  *
- * Bounds per connection: `waiters.size` <= limits.maxInflightPerConnection
+ * Bounds per connection: waiters <= limits.maxInflightPerConnection
  * (E_OVERLOADED past it); replies waiting to be sent <= WRITE_HIGH_WATER plus
  * one reply (a status reply is at most STATUS_MAX_BYTES, a batch reply about
  * 100 bytes per item); input held <= one partial frame (maxFrameBytes) plus
@@ -44,28 +45,20 @@
  * answers later, after replies to requests sent behind it.
  */
 import type net from 'node:net'
-import { ErrorCodes, isQuotadError } from '../errors.js'
-import { isWaitHandle, type Decision, type WaitHandle } from '../core/types.js'
-import {
-  FrameDecoder, type FrameHandler, encodeErrorReply, encodePongReply, toWireError, type BatchResult, type Request, OutBuffer, writeBatchReply, writeDecisionReply
-} from '@quotad/client/wire'
-import { checkBatchItem, decodeRequest, encodeStatusReply, RequestError } from '../protocol/requests.js'
+import { ErrorCodes } from '../errors.js'
+import { FrameDecoder, type FrameHandler } from '@quotad/client/wire'
+import { Answers } from './answers.js'
 import { closeSocketSoon, type ConnectionHost } from './host.js'
 import type { Turned } from './scheduler.js'
 import { TurnBudget, WRITE_HIGH_WATER } from './turn-budget.js'
-
-interface Waiter {
-  readonly id: number
-  readonly handle: WaitHandle
-}
 
 export class Connection implements FrameHandler, Turned {
   readonly id: number
   readonly socket: net.Socket
   private readonly host: ConnectionHost
   private readonly decoder: FrameDecoder
-  private readonly waiters = new Set<Waiter>()
-  private readonly out = new OutBuffer()
+  /** What the requests get back (answers.ts): the replies in `answers.out`, and the waiting acquires. */
+  private readonly answers: Answers
   private flushScheduled = false
   /** The socket is paused (our turn ended with work left, or the client is not reading). */
   private readPaused = false
@@ -86,6 +79,7 @@ export class Connection implements FrameHandler, Turned {
     this.socket = socket
     this.host = host
     this.decoder = new FrameDecoder(this, host.limits.maxFrameBytes)
+    this.answers = new Answers(id, host, this.scheduleFlush)
     socket.on('data', this.onData)
     socket.on('drain', this.onDrain)
     socket.on('end', this.onEnd)
@@ -94,7 +88,7 @@ export class Connection implements FrameHandler, Turned {
   }
 
   get waiting (): number {
-    return this.waiters.size
+    return this.answers.waiting
   }
 
   /**
@@ -104,7 +98,7 @@ export class Connection implements FrameHandler, Turned {
    */
   get bufferedBytes (): number {
     if (this.closed) return 0
-    return this.out.length + this.socket.writableLength + this.decoder.bufferedBytes + this.socket.readableLength
+    return this.answers.out.length + this.socket.writableLength + this.decoder.bufferedBytes + this.socket.readableLength
   }
 
   // Arrow properties: one closure per connection, none per request.
@@ -130,7 +124,7 @@ export class Connection implements FrameHandler, Turned {
   }
 
   private beginTurn (): void {
-    this.budget.begin(this.socket.writableLength, this.out.length)
+    this.budget.begin(this.socket.writableLength, this.answers.out.length)
   }
 
   /** Send what the turn produced, then decide whether to read on, queue, or wait for 'drain'. */
@@ -184,8 +178,8 @@ export class Connection implements FrameHandler, Turned {
     this.closed = true
     this.closing = true
     this.decoder.stop()
-    this.cancelWaiters(null)
-    this.out.clear() // the socket is gone: replies not sent are dropped with it
+    this.answers.cancelWaiters(null)
+    this.answers.drop() // the socket is gone: replies not sent are dropped with it
     this.host.connectionClosed(this)
   }
 
@@ -199,43 +193,19 @@ export class Connection implements FrameHandler, Turned {
     }
   }
 
-  onFrame (buf: Buffer, start: number, end: number): void {
-    this.answer(buf, start, end)
-    // The turn ends after this frame: the rest of the chunk waits in the decoder.
-    if (this.budget.spent(end - start + 4, this.out.length)) this.decoder.pause()
+  /** A waiter's reply joined the queue: waiters that settle in the same tick share one write. */
+  private readonly scheduleFlush = (): void => {
+    if (!this.flushScheduled) {
+      this.flushScheduled = true
+      process.nextTick(this.flushTick)
+    }
   }
 
-  private answer (buf: Buffer, start: number, end: number): void {
+  onFrame (buf: Buffer, start: number, end: number): void {
     this.requests++
-    this.host.counters.requests++
-    let req: Request
-    try {
-      req = decodeRequest(buf, start, end, this.host.limits)
-    } catch (err) {
-      if (!(err instanceof RequestError)) {
-        this.noteInternal(err)
-        this.replyError(null, ErrorCodes.INTERNAL, toWireError(err).message)
-        return
-      }
-      const e = err
-      if (e.code === ErrorCodes.BAD_FRAME) {
-        this.host.counters.badFrames++
-        if (this.host.events.wants('bad-frame')) {
-          this.host.events.publish('bad-frame', { connection: this.id, code: e.code, message: e.message })
-        }
-      }
-      this.replyError(e.id, e.code, e.message)
-      return
-    }
-    if (this.host.stopping) {
-      this.replyError(req.id, ErrorCodes.SHUTTING_DOWN, 'quotad is shutting down')
-      return
-    }
-    try {
-      this.dispatch(req)
-    } catch (err) {
-      this.replyFailure(req.id, err)
-    }
+    this.answers.answer(buf, start, end)
+    // The turn ends after this frame: the rest of the chunk waits in the decoder.
+    if (this.budget.spent(end - start + 4, this.answers.out.length)) this.decoder.pause()
   }
 
   onFrameTooLarge (length: number, maxFrameBytes: number): void {
@@ -244,149 +214,15 @@ export class Connection implements FrameHandler, Turned {
     if (this.host.events.wants('bad-frame')) {
       this.host.events.publish('bad-frame', { connection: this.id, code: ErrorCodes.FRAME_TOO_LARGE, message })
     }
-    this.replyError(null, ErrorCodes.FRAME_TOO_LARGE, message)
+    this.answers.replyError(null, ErrorCodes.FRAME_TOO_LARGE, message)
     // The stream's frame boundaries are lost: answer what was read, then hang up.
     this.close()
   }
 
-  private dispatch (req: Request): void {
-    const service = this.host.service
-    switch (req.op) {
-      case 'acquire': {
-        const r = service.acquire(req.key, req.count, req.waitMs)
-        if (!isWaitHandle(r)) {
-          this.pushDecision(req.id, r)
-        } else if (this.waiters.size >= this.host.limits.maxInflightPerConnection) {
-          r.cancel()
-          this.host.counters.overloaded++
-          this.replyError(req.id, ErrorCodes.OVERLOADED,
-            `more than ${this.host.limits.maxInflightPerConnection} waiting requests on this connection`)
-        } else {
-          this.addWaiter(req.id, r)
-        }
-        return
-      }
-      case 'peek':
-        this.pushDecision(req.id, service.peek(req.key, req.count))
-        return
-      case 'batch': {
-        const results = this.runBatch(req.id, req.items)
-        if (this.closed) return
-        const mark = this.out.length
-        try {
-          writeBatchReply(this.out, req.id, results)
-        } catch (err) {
-          this.out.truncate(mark) // never leave half a frame in the stream
-          throw err
-        }
-        return
-      }
-      case 'status':
-        this.push(encodeStatusReply(req.id, service.status()))
-        return
-      case 'ping':
-        this.push(encodePongReply(req.id, this.host.clock.now()))
-    }
-  }
-
-  private runBatch (id: number, items: unknown[]): BatchResult[] {
-    const results: BatchResult[] = new Array(items.length)
-    for (let i = 0; i < items.length; i++) {
-      try {
-        const item = checkBatchItem(items[i], this.host.limits, id)
-        const r = this.host.service.acquire(item.key, item.count, 0)
-        if (isWaitHandle(r)) {
-          // waitMs 0 must answer now; a service that queues anyway is a bug.
-          r.cancel()
-          throw new Error('service queued an acquire with waitMs 0')
-        }
-        results[i] = r
-      } catch (err) {
-        if (!isQuotadError(err)) this.noteInternal(err)
-        results[i] = { error: toWireError(err) }
-      }
-    }
-    return results
-  }
-
-  private addWaiter (id: number, handle: WaitHandle): void {
-    const w: Waiter = { id, handle }
-    this.waiters.add(w)
-    this.host.counters.waiting++
-    handle.promise.then(
-      d => this.waiterDone(w, d, null),
-      (err: unknown) => this.waiterDone(w, null, err)
-    )
-  }
-
-  private waiterDone (w: Waiter, d: Decision | null, err: unknown): void {
-    if (!this.waiters.delete(w)) return // cancelled: the connection is gone
-    this.host.counters.waiting--
-    try {
-      if (d !== null) this.pushDecision(w.id, d)
-      else this.replyFailure(w.id, err)
-    } catch (e) {
-      // Runs in a promise callback: a throw here would be an unhandled rejection.
-      this.replyFailure(w.id, e)
-    }
-    if (!this.flushScheduled) {
-      this.flushScheduled = true
-      process.nextTick(this.flushTick)
-    }
-  }
-
-  /** Cancel every waiter; with a code, tell each client why (used at shutdown). */
-  private cancelWaiters (code: typeof ErrorCodes.SHUTTING_DOWN | null): void {
-    for (const w of this.waiters) {
-      this.host.counters.waiting--
-      try {
-        w.handle.cancel()
-      } catch (err) {
-        this.noteInternal(err)
-      }
-      if (code !== null) this.replyError(w.id, code, 'quotad is shutting down')
-    }
-    this.waiters.clear()
-  }
-
-  private replyFailure (id: number, err: unknown): void {
-    if (!isQuotadError(err)) this.noteInternal(err)
-    const e = toWireError(err)
-    this.replyError(id, e.code, e.message)
-  }
-
-  private replyError (id: number | null, code: string, message: string): void {
-    this.host.counters.errorReplies++
-    this.push(encodeErrorReply(id, code, message))
-  }
-
-  private noteInternal (err: unknown): void {
-    this.host.counters.internalErrors++
-    if (this.host.events.wants('internal-error')) {
-      this.host.events.publish('internal-error', { connection: this.id, error: err })
-    }
-  }
-
-  private pushDecision (id: number, d: Decision): void {
-    if (this.closed) return
-    const mark = this.out.length
-    try {
-      writeDecisionReply(this.out, id, d)
-    } catch (err) {
-      this.out.truncate(mark) // a malformed Decision: never leave half a frame in the stream
-      throw err
-    }
-  }
-
-  /** Queue a frame encoded elsewhere (msgpackr); rarer than decisions, so one small copy is fine. */
-  private push (frame: Buffer): void {
-    if (!this.closed) this.out.append(frame)
-  }
-
   /** Write every queued reply in one socket.write. */
   private flush (): void {
-    if (this.out.length === 0) return
-    const data = this.out.take()
+    if (this.answers.out.length === 0) return
+    const data = this.answers.out.take()
     const socket = this.socket
     if (!socket.writable) return
     socket.write(data)
@@ -402,7 +238,7 @@ export class Connection implements FrameHandler, Turned {
     if (this.closing) return
     this.closing = true
     this.decoder.stop()
-    this.cancelWaiters(null)
+    this.answers.cancelWaiters(null)
     this.flush()
     closeSocketSoon(this.socket)
   }
@@ -414,8 +250,8 @@ export class Connection implements FrameHandler, Turned {
    */
   shutdown (): void {
     if (this.closing) return
-    this.cancelWaiters(ErrorCodes.SHUTTING_DOWN)
-    this.replyError(null, ErrorCodes.SHUTTING_DOWN, 'quotad is shutting down; closing the connection')
+    this.answers.cancelWaiters(ErrorCodes.SHUTTING_DOWN)
+    this.answers.replyError(null, ErrorCodes.SHUTTING_DOWN, 'quotad is shutting down; closing the connection')
     this.close()
   }
 

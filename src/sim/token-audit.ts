@@ -32,16 +32,7 @@ import type { Grant } from '../cluster/messages.js'
 import { RuleSet, type CompiledRule } from '../core/rules.js'
 import { initialShare, homeOf, type Homes } from '../core/share.js'
 import type { RuleConfig } from '../config/types.js'
-
-interface GrantRecord {
-  giverEpoch: string
-  toEpoch: string
-  giver: string
-  seq: number
-  items: Grant['items']
-  /** Copies in the network right now. */
-  copies: number
-}
+import { GrantFates } from './grant-fates.js'
 
 interface Disk {
   node: string
@@ -69,26 +60,24 @@ export class TokenAudit {
   private readonly frozen = new Map<string, RuleSet | null>()
   /** Live incarnations by epoch. */
   private readonly live = new Map<string, ClusterCore>()
-  private readonly open = new Map<string, GrantRecord>()
+  /** Every grant's fate: open, applied, or stranded (grant-fates.ts). */
+  private readonly grants = new GrantFates(this.live, (k, n) => add(this.stranded, k, n))
   private readonly disk = new Map<string, Disk>()
   /** Per key: held by crashed nodes, and in grants that can never be applied. */
   private readonly stranded = new Map<string, number>()
-  /** Grants whose fate is known (a resend of one must not reopen it). */
-  private readonly settled = new Set<string>()
   /** Crashed incarnations: they could still have materialized shares of keys they had no state for. */
   private readonly crashed: ClusterCore[] = []
   /** Per crashed epoch: its books per key at the crash (stranded until a restart recovers them). */
   private readonly crashBooks = new Map<string, Map<string, number>>()
-  /** Tokens of grants ever applied, for the report. */
-  applied = 0
 
   constructor (seeds: readonly string[], rules: RuleConfig[]) {
     this.seeds = seeds
     this.initialRules = new RuleSet(rules)
   }
 
-  private static id (g: { giverEpoch: string, toEpoch: string, seq: number }): string {
-    return `${g.giverEpoch}>${g.toEpoch}#${g.seq}`
+  /** Tokens of grants ever applied, for the report. */
+  get applied (): number {
+    return this.grants.applied
   }
 
   /** Every incarnation ever born (refusal counters live on them). */
@@ -97,7 +86,7 @@ export class TokenAudit {
   born (core: ClusterCore): void {
     this.everCores.push(core)
     core.reclaim.marks.onTakeBack = g => this.estateTakeBack(g)
-    core.reclaim.returns.onReturn = (_d, deadEpoch, _to, toEpoch, seq) => this.estateReturn(deadEpoch, toEpoch, seq)
+    core.reclaim.returns.onReturn = (_d, deadEpoch, _to, toEpoch, seq) => this.grants.estateReturn(deadEpoch, toEpoch, seq)
     this.live.set(core.epoch, core)
     this.disk.delete(core.node)
     // A restart of a seed already inherited carries books its heir holds now: they are the heir's until it drops them.
@@ -229,29 +218,18 @@ export class TokenAudit {
 
   /** A grant was created or resent. */
   granted (g: Grant): void {
-    const id = TokenAudit.id({ giverEpoch: g.epoch, toEpoch: g.toEpoch, seq: g.seq })
-    if (!this.open.has(id) && !this.settled.has(id)) {
-      this.open.set(id, { giverEpoch: g.epoch, toEpoch: g.toEpoch, giver: g.node, seq: g.seq, items: g.items, copies: 0 })
-    }
+    this.grants.granted(g)
   }
 
   /** A copy of a grant entered (+1) or left (-1) the network. */
   copies (g: Grant, delta: number): void {
-    const r = this.open.get(TokenAudit.id({ giverEpoch: g.epoch, toEpoch: g.toEpoch, seq: g.seq }))
-    if (r !== undefined) r.copies += delta
+    this.grants.copies(g, delta)
   }
 
   /** An incarnation ends: a crash strands its books; a stop puts them on disk. */
   died (core: ClusterCore, how: 'crash' | 'stop', saved?: SavedState): void {
     this.settle()
-    for (const [id, r] of this.open) {
-      if (r.toEpoch !== core.epoch) continue
-      // What it applied is in its books; what it did not can never be applied now.
-      if (core.ledger.appliedFrom(r.giver, r.giverEpoch) < r.seq) this.strand(r.items, id)
-      else this.applied += sum(r.items)
-      this.open.delete(id)
-      this.settled.add(id)
-    }
+    this.grants.receiverDied(core)
     this.live.delete(core.epoch)
     // A shadow's books are counted at the heir, until it drops them.
     if (this.shadows.has(core) && !core.reclaim.droppedCarried && !core.reclaim.reclaimed) return
@@ -272,59 +250,16 @@ export class TokenAudit {
     if (core.limiter.allocate) this.frozen.set(core.node, rulesOf(core))
   }
 
-  private strand (items: Grant['items'], id: string): void {
-    for (const [k, n] of items) add(this.stranded, k, n)
-    this.strandedIds.set(id, items)
-  }
-
-  /** Grants settled as never applied (their tokens are in `stranded`): a heir may take them back (estate-returns.ts). */
-  private readonly strandedIds = new Map<string, Grant['items']>()
-
   /**
-   * A heir took back a dead seed's grant that its receiver says it never
-   * applied (estate-returns.ts): if that is so, its tokens leave `stranded`
-   * (or were counted there while it was open) for the heir's books. If the
-   * receiver had applied it, nothing leaves: the tokens count twice, and
-   * the run fails as tokens created.
-   */
-  private estateReturn (giverEpoch: string, toEpoch: string, seq: number): void {
-    const id = TokenAudit.id({ giverEpoch, toEpoch, seq })
-    const r = this.open.get(id)
-    if (r !== undefined) {
-      // Open: counted stranded by account() (its giver is dead, no copy is in the network) or in transit; applied never.
-      const to = this.live.get(r.toEpoch)
-      if (to !== undefined && to.ledger.appliedFrom(r.giver, r.giverEpoch) >= r.seq) return
-      this.open.delete(id)
-      this.settled.add(id)
-      return
-    }
-    const items = this.strandedIds.get(id)
-    if (items === undefined) return
-    this.strandedIds.delete(id)
-    for (const [k, n] of items) add(this.stranded, k, -n)
-  }
-
-  /**
-   * Move grants whose fate is known out of `open`. The simulator calls it
-   * right after every delivery that may apply a grant: a receiver drops the
-   * applied marks of a giver's ended epoch (at its new epoch's gossip, or
-   * any message of it), and a grant found applied only later would look
-   * unapplied, so counted both in the receiver's books and as stranded.
+   * Move grants whose fate is known out of `open` (grant-fates.ts). The
+   * simulator calls it right after every delivery that may apply a grant: a
+   * receiver drops the applied marks of a giver's ended epoch (at its new
+   * epoch's gossip, or any message of it), and a grant found applied only
+   * later would look unapplied, so counted both in the receiver's books and
+   * as stranded.
    */
   settle (): void {
-    for (const [id, r] of this.open) {
-      const to = this.live.get(r.toEpoch)
-      if (to !== undefined && to.ledger.appliedFrom(r.giver, r.giverEpoch) >= r.seq) {
-        this.applied += sum(r.items)
-        this.open.delete(id)
-        this.settled.add(id)
-      } else if (to === undefined && !this.live.has(r.giverEpoch) && r.copies === 0) {
-        // Its receiver is gone without applying it: stranded. (died() settles those too.)
-        this.strand(r.items, id)
-        this.open.delete(id)
-        this.settled.add(id)
-      }
-    }
+    this.grants.settle()
   }
 
   /**
@@ -381,14 +316,7 @@ export class TokenAudit {
     for (const c of this.everCores) {
       if (c.reclaim.droppedShare && !c.reclaim.droppedTokens.has(key) && !this.droppedInherited.has(c) && !this.shadows.has(c)) a.stranded += this.share(c.node, true, rulesOf(c), key, c.heir.homes)
     }
-    for (const r of this.open.values()) {
-      const lost = !this.live.has(r.toEpoch) || (!this.live.has(r.giverEpoch) && r.copies === 0)
-      for (const [k, n] of r.items) {
-        if (k !== key) continue
-        if (lost) a.stranded += n
-        else a.transit += n
-      }
-    }
+    this.grants.count(key, a)
     // Refused grants: their tokens are nowhere, unless their giver took them back (then they are in its books).
     for (const c of this.everCores) a.stranded += (c.refusedTokens.get(key) ?? 0) - (c.takenBackTokens.get(key) ?? 0)
     // Settlements of dead accounts (reclaim.ts) move tokens out of the estates into survivors' books; a reclaimed
@@ -413,10 +341,4 @@ export function rulesOf (core: ClusterCore): RuleSet {
 
 function add (m: Map<string, number>, k: string, n: number): void {
   m.set(k, (m.get(k) ?? 0) + n)
-}
-
-function sum (items: Grant['items']): number {
-  let s = 0
-  for (const [, n] of items) s += n
-  return s
 }

@@ -9,9 +9,7 @@
  *   time plus its skew, which a scenario can step forward or back). The
  *   core gets the wall clock only through `observeWall` on each tick.
  * - Every message is msgpack-encoded and validated by the daemon's own
- *   parseMessage, so the wire format is exercised too. A gossip is encoded
- *   once and each receiver gets its own copy's delivery time, loss,
- *   duplication and reordering.
+ *   parseMessage, so the wire format is exercised too (sim-dispatch.ts).
  * - Lifecycle, with the daemon's own code paths: a node starts with
  *   `startCore` from its "disk" (the last state it wrote: absent, running,
  *   or a clean stop's snapshot), stops through the core's stop machine
@@ -26,22 +24,21 @@
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import type { ClusterCore, Outbound } from '../cluster/cluster-core.js'
 import type { SavedState } from '../cluster/durable-state.js'
-import { parseMessage, type Grant } from '../cluster/messages.js'
+import type { Grant } from '../cluster/messages.js'
 import { journalCheckpoint, startCore } from '../cluster/persist.js'
 import { ReplicaWitness } from './replica-check.js'
 import { SimReplication } from './sim-replication.js'
-import { sendRequest } from './sim-requests.js'
+import { dispatch, transmit } from './sim-dispatch.js'
 import { nextJournal, replayJournal } from '../cluster/journal.js'
 import { defaultTuning, type ClusterTuning } from '../cluster/tuning.js'
 import type { Decision } from '../core/types.js'
 import { EventQueue } from './event-queue.js'
 import { LeaseWitness } from './lease-check.js'
-import { Cuts, PERFECT, sampleLatency, type NetworkModel } from './network.js'
+import { Cuts, PERFECT, type NetworkModel } from './network.js'
 import { Rng } from './rng.js'
 import { PositionAudit } from './position-audit.js'
 import { TokenAudit } from './token-audit.js'
 import { idOf, LINGER_MS, type SimNode } from './sim-node.js'
-import { wire as packr } from '../cluster/wire.js'
 import { GossipFields } from './gossip-fields.js'
 
 
@@ -319,21 +316,10 @@ export class VirtualCluster {
     this.cuts.heal()
   }
 
-  /** Carry one copy (or two, or none) of an encoded message from -> to. */
+  /** Carry one copy (or two, or none) of an encoded message from -> to (sim-dispatch.ts). */
   /** (Internal: sim-replication.ts sends through it too.) */
   transmit (from: string, to: string, bytes: Uint8Array, deliver: () => void, grant?: Grant, gossip = false): void {
-    if ((gossip ? this.cuts.hasGossip(from, to) : this.cuts.has(from, to)) || this.rng.chance(this.network.loss)) return
-    const copies = this.rng.chance(this.network.duplicate) ? 2 : 1
-    for (let i = 0; i < copies; i++) {
-      if (grant !== undefined) this.audit.copies(grant, 1)
-      const extra = gossip ? 0 : this.network.directExtraMs ?? 0
-      this.at(this.now + sampleLatency(this.network, this.rng) + extra, () => {
-        if (grant !== undefined) this.audit.copies(grant, -1)
-        const n = this.nodes.get(to)
-        if (n !== undefined) n.recvBytes += bytes.length
-        deliver()
-      })
-    }
+    transmit(this, from, to, bytes, deliver, grant, gossip)
   }
 
   /** A gossip's bytes by field (the figures' `gossipFields`). */
@@ -352,38 +338,9 @@ export class VirtualCluster {
     n.sentMessages++
   }
 
-  /** Carry a node's outbound messages over the network. */
+  /** Carry a node's outbound messages over the network (sim-dispatch.ts). */
   dispatch (from: string, out: Outbound[]): void {
-    const sender = this.nodes.get(from)
-    const core = sender?.core
-    if (sender === undefined || core == null) return
-    this.persist(sender, core)
-    for (const o of out) {
-      if (o.kind === 'gossip') {
-        // Published once (as pubsub does), decoded and validated once, delivered to each peer.
-        const bytes = packr.pack(o.msg)
-        this.count(from, bytes.length, 'gossip')
-        this.gossipFields.sample(o.msg)
-        const m = parseMessage(packr.unpack(bytes))
-        if (m.t !== 'gossip') continue
-        this.leases?.published(core, m, this.now)
-        for (const [to, target] of this.nodes) {
-          if (to === from || target.core === null) continue
-          this.transmit(from, to, bytes, () => {
-            const c = this.nodes.get(to)?.core
-            if (c == null) return
-            this.leases?.received(c, m)
-            c.onGossip(m, idOf(from), this.mono(to))
-          }, undefined, true)
-        }
-      } else if (o.kind === 'replicate') {
-        this.replication.send(sender, core, o.to, o.msg)
-      } else if (o.kind === 'jget') {
-        this.replication.read(sender, core, o.to, o.msg)
-      } else {
-        sendRequest(this, this.replication, sender, core, o.to, o.msg)
-      }
-    }
+    dispatch(this, this.replication, from, out)
   }
 
   // ---- time --------------------------------------------------------------

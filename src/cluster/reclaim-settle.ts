@@ -1,0 +1,102 @@
+/**
+ * Settlement of a dead account, once a quorum of voters attests it
+ * (reclaim.ts, reclaim-design.md §11.3): what each survivor does with its
+ * own books, on its own and once. A member's settlement credits what the
+ * dead account held of this node's tokens; a dead seed with a share is
+ * inherited instead (heir.ts), and what this node holds of its tokens is
+ * held of its heir's. Pure; Reclaim calls it and marks the incarnation
+ * settled after.
+ *
+ * Apart from reclaim.ts, which decides who is dead (attestation, quorum,
+ * the dead account's own view): this file only moves tokens, and each
+ * survivor's figures here are its own (no survivor's settlement depends on
+ * another's).
+ */
+import type { KeyState } from '../core/limiter.js'
+import type { ClusterCore } from './cluster-core.js'
+import { ext } from './key-ext.js'
+import type { PeerAccount } from './journal.js'
+import type { Reclaim } from './reclaim.js'
+import { horizonAt } from './recovery.js'
+
+/**
+ * Settle a dead member (or a seed whose share is gone): credit what it held
+ * of our tokens (reclaim.ts's header), and drop our outboxes and positions
+ * with it.
+ */
+export function settleMember (c: ClusterCore, r: Reclaim, node: string, inc: number, nowMs: number): void {
+  const p = c.peers.get(node)
+  // The dead account's epochs: all we know of the node, less a newer incarnation's and what it carries.
+  const live = p !== undefined && p.inc > inc ? new Set([p.epoch, ...p.carries]) : new Set<string>()
+  const epochs = new Set<string>()
+  for (const e of c.positions.accounts(node).keys()) if (!live.has(e)) epochs.add(e)
+  for (const e of c.ledger.epochsOf(node)) if (!live.has(e)) epochs.add(e)
+  for (const e of r.restored.get(node)?.keys() ?? []) if (!live.has(e)) epochs.add(e)
+  const cal = c.calendar.at(nowMs)
+  const skew = Math.max(c.tuning.maxClockSkewMs, Math.abs(p?.clockOffsetMs ?? 0))
+  for (const e of epochs) {
+    // Per epoch: the journal's entry for what we hold of that account is zeroed by the same delta that credits
+    // us (both are −position + unacked), in one batch: a crash and recovery can't settle it twice.
+    const owed = new Map<string, number>()
+    for (const [k, n] of c.positions.accounts(node).get(e) ?? []) owed.set(k, (owed.get(k) ?? 0) - n)
+    for (const [k, n] of r.restored.get(node)?.get(e) ?? []) owed.set(k, (owed.get(k) ?? 0) - n)
+    for (const [k, n] of c.ledger.dropOutbox(node, e)) owed.set(k, (owed.get(k) ?? 0) + n)
+    c.positions.forgetAccount(node, e)
+    r.restored.get(node)?.delete(e)
+    for (const [k, n] of owed) credit(c, r, k, n, cal, skew, nowMs, [node, e])
+  }
+}
+
+/**
+ * Settle a dead seed with a share (heir.ts inherits its books): what this
+ * node holds of its tokens is held of its heir's from now on (the heir
+ * takes what the seed held of ours from the copy's `peers`), less our
+ * unacked grants to it: they wait for the heir's marks, which say which
+ * are in its books and which to take back (estate-marks.ts). Its grants
+ * are refused from now on.
+ */
+export function settleSeed (c: ClusterCore, r: Reclaim, node: string, inc: number, nowMs: number): void {
+  const heir = c.heir.homes.get(node) ?? c.heir.heirOf(node, (n) => r.settled.has(n) || n === node)
+  const heirEpoch = heir === c.node ? c.epoch : c.peers.get(heir ?? '')?.epoch
+  // A newer incarnation's own epoch is not the dead one's (what it carries is dropped when it learns: aboutMe).
+  const p = c.peers.get(node)
+  const live = p !== undefined && p.inc > inc ? p.epoch : undefined
+  const epochs = new Set<string>([...c.positions.accounts(node).keys(), ...c.ledger.epochsOf(node), ...(r.restored.get(node)?.keys() ?? [])])
+  epochs.delete(live as string)
+  // Our applied marks of its grants are final from now on (they are refused): its heir takes back those above them.
+  r.returns.settled(node, p !== undefined && p.inc <= inc ? p.epoch : undefined, nowMs)
+  for (const e of epochs) {
+    const held = new Map<string, number>()
+    for (const [k, n] of c.positions.accounts(node).get(e) ?? []) held.set(k, (held.get(k) ?? 0) + n)
+    for (const [k, n] of r.restored.get(node)?.get(e) ?? []) held.set(k, (held.get(k) ?? 0) + n)
+    // Counted as returned to it here; they wait for its heir's marks, which tell which to take back (estate-marks.ts).
+    const unacked = c.ledger.takeOutbox(node, e)
+    for (const g of unacked) for (const [k, n] of g.items) held.set(k, (held.get(k) ?? 0) - n)
+    c.positions.forgetAccount(node, e)
+    r.restored.get(node)?.delete(e)
+    const relabel = heir !== undefined && heirEpoch !== undefined && heir !== c.node
+    r.marks.hold(node, e, unacked, relabel ? [heir, heirEpoch] : undefined, nowMs)
+    if (!relabel) continue
+    for (const [k, n] of held) r.restore(heir, heirEpoch, k, n)
+  }
+  c.heir.died(node, inc)
+}
+
+function credit (c: ClusterCore, r: Reclaim, key: string, n: number, cal: number, skew: number, nowMs: number, from: PeerAccount): void {
+  if (Math.abs(n) < 1e-9) return
+  let ks: KeyState
+  try {
+    ks = c.limiter.existing(key) ?? c.limiter.keyState(key, 1, nowMs)
+  } catch {
+    c.ledger.stranded += Math.max(0, n)
+    return
+  }
+  const x = ext(ks)
+  // Never below zero without a relay; if it were (a peer that broke the rule), destroying is the safe side.
+  if (n > 0) (x.deferred ??= []).push([n, horizonAt(ks.rule.config, cal, skew)])
+  else x.burn += -n
+  c.journal.record(key, n, n < 0, from)
+  c.active.add(ks)
+  r.settledTokens.set(key, (r.settledTokens.get(key) ?? 0) + n)
+  r.counters.tokensSettled += n
+}

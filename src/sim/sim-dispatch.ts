@@ -1,0 +1,73 @@
+/**
+ * A node's outbound messages on the virtual network, as the daemon's
+ * transport carries them (cluster-node.ts): a gossip is published once
+ * (msgpack-encoded, decoded and validated by the daemon's own parseMessage)
+ * and delivered to every other running node, each receiver with its own
+ * copy's delivery time, loss, duplication and reordering; a journal copy or
+ * read goes through sim-replication.ts, a want or a pushed grant through
+ * sim-requests.ts. The audit sees every copy of a grant enter and leave the
+ * network.
+ *
+ * Apart from virtual-cluster.ts, which owns the nodes, their clocks and
+ * lifecycles: this file only moves bytes between them. Every random draw
+ * comes from the cluster's one seeded Rng, in the order of the calls, so a
+ * run is still determined by its seed.
+ */
+import type { Outbound } from '../cluster/cluster-core.js'
+import { parseMessage, type Grant } from '../cluster/messages.js'
+import { wire as packr } from '../cluster/wire.js'
+import { sampleLatency } from './network.js'
+import { idOf } from './sim-node.js'
+import type { SimReplication } from './sim-replication.js'
+import { sendRequest } from './sim-requests.js'
+import type { VirtualCluster } from './virtual-cluster.js'
+
+/** Carry a node's outbound messages over the network (after persisting its journal, as the daemon does). */
+export function dispatch (vc: VirtualCluster, replication: SimReplication, from: string, out: Outbound[]): void {
+  const sender = vc.nodes.get(from)
+  const core = sender?.core
+  if (sender === undefined || core == null) return
+  vc.persist(sender, core)
+  for (const o of out) {
+    if (o.kind === 'gossip') {
+      // Published once (as pubsub does), decoded and validated once, delivered to each peer.
+      const bytes = packr.pack(o.msg)
+      vc.count(from, bytes.length, 'gossip')
+      vc.gossipFields.sample(o.msg)
+      const m = parseMessage(packr.unpack(bytes))
+      if (m.t !== 'gossip') continue
+      vc.leases?.published(core, m, vc.now)
+      for (const [to, target] of vc.nodes) {
+        if (to === from || target.core === null) continue
+        vc.transmit(from, to, bytes, () => {
+          const c = vc.nodes.get(to)?.core
+          if (c == null) return
+          vc.leases?.received(c, m)
+          c.onGossip(m, idOf(from), vc.mono(to))
+        }, undefined, true)
+      }
+    } else if (o.kind === 'replicate') {
+      replication.send(sender, core, o.to, o.msg)
+    } else if (o.kind === 'jget') {
+      replication.read(sender, core, o.to, o.msg)
+    } else {
+      sendRequest(vc, replication, sender, core, o.to, o.msg)
+    }
+  }
+}
+
+/** Carry one copy (or two, or none) of an encoded message from -> to. */
+export function transmit (vc: VirtualCluster, from: string, to: string, bytes: Uint8Array, deliver: () => void, grant?: Grant, gossip = false): void {
+  if ((gossip ? vc.cuts.hasGossip(from, to) : vc.cuts.has(from, to)) || vc.rng.chance(vc.network.loss)) return
+  const copies = vc.rng.chance(vc.network.duplicate) ? 2 : 1
+  for (let i = 0; i < copies; i++) {
+    if (grant !== undefined) vc.audit.copies(grant, 1)
+    const extra = gossip ? 0 : vc.network.directExtraMs ?? 0
+    vc.at(vc.now + sampleLatency(vc.network, vc.rng) + extra, () => {
+      if (grant !== undefined) vc.audit.copies(grant, -1)
+      const n = vc.nodes.get(to)
+      if (n !== undefined) n.recvBytes += bytes.length
+      deliver()
+    })
+  }
+}

@@ -34,6 +34,17 @@ test('simulate --seed-nodes runs a member-heavy cluster and says so', async t =>
   t.regex(bad.stderr, /E_USAGE.*--seed-nodes must be at most --nodes \(6\)/)
 })
 
+test('simulate --voters: the first K seeds vote, and the replay line says so', async t => {
+  const r = await run(QUOTAD, ['simulate', '--scenario', 'partition-minority', '--nodes', '5', '--voters', '3', '--seconds', '3', '--json'])
+  t.is(r.code, 0, r.stderr)
+  const res = JSON.parse(r.stdout.split('\n')[0]) as { ok: boolean, overshoot: number, replay: string }
+  t.true(res.ok, r.stdout)
+  t.is(res.overshoot, 0)
+  t.regex(res.replay, / --voters 3/)
+  const bad = await run(QUOTAD, ['simulate', '--scenario', 'zipf', '--nodes', '6', '--voters', '0'])
+  t.regex(bad.stderr, /E_USAGE.*--voters/)
+})
+
 test('simulate replays a trace file and a property-test case', async t => {
   const dir = tempDir()
   const trace = join(dir, 'trace.csv')

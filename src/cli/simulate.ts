@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { loadClusterFile } from '../config/load.js'
 import { ALGORITHMS, DEFAULT_LIMITS, type Algorithm, type LimitsConfig, type Mode, type RuleConfig } from '../config/types.js'
+import { DEFAULT_VOTERS } from '../config/lease-options.js'
 import { ExitCodes } from '../errors.js'
 import { parseTrace } from '../sim/load.js'
 import { failureText, HEADER, row, summarize, table } from '../sim/report.js'
@@ -23,6 +24,7 @@ export const SIMULATE_HELP = `usage: quotad simulate [options]
   --nodes N          nodes at the start, 2..1000 (default: the file's node count, else 10)
   --seed-nodes K     of those, only the first K are seeds; the rest are members listed from the start,
                      holding nothing of their own (default: all N are seeds)
+  --voters K         of the seeds, the first K in name order vote on leases (default: the file's cluster.voters, else 15)
   --scenario NAME    ${SCENARIOS.map(s => s.name).join(', ')}, or all (default: all)
   --mode hard|soft   override the rules' mode (default: each rule's own)
   --seconds S        virtual seconds per run (default 10)
@@ -35,7 +37,7 @@ export const SIMULATE_HELP = `usage: quotad simulate [options]
   --json             print every run's result as JSON lines (with "traffic": sent per node per second by message type, and "gossipFields": a gossip's mean bytes by field)
 `
 
-interface Target { rules: RuleConfig[], nodes: number, gossipMs: number, limits: LimitsConfig, configPath?: string }
+interface Target { rules: RuleConfig[], nodes: number, gossipMs: number, limits: LimitsConfig, voters: number, configPath?: string }
 
 async function target (values: Record<string, string | boolean | undefined>): Promise<Target> {
   const config = values.config as string | undefined
@@ -46,7 +48,7 @@ async function target (values: Record<string, string | boolean | undefined>): Pr
       rules = rules.filter(r => r.name === values.rule)
       if (rules.length === 0) throw usage(`no rule named "${String(values.rule)}" in ${config} (rules: ${cfg.rules.map(r => r.name).join(', ')})`)
     }
-    return { rules, nodes: cfg.nodes.length, gossipMs: cfg.cluster.gossipIntervalMs, limits: cfg.limits, configPath: config }
+    return { rules, nodes: cfg.nodes.length, gossipMs: cfg.cluster.gossipIntervalMs, limits: cfg.limits, voters: cfg.cluster.voters, configPath: config }
   }
   const algorithm = (values.algorithm ?? 'fixed-window') as Algorithm
   if (!ALGORITHMS.includes(algorithm)) throw usage(`--algorithm must be one of ${ALGORITHMS.join(', ')}`)
@@ -54,7 +56,7 @@ async function target (values: Record<string, string | boolean | undefined>): Pr
   const perMs = intFlag('per-ms', values['per-ms'] as string | undefined, 1000, 1)
   const match = (values.match ?? 'api') as string
   const rule: RuleConfig = { name: 'api', match, limit, perMs, per: `${perMs}ms`, algorithm, burst: limit, mode: 'hard', onPartition: 'local-share', maxDebt: Math.ceil(limit / 10) }
-  return { rules: [rule], nodes: 10, gossipMs: 250, limits: DEFAULT_LIMITS }
+  return { rules: [rule], nodes: 10, gossipMs: 250, limits: DEFAULT_LIMITS, voters: DEFAULT_VOTERS }
 }
 
 /** One case of the property test, exactly as CI ran it. */
@@ -79,6 +81,7 @@ export async function simulate (argv: string[]): Promise<void> {
       rule: { type: 'string' },
       nodes: { type: 'string' },
       'seed-nodes': { type: 'string' },
+      voters: { type: 'string' },
       scenario: { type: 'string' },
       mode: { type: 'string' },
       seconds: { type: 'string' },
@@ -102,6 +105,8 @@ export async function simulate (argv: string[]): Promise<void> {
   if (nodes > 1000) throw usage('--nodes must be at most 1000')
   const seedNodes = intFlag('seed-nodes', values['seed-nodes'], nodes, 1)
   if (seedNodes > nodes) throw usage(`--seed-nodes must be at most --nodes (${nodes})`)
+  const voters = intFlag('voters', values.voters, t.voters, 1)
+  if (voters > 255) throw usage('--voters must be at most 255')
   const seconds = intFlag('seconds', values.seconds, 10, 1)
   const seed = intFlag('seed', values.seed, 1)
   const seeds = intFlag('seeds', values.seeds, 1, 1)
@@ -139,6 +144,7 @@ export async function simulate (argv: string[]): Promise<void> {
       for (let s = seed; s < seed + seeds; s++) {
         const r = runSim({
           scenario: sc, nodes, seedNodes, seed: s, mode: mode ?? rule.mode, rule, durationMs: seconds * 1000, gossipIntervalMs: gossipMs,
+          ...(voters === DEFAULT_VOTERS ? {} : { tuning: { voters } }),
           limits: t.limits, ...(trace !== undefined ? { trace, tracePath: values.trace } : {}), ...(t.configPath !== undefined ? { configPath: t.configPath } : {})
         })
         if (values.json === true) process.stdout.write(JSON.stringify(r) + '\n')
@@ -152,7 +158,7 @@ export async function simulate (argv: string[]): Promise<void> {
     }
     if (values.json === true) continue
     process.stdout.write(`\nrule ${rule.name}: ${rule.algorithm} ${rule.limit}/${rule.per}${rule.algorithm === 'token-bucket' ? ` burst ${rule.burst}` : ''}, ` +
-      `${nodes} nodes${seedNodes < nodes ? ` (${seedNodes} seeds, ${nodes - seedNodes} members)` : ''}, ${seconds} s per run, gossip ${gossipMs} ms, seeds ${seed}..${seed + seeds - 1}\n`)
+      `${nodes} nodes${seedNodes < nodes ? ` (${seedNodes} seeds, ${nodes - seedNodes} members)` : ''}${voters < seedNodes ? `, ${voters} of the seeds voting` : ''}, ${seconds} s per run, gossip ${gossipMs} ms, seeds ${seed}..${seed + seeds - 1}\n`)
     process.stdout.write(table(HEADER, rows) + '\n')
     for (const n of notes) process.stdout.write(n + '\n')
   }

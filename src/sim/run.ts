@@ -109,6 +109,7 @@ export function replayCommand (spec: SimSpec): string {
   const parts = ['quotad simulate', `--scenario ${spec.scenario.name}`, `--nodes ${spec.nodes}`, `--seed ${spec.seed}`, `--mode ${spec.mode}`,
     `--seconds ${spec.durationMs / 1000}`, `--gossip-ms ${spec.gossipIntervalMs}`]
   if (spec.seedNodes !== undefined && spec.seedNodes !== spec.nodes) parts.push(`--seed-nodes ${spec.seedNodes}`)
+  if (spec.tuning?.voters !== undefined) parts.push(`--voters ${spec.tuning.voters}`)
   if (spec.tracePath !== undefined) parts.push(`--trace ${spec.tracePath}`)
   if (spec.configPath !== undefined) parts.push(`--config ${spec.configPath}`, `--rule ${spec.rule.name}`)
   else {

@@ -228,7 +228,7 @@ export class ClusterNode {
         else void this.disk.persistAttestations().then(ok => { if (ok) this.publish(t, o.msg) })
       } else if (o.kind === 'replicate') {
         if (t === null) this.core.replication.onFailed(o.to, this.opts.clock.mono())
-        else void sendReplica(this.core, t, o.to, o.msg, this.bounds, this.opts.clock, this.opts.log)
+        else void sendReplica(this.core, t, o.to, o.msg, o.z, this.bounds, this.opts.clock, this.opts.log)
       } else if (o.kind === 'jget') {
         if (t === null) this.core.heir.onJgetFailed(o.to, o.msg.writer, this.opts.clock.mono())
         else void readCopy(this.core, t, o.to, o.msg, this.bounds, this.opts.clock, this.opts.log)

@@ -46,5 +46,6 @@ export interface ClusterCoreOptions {
 export type Outbound =
   | { kind: 'gossip', msg: Gossip }
   | { kind: 'request', to: string, msg: Want | Grant | Ack }
-  | { kind: 'replicate', to: string, msg: Jrep }
+  /** `z`: send the text compressed (the replica said it reads that; replica-messages.ts). */
+  | { kind: 'replicate', to: string, msg: Jrep, z: boolean }
   | { kind: 'jget', to: string, msg: Jget }

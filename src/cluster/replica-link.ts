@@ -8,22 +8,22 @@ import type { Clock } from '../clock.js'
 import type { Logger } from '../util/log.js'
 import type { ClusterCore } from './cluster-core.js'
 import { parseMessage, type MessageBounds } from './messages.js'
-import type { Jget, Jrep } from './replica-messages.js'
+import { encodeJrep, type Jget, type Jrep } from './replica-messages.js'
 import type { Transport } from './transport/types.js'
 import { wire as packr } from './wire.js'
 
 
 /** Send what the waiting grants need of this node's journal (the core's tick sends the rest). */
 export function sendReplicas (core: ClusterCore, t: Transport, bounds: MessageBounds, clock: Clock, log: Logger): void {
-  for (const r of core.replication.outbound(clock.mono())) void sendReplica(core, t, r.to, r.msg, bounds, clock, log)
+  for (const r of core.replication.outbound(clock.mono())) void sendReplica(core, t, r.to, r.msg, r.z, bounds, clock, log)
 }
 
 /** One jrep; on its jack, the next part if the replica still lacks some. */
-export async function sendReplica (core: ClusterCore, t: Transport, to: string, msg: Jrep, bounds: MessageBounds, clock: Clock, log: Logger): Promise<void> {
+export async function sendReplica (core: ClusterCore, t: Transport, to: string, msg: Jrep, z: boolean, bounds: MessageBounds, clock: Clock, log: Logger): Promise<void> {
   const peerId = core.membership.idOf(to)
   if (peerId === undefined) { core.replication.onFailed(to, clock.mono()); return }
   try {
-    const a = parseMessage(packr.unpack(await t.request(peerId, packr.pack(msg), core.tuning.wantTimeoutMs)), bounds)
+    const a = parseMessage(packr.unpack(await t.request(peerId, packr.pack(encodeJrep(msg, z)), core.tuning.wantTimeoutMs)), bounds)
     if (a.t !== 'jack' || a.node !== to) throw new Error(`unexpected reply ${a.t} from ${a.node}`)
     core.replication.onAck(to, a, clock.mono())
   } catch (err) {

@@ -102,8 +102,9 @@ export class ReplicaStore {
   ack (writer: string, me: string, myEpoch: string, version: number): Jack {
     const s = this.stored.get(writer)
     const p = this.pending.get(writer)
-    if (p !== undefined && (s === undefined || older(s, p))) return { v: version, t: 'jack', node: me, epoch: myEpoch, inc: p.inc, gen: p.gen, have: p.text.length, durable: false }
-    return { v: version, t: 'jack', node: me, epoch: myEpoch, inc: s?.inc ?? 0, gen: s?.gen ?? 0, have: s?.text.length ?? 0, durable: true }
+    // z: this replica reads compressed jreps (replica-messages.ts).
+    if (p !== undefined && (s === undefined || older(s, p))) return { v: version, t: 'jack', node: me, epoch: myEpoch, inc: p.inc, gen: p.gen, have: p.text.length, durable: false, z: true }
+    return { v: version, t: 'jack', node: me, epoch: myEpoch, inc: s?.inc ?? 0, gen: s?.gen ?? 0, have: s?.text.length ?? 0, durable: true, z: true }
   }
 
   /** The copy of `writer`'s journal (what a heir reads). */

@@ -40,6 +40,8 @@ interface Progress {
   retryAt: number
   /** Smoothed time from a jrep to its jack (Infinity until the first). */
   rttMs: number
+  /** Its last jack said it reads compressed jreps (replica-messages.ts): send it `z`. */
+  z: boolean
 }
 
 export interface ReplicationOptions {
@@ -102,7 +104,7 @@ export class JournalReplication {
     this.enabled = o.enabled
     if (o.enabled) {
       for (const v of o.quorum.voters) {
-        if (v !== o.node) this.replicas.set(v, { inc: 0, gen: 0, have: 0, durable: true, inflight: false, sentAt: -Infinity, retryAt: -Infinity, rttMs: Infinity })
+        if (v !== o.node) this.replicas.set(v, { inc: 0, gen: 0, have: 0, durable: true, inflight: false, sentAt: -Infinity, retryAt: -Infinity, rttMs: Infinity, z: false })
       }
     }
   }
@@ -254,8 +256,8 @@ export class JournalReplication {
    * other seed up to date, at most once per `retryMs` each. So copies cost
    * about one jrep per batch of gives, not one per seed.
    */
-  outbound (nowMs: number, tick = false): Array<{ to: string, msg: Jrep }> {
-    const out: Array<{ to: string, msg: Jrep }> = []
+  outbound (nowMs: number, tick = false): Array<{ to: string, msg: Jrep, z: boolean }> {
+    const out: Array<{ to: string, msg: Jrep, z: boolean }> = []
     if (!this.enabled || this.gen === 0) return out
     const urgent = this.waiters.length > 0
     if (!tick && !urgent) return out
@@ -285,7 +287,7 @@ export class JournalReplication {
       covered.push(to)
       this.counters.sent++
       this.counters.sentChars += data.length
-      out.push({ to, msg: { v: this.o.version, t: 'jrep', node: this.o.node, epoch: this.o.epoch, inc: this.o.inc, gen: this.gen, offset: from, data } })
+      out.push({ to, msg: { v: this.o.version, t: 'jrep', node: this.o.node, epoch: this.o.epoch, inc: this.o.inc, gen: this.gen, offset: from, data }, z: p.z })
     }
     return out
   }
@@ -300,6 +302,7 @@ export class JournalReplication {
     const p = this.replicas.get(to)
     if (p === undefined) return
     p.inflight = false
+    p.z = a.z === true
     this.counters.acks++
     const rtt = Math.max(0, nowMs - p.sentAt)
     p.rttMs = p.rttMs === Infinity ? rtt : 0.8 * p.rttMs + 0.2 * rtt

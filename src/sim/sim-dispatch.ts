@@ -47,7 +47,7 @@ export function dispatch (vc: VirtualCluster, replication: SimReplication, from:
         }, undefined, true)
       }
     } else if (o.kind === 'replicate') {
-      replication.send(sender, core, o.to, o.msg)
+      replication.send(sender, core, o.to, o.msg, o.z)
     } else if (o.kind === 'jget') {
       replication.read(sender, core, o.to, o.msg)
     } else {

@@ -8,7 +8,7 @@
  */
 import type { ClusterCore } from '../cluster/cluster-core.js'
 import { parseMessage, type Grant } from '../cluster/messages.js'
-import type { Jget, Jrep } from '../cluster/replica-messages.js'
+import { encodeJrep, type Jget, type Jrep } from '../cluster/replica-messages.js'
 import type { ReplicaWitness } from './replica-check.js'
 import { idOf, type SimNode } from './sim-node.js'
 import { wire as packr } from '../cluster/wire.js'
@@ -34,15 +34,15 @@ export class SimReplication {
 
   /** Send a node's pending journal text to the seeds that lack it. */
   more (n: SimNode, core: ClusterCore): void {
-    for (const r of core.replication.outbound(this.net.mono(n.name))) this.send(n, core, r.to, r.msg)
+    for (const r of core.replication.outbound(this.net.mono(n.name))) this.send(n, core, r.to, r.msg, r.z)
   }
 
   /** One jrep and its jack: the replica writes the change to its disk, then answers. */
-  send (sender: SimNode, core: ClusterCore, to: string, msg: Jrep): void {
+  send (sender: SimNode, core: ClusterCore, to: string, msg: Jrep, z: boolean): void {
     const net = this.net
     const settle = once(sender, core)
     net.at(net.now + core.tuning.wantTimeoutMs, () => { if (settle()) core.replication.onFailed(to, net.mono(sender.name)) })
-    const bytes = packr.pack(msg)
+    const bytes = packr.pack(encodeJrep(msg, z))
     net.count(sender.name, bytes.length, msg.t)
     net.transmit(sender.name, to, bytes, () => {
       const target = net.nodes.get(to)

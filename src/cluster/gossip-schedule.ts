@@ -54,7 +54,6 @@ export class GossipSchedule {
   /** The member list version last sent, and whether this message is a full sync's first (which always sends it). */
   private membersSent = -1
   private syncStart = false
-  /** Per giver incarnation (`giver/epoch`): the applied mark last gossiped, and how many more gossips repeat it. */
   /** Per `giver/epoch`: the applied mark last acked to that giver directly, and how many more times to send it (`directAcks`). */
   private ackSent = new Map<string, [applied: number, repeats: number]>()
 
@@ -135,10 +134,10 @@ export class GossipSchedule {
   }
 
   /**
-   * The marks to ack directly, once per gossip interval: those that moved
-   * since the last direct ack to their giver. One message per giver per
-   * interval however many of its grants were applied. Lost, it costs what a
-   * lost gossip ack did: the giver resends the grant after `retransmitMs`,
+   * The marks to ack directly at this gossip interval: those that moved
+   * within the last ACK_REPEATS intervals. One message per giver per
+   * interval however many of its grants were applied. Lost both times, it
+   * costs what a lost gossip ack did: the giver resends the grant after `retransmitMs`,
    * and a resend is pushed, so its reply is an ack (ledger.ts); and the next
    * full sync carries every mark. A giver gone from `all` (its epoch ended)
    * is forgotten here too.

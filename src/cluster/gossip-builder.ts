@@ -53,7 +53,7 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
   // Estimated msgpack size: strings plus a few bytes of framing each; numbers as float64.
   let bytes = 64
   for (const r of core.limiter.rules) { rules[r.name] = r.hash; bytes += r.name.length + r.hash.length + 4 }
-  const acks = core.gossip.acks(core.ledger.acks(core.currentEpochs()))
+  const acks = core.gossip.acks()
   for (const [n, e] of acks) bytes += n.length + e.length + 14
   const pending = core.gossip.pendingRules()
   for (const r of pending) bytes += r.length + 2

@@ -56,8 +56,9 @@ export async function checkDeploy (cfg: ClusterConfig): Promise<DeployCheck> {
 
 /** The first `voters` seeds vote on leases (cluster/quorum.ts): an even count breaks ties by the first in name order. */
 function voterWarnings (cfg: ClusterConfig): ConfigIssue[] {
-  const voters = voterSet(cfg.nodes.filter(n => n.seed).map(n => n.name), cfg.cluster.voters)
-  const all = voters.length === cfg.nodes.filter(n => n.seed).length
+  const seeds = cfg.nodes.filter(n => n.seed).map(n => n.name)
+  const voters = voterSet(seeds, cfg.cluster.voters)
+  const all = voters.length === seeds.length
   const what = all ? 'seeds' : `voters (of the seeds, the first ${voters.length} in name order: cluster.voters)`
   const path = all ? 'nodes' : 'cluster.voters'
   if (voters.length === 2) {

@@ -8,7 +8,7 @@ import test from 'ava'
 import { Packr } from 'msgpackr'
 import { ClusterCore } from '../src/cluster/cluster-core.js'
 import { Ledger, MAX_QUIET_BACKOFF } from '../src/cluster/ledger.js'
-import { CLUSTER_VERSION, gossipTopic, parseMessage, type Ack, type Grant, type Want } from '../src/cluster/messages.js'
+import { CLUSTER_VERSION, gossipTopic, membersTopic, parseMessage, type Ack, type Grant, type Want } from '../src/cluster/messages.js'
 import { Peers } from '../src/cluster/peers.js'
 import { limits, rule } from './helpers/rules.js'
 
@@ -203,6 +203,7 @@ test('parseMessage: want, grant, ack and none carry a whole, non-negative inc', 
     }
   }
   t.throws(() => round({ ...msgs[0], v: 2 }), { code: 'E_BAD_FRAME' }, 'version 2 is refused')
-  t.is(CLUSTER_VERSION, 5)
-  t.is(gossipTopic('prod'), 'quotad/prod/gossip/5')
+  t.is(CLUSTER_VERSION, 6)
+  t.is(gossipTopic('prod'), 'quotad/prod/gossip/6')
+  t.is(membersTopic('prod'), 'quotad/prod/members/6')
 })

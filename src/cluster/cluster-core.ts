@@ -25,6 +25,7 @@ import { GossipSchedule } from './gossip-schedule.js'
 import { applyDeferred, burnDue, ext, updateRate, type KeyExt } from './key-ext.js'
 import { Fence } from './fence.js'
 import { Ledger } from './ledger.js'
+import { MemberSums } from './member-sums.js'
 import { StopMachine, type Phase } from './lifecycle.js'
 import { admissionPolicy, repayDebt, updatePacing } from './local-policy.js'
 import { CLUSTER_VERSION, type Ack, type Gossip, type Grant, type None, type Want } from './messages.js'
@@ -92,6 +93,8 @@ export class ClusterCore {
   /** A seed: inherits the seeds that die for good after it in name order (heir.ts). */
   readonly heir: Heir
   readonly gossip: GossipSchedule
+  /** A seed sums the members' lines for them; a member reads those sums (member-sums.ts). */
+  readonly msums: MemberSums
   private lastTick = -Infinity
   private lastHousekeeping = -Infinity
   /** Requests sent and not yet answered or failed (stop waits for them). */
@@ -132,6 +135,7 @@ export class ClusterCore {
     this.view = new ClusterView(this.node, this.seeds, this.peers, this.tuning, this.calendar)
     this.heir = new Heir(this, opts.inherited ?? [], opts.estates ?? [])
     this.view.homes = this.heir.homes
+    this.msums = new MemberSums(this)
     // A member gives only what it holds of the asker's tokens (reclaim.ts): ask it only when it owes us some.
     this.view.mayAsk = (p, key) => mayAsk(this, p, key)
     this.peers.onLine = (key, p, old, line, nowMs) => {
@@ -364,9 +368,7 @@ export class ClusterCore {
   onJget (m: Jget, from: string): Jcopy | null { return this.seeds.includes(m.node) && this.membership.check(m.node, from) === 'ok' ? this.heir.serve(m) : null }
 
   /** A peer sent something malformed: counted, dropped. */
-  onBadMessage (): void {
-    this.counters.badMessages++
-  }
+  onBadMessage (): void { this.counters.badMessages++ }
 
   // ---- stopping (lifecycle.ts) ----------------------------------------------
 
@@ -393,7 +395,5 @@ export class ClusterCore {
     this.active.add(ks)
   }
 
-  agrees (p: Peer, ks: KeyState): boolean {
-    return agrees(p, ks)
-  }
+  agrees (p: Peer, ks: KeyState): boolean { return agrees(p, ks) }
 }

@@ -32,7 +32,8 @@ import { clusterHash } from './cluster-hash.js'
 import { ReclaimLog } from './reclaim-log.js'
 import { GossipInbox } from './gossip-inbox.js'
 import { sendRequest, serveRequest, type RequestContext } from './node-requests.js'
-import { DEFAULT_BOUNDS, gossipTopic, parseMessage, type Grant, type MessageBounds } from './messages.js'
+import { DEFAULT_BOUNDS, gossipTopic, membersTopic, parseMessage, type Grant, type MessageBounds } from './messages.js'
+import { gossipAudience } from './member-sums.js'
 import type { Transport, TransportOptions } from './transport/types.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
 import { wire as packr } from './wire.js'
@@ -158,6 +159,10 @@ export class ClusterNode {
       psk,
       dataDir: node.dataDir,
       topic: gossipTopic(config.cluster.name),
+      // A member's gossip goes to the seeds alone; seeds hear both topics (member-sums.ts).
+      ...(gossipAudience(node.name, this.core.seeds) === 'seeds'
+        ? { publishTopic: membersTopic(config.cluster.name) }
+        : { alsoSubscribe: [membersTopic(config.cluster.name)] }),
       onEvent: (name, fields) => { if (name === 'thread-exited') log.error('the transport thread ended: this node hears no peer; restart it', fields); else log.debug(name, fields) }
     })
     t.onGossip = (from, data) => this.inbox.push(from, data)

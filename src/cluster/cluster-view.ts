@@ -10,6 +10,7 @@ import type { CalendarView } from '../core/calendar.js'
 import { fmix32 } from '../core/hash.js'
 import { homeOf, initialShare } from '../core/share.js'
 import { decayed, horizon, type KeyExt } from './key-ext.js'
+import { otherMembers } from './member-sums.js'
 import type { Peer, PeerKey, Peers } from './peers.js'
 import type { ClusterTuning } from './tuning.js'
 
@@ -35,8 +36,8 @@ export class ClusterView {
   private readonly seeds: readonly string[]
   /** Dead seeds' heirs (heir.ts): their glob keys' homes. */
   homes: ReadonlyMap<string, string> = new Map()
-  private readonly peers: Peers
-  private readonly tuning: ClusterTuning
+  readonly peers: Peers
+  readonly tuning: ClusterTuning
   private readonly calendar: CalendarView
 
   constructor (node: string, seeds: readonly string[], peers: Peers, tuning: ClusterTuning, calendar: CalendarView) {
@@ -101,6 +102,9 @@ export class ClusterView {
       if (k !== undefined) k.counted = this.lineRate(k, nowMs)
       r += this.rateOf(held, k?.counted ?? 0)
     }
+    // At a member, the members it does not hear, as a seed summed them (member-sums.ts).
+    const others = otherMembers(this, ks, nowMs)
+    if (others !== null) { n += others.held; r += others.rate }
     if (x !== null) { x.peersHeld = n; x.peersRate = r; x.peersHeldAt = nowMs; x.walkPeers = candidates; x.walkVersion = this.peers.version; x.walkHash = ks.rule.hash }
     return ks.bucket.held + n
   }

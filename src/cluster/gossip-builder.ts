@@ -113,6 +113,8 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     // Stop right after the last one taken, so a resumable candidate source loses nothing.
     if (keys.length >= max) break
   }
+  // A seed's sums of the members' lines (member-sums.ts), in what room is left.
+  const msums = core.msums.build(nowMs, core.gossip.syncStarts(), max, GOSSIP_BYTE_BUDGET - bytes).lines
   const seq = core.gossip.nextSeq()
   // Its send time, for the echoes that will name it (lease.ts): recorded no later than it leaves.
   core.fence.lease.sent(seq, nowMs)
@@ -140,7 +142,8 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     ...(attest === undefined || attest.length === 0 ? {} : { attest }),
     ...(estates.length === 0 ? {} : { estates }),
     ...(estateMarks.length === 0 ? {} : { estateMarks }),
-    ...(deadApplied.length === 0 ? {} : { deadApplied })
+    ...(deadApplied.length === 0 ? {} : { deadApplied }),
+    ...(msums.length === 0 ? {} : { msums })
   }
   return { msg, leftover }
 }

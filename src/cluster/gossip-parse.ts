@@ -5,7 +5,7 @@
  */
 import type { HeardEntry } from './lease.js'
 import { bad, KEY_LINE_FIELDS, key, list, MAX_CARRIES, MAX_REFUSED, name, num, PEER_ID, seq, tuple, type MessageBounds } from './message-fields.js'
-import type { AttestEntry, DeadApplied, EstateMark, Gossip, GossipAck, GossipKey } from './messages.js'
+import type { AttestEntry, DeadApplied, EstateMark, Gossip, GossipAck, GossipKey, MemberSum } from './messages.js'
 
 /** Validate gossip `m` (its version, node and epoch already checked by parseMessage). */
 export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: number, node: string, epoch: string): Gossip {
@@ -83,6 +83,12 @@ export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: nu
       const t = tuple(e, 3, 'dead applied entry')
       return [name(t[0], 'applied dead'), name(t[1], 'applied dead epoch'), seq(t[2], 'applied seq')] as DeadApplied
     })
+  const msums = m.msums === undefined || m.msums === null
+    ? undefined
+    : list(m.msums, b.maxEntries, 'msums').map(e => {
+      const t = tuple(e, 4, 'member sum')
+      return [key(t[0], b), num(t[1], 'members held'), num(t[2], 'members rate'), num(t[3], 'members custody')] as MemberSum
+    })
   return {
     v, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),
     pending, ...(sync === undefined ? {} : { sync }), carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, ...(decay === undefined || decay.length === 0 ? {} : { decay }), acks, ...(m.leaving === true ? { leaving: true } : {}),
@@ -90,6 +96,7 @@ export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: nu
     ...(m.alloc === false ? { alloc: false as const } : {}), ...(attest === undefined || attest.length === 0 ? {} : { attest }),
     ...(estates === undefined || estates.length === 0 ? {} : { estates }),
     ...(estateMarks === undefined || estateMarks.length === 0 ? {} : { estateMarks }),
-    ...(deadApplied === undefined || deadApplied.length === 0 ? {} : { deadApplied })
+    ...(deadApplied === undefined || deadApplied.length === 0 ? {} : { deadApplied }),
+    ...(msums === undefined || msums.length === 0 ? {} : { msums })
   }
 }

@@ -129,6 +129,9 @@ export class GossipSchedule {
    * only the giver reads one: 789 of a gossip's 2,906 bytes at keys100 with
    * 50 nodes, then 125 of 720 at 200 nodes with the moves only.
    */
+  /** Whether this message is a full sync's first (it carries every ack mark and every member sum). */
+  syncStarts (): boolean { return this.syncStart }
+
   acks (): Array<[string, string, number]> {
     // Listed only when sent: a list of every giver per gossip, thrown away 19 times in 20, was O(peers) for nothing.
     return this.syncStart ? this.core.ledger.acks(this.core.currentEpochs()) : []

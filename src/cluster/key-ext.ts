@@ -9,6 +9,7 @@
  */
 import type { KeyState } from '../core/limiter.js'
 import type { CalendarView } from '../core/calendar.js'
+import type { MemberSumLine } from './member-sums.js'
 import type { Peer } from './peers.js'
 
 /**
@@ -39,6 +40,8 @@ export class KeyExt {
   walkPeers: Peer[] | null = null
   /** The rule hash the last walk saw (a reload changes which peers agree). */
   walkHash = ''
+  /** At a member: the other members' sums of this key, from a seed's `msums` (member-sums.ts); null: none heard. */
+  msum: MemberSumLine | null = null
 
   /** Tokens requested (allowed or not) since the last rate update. */
   get demand (): number { return this.n[0] }

@@ -32,14 +32,25 @@ import { parseJack, parseJcopy, parseJget, parseJrep, type Jack, type Jcopy, typ
  * version share no gossip topic (`gossipTopic`) and refuse each other's
  * requests. 4: jrep and jack, the seeds' journal copies (replica-messages.ts).
  * 5: jget and jcopy (a heir reads a dead seed's copies), and a seed's gossip
- * names the seeds it inherited (`estates`, heir.ts).
+ * names the seeds it inherited (`estates`, heir.ts). 6: a node that is not
+ * a seed publishes its gossip on the members' topic, which only seeds
+ * subscribe to (`membersTopic`), and seeds gossip the members' sums
+ * (`msums`, member-sums.ts).
  */
-export const CLUSTER_VERSION = 5
+export const CLUSTER_VERSION = 6
 
 /** The gossip topic of a cluster: versioned, so nodes of another protocol version never hear each other. */
 export function gossipTopic (cluster: string): string {
   return `quotad/${cluster}/gossip/${CLUSTER_VERSION}`
 }
+
+/** Where members (nodes not in the seed list) publish their gossip: only seeds subscribe (member-sums.ts). */
+export function membersTopic (cluster: string): string {
+  return `quotad/${cluster}/members/${CLUSTER_VERSION}`
+}
+
+/** A seed's sums of the members' last lines for a key it aggregates: [key, held, rate, custody] (member-sums.ts). */
+export type MemberSum = [key: string, held: number, rate: number, custody: number]
 
 /**
  * One key's line in a gossip delta: [key, held, outstanding, rate tokens/s,
@@ -159,6 +170,12 @@ export interface Gossip {
    * most `maxPeers`.
    */
   deadApplied?: DeadApplied[]
+  /**
+   * A seed's sums of the members' last key lines, for the keys it
+   * aggregates, when they moved (all on a full sync's first message):
+   * members do not hear each other (member-sums.ts). At most `maxEntries`.
+   */
+  msums?: MemberSum[]
 }
 
 /** [dead seed, its epoch, seq] (see Gossip.deadApplied). */

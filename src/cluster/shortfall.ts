@@ -49,6 +49,7 @@ import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore } from './cluster-core.js'
 import { agrees } from './cluster-view.js'
 import { deferredTotal, type KeyExt } from './key-ext.js'
+import { otherMembers } from './member-sums.js'
 
 /** What one node has of one key. */
 export interface CustodyLine {
@@ -120,5 +121,7 @@ export function keyShortfall (core: Pick<ClusterCore, 'ledger' | 'peers' | 'view
     const line = p.keys.get(ks.key)
     n += peerCustody(line, line === undefined ? core.view.peerShare(p, ks) : 0, stock)
   }
+  // At a member, the members it does not hear, as a seed summed them (member-sums.ts).
+  n += otherMembers(core.view, ks, nowMs)?.custody ?? 0
   return clamp(stock - n, 0, stock)
 }

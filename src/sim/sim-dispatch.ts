@@ -17,6 +17,7 @@ import type { Outbound } from '../cluster/cluster-core.js'
 import { parseMessage, type Grant } from '../cluster/messages.js'
 import { wire as packr } from '../cluster/wire.js'
 import { sampleLatency } from './network.js'
+import { gossipAudience } from '../cluster/member-sums.js'
 import { idOf } from './sim-node.js'
 import type { SimReplication } from './sim-replication.js'
 import { sendRequest } from './sim-requests.js'
@@ -37,8 +38,10 @@ export function dispatch (vc: VirtualCluster, replication: SimReplication, from:
       const m = parseMessage(packr.unpack(bytes))
       if (m.t !== 'gossip') continue
       vc.leases?.published(core, m, vc.now)
+      // A member's gossip reaches the seeds alone (the daemon's members' topic; member-sums.ts).
+      const seedsOnly = gossipAudience(from, core.seeds) === 'seeds'
       for (const [to, target] of vc.nodes) {
-        if (to === from || target.core === null) continue
+        if (to === from || target.core === null || (seedsOnly && !core.msums.isSeed(to))) continue
         vc.transmit(from, to, bytes, () => {
           const c = vc.nodes.get(to)?.core
           if (c == null) return

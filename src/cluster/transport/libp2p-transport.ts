@@ -8,7 +8,8 @@
  * - Private network: every connection is first wrapped by `@libp2p/pnet`
  *   (XSalsa20 with the swarm key), so a node with another key, or none, never
  *   gets as far as the noise handshake.
- * - Gossip: one topic, messages signed by their origin (StrictSign). Size is
+ * - Gossip: one topic (a member publishes on a second one that only seeds
+ *   hear: member-sums.ts), messages signed by their origin (StrictSign). Size is
  *   capped twice: gossipsub drops RPC frames above `maxInboundDataLength`
  *   before decoding them, and our topic validator rejects single messages
  *   above `maxMessageBytes` (not delivered, not forwarded, counted).
@@ -57,6 +58,11 @@ const GOSSIP_GRACE_MS = 2000
 
 type Node = Libp2p<{ identify: unknown, pubsub: PubSub }>
 
+/** Every topic this node hears or publishes on: gossipsub ignores subscriptions to any other (allowedTopics). */
+function topicsOf (o: Resolved): string[] {
+  return [...new Set([o.topic, o.publishTopic, ...o.alsoSubscribe])]
+}
+
 export async function createTransport (opts: TransportOptions): Promise<Transport> {
   const o = validateOptions(opts)
   const identity = await loadOrCreateIdentity(o.dataDir)
@@ -97,7 +103,7 @@ async function buildNode (o: Resolved, privateKey: PeerPrivateKey): Promise<Node
         allowPublishToZeroTopicPeers: true,
         emitSelf: false,
         globalSignaturePolicy: 'StrictSign',
-        allowedTopics: [o.topic],
+        allowedTopics: topicsOf(o),
         maxInboundDataLength: MESSAGES_PER_RPC * o.maxMessageBytes + RPC_OVERHEAD_BYTES,
         // a peer that stops reading must not make us buffer without bound
         maxOutboundBufferSize: 64 * (o.maxMessageBytes + RPC_OVERHEAD_BYTES)
@@ -170,12 +176,14 @@ export class Libp2pTransport implements Transport {
     node.addEventListener('peer:connect', evt => { this.peerEvent(evt.detail, true) })
     node.addEventListener('peer:disconnect', evt => { this.peerEvent(evt.detail, false) })
     const pubsub = node.services.pubsub
-    pubsub.topicValidators.set(o.topic, (from, msg) => {
-      if (msg.data.byteLength <= o.maxMessageBytes) return TopicValidatorResult.Accept
-      this.counters.droppedOversize++
-      this.emit('gossip-oversize', { from: from.toString(), bytes: msg.data.byteLength, limit: o.maxMessageBytes })
-      return TopicValidatorResult.Reject
-    })
+    for (const topic of topicsOf(o)) {
+      pubsub.topicValidators.set(topic, (from, msg) => {
+        if (msg.data.byteLength <= o.maxMessageBytes) return TopicValidatorResult.Accept
+        this.counters.droppedOversize++
+        this.emit('gossip-oversize', { from: from.toString(), bytes: msg.data.byteLength, limit: o.maxMessageBytes })
+        return TopicValidatorResult.Reject
+      })
+    }
     pubsub.addEventListener('message', evt => { this.gossipIn(evt.detail) })
     await node.handle(TRANSFER_PROTOCOL, data => { void this.serve(data) }, {
       maxInboundStreams: MAX_INBOUND_REQUEST_STREAMS
@@ -191,6 +199,7 @@ export class Libp2pTransport implements Transport {
       throw new QuotadError(ErrorCodes.CONFIG_INVALID, `cannot listen on ${o.listen}: ${cause}`)
     }
     pubsub.subscribe(o.topic)
+    for (const topic of o.alsoSubscribe) pubsub.subscribe(topic)
     for (const a of node.getMultiaddrs()) this.ownAddrs.add(stripPeer(a.toString()))
     this.emit('started', { peerId: this.peerId, listenAddrs: this.listenAddrs })
     this.redialer.start()
@@ -214,7 +223,7 @@ export class Libp2pTransport implements Transport {
       throw new QuotadError(ErrorCodes.FRAME_TOO_LARGE,
         `gossip message of ${data.byteLength} bytes is above maxMessageBytes ${this.o.maxMessageBytes}`)
     }
-    const result = await this.node.services.pubsub.publish(this.o.topic, data)
+    const result = await this.node.services.pubsub.publish(this.o.publishTopic, data)
     this.counters.published++
     this.counters.publishedBytes += data.byteLength
     this.counters.publishedCopies += result.recipients.length
@@ -291,7 +300,7 @@ export class Libp2pTransport implements Transport {
   }
 
   private gossipIn (msg: Message): void {
-    if (msg.topic !== this.o.topic || msg.type !== 'signed') return
+    if ((msg.topic !== this.o.topic && !this.o.alsoSubscribe.includes(msg.topic)) || msg.type !== 'signed') return
     const from = msg.from.toString()
     if (from === this.peerId) return
     // the validator already rejected these; this guards against a gossipsub

@@ -33,6 +33,8 @@ export function validateOptions (opts: TransportOptions): ResolvedOptions {
     bad('psk', `must be the 32 key bytes from parseSwarmKey, got ${o.psk instanceof Uint8Array ? `${o.psk.byteLength} bytes` : typeof o.psk}`)
   }
   if (typeof o.topic !== 'string' || o.topic === '') bad('topic', 'must be a non-empty string')
+  if (o.publishTopic !== undefined && (typeof o.publishTopic !== 'string' || o.publishTopic === '')) bad('publishTopic', 'must be a non-empty string')
+  if (o.alsoSubscribe !== undefined && (!Array.isArray(o.alsoSubscribe) || o.alsoSubscribe.some(t => typeof t !== 'string' || t === ''))) bad('alsoSubscribe', 'must be an array of non-empty strings')
   if (typeof o.dataDir !== 'string' || o.dataDir === '') bad('dataDir', 'must be a non-empty path')
   if (!Array.isArray(o.seeds)) bad('seeds', 'must be an array of multiaddrs')
   const addrs = [['listen', o.listen], ...(Array.isArray(o.seeds) ? o.seeds : []).map((s, i) => [`seeds[${i}]`, s])]
@@ -43,6 +45,8 @@ export function validateOptions (opts: TransportOptions): ResolvedOptions {
       bad(path, `not a multiaddr (${(err as Error).message}), got ${JSON.stringify(addr)}`)
     }
   }
+  o.publishTopic ??= o.topic
+  o.alsoSubscribe ??= []
   if (issues.length > 0) {
     throw new QuotadError(ErrorCodes.CONFIG_INVALID, 'invalid transport options:\n' + issues.map(i => `  ${i.path}: ${i.message}`).join('\n'), issues)
   }

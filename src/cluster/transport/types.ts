@@ -38,8 +38,15 @@ export interface TransportOptions {
   psk: Uint8Array | null
   /** The node's data dir: the peer identity is kept in `<dataDir>/peer-key` (mode 0600). */
   dataDir: string
-  /** Gossip topic, e.g. `quotad/<cluster name>/gossip/1`. */
+  /** Gossip topic, e.g. `quotad/<cluster name>/gossip/1`: subscribed to, and published on unless `publishTopic` says otherwise. */
   topic: string
+  /**
+   * Where `publish` sends, when not `topic`: a member publishes on the
+   * members' topic, which only seeds subscribe to (member-sums.ts). @default topic
+   */
+  publishTopic?: string
+  /** More topics to hear (a seed: the members' topic). @default [] */
+  alsoSubscribe?: string[]
   /** Max bytes of one gossip message accepted or published. @default 65536 */
   maxMessageBytes?: number
   /** Max bytes of one request or response on the transfer protocol. @default 65536 */

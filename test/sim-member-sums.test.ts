@@ -109,12 +109,12 @@ test('with every node a seed, no gossip carries member sums (the all-seed shape 
 
 test('a seed\'s msums are bounded and checked: a bad line is a bad message', t => {
   const base = { v: 6, t: 'gossip', node: 'a', epoch: 'e1', inc: 1, seq: 1, now: 0, pending: [], carries: [], cfg: 'x', rules: {}, keys: [], acks: [] }
-  const ok = parseMessage({ ...base, msums: [['api', 3, 1.5, 4]] })
-  t.deepEqual(ok.t === 'gossip' ? ok.msums : undefined, [['api', 3, 1.5, 4]])
-  for (const msums of [[['api', -1, 0, 0]], [['api', 1, 0]], [[7, 1, 1, 1]], 'api', [['api', 1, Infinity, 1]]]) {
+  const ok = parseMessage({ ...base, msums: [['api', 3, 1.5, 4, 1.5]] })
+  t.deepEqual(ok.t === 'gossip' ? ok.msums : undefined, [['api', 3, 1.5, 4, 1.5]])
+  for (const msums of [[['api', -1, 0, 0, 0]], [['api', 1, 0, 0]], [[7, 1, 1, 1, 1]], 'api', [['api', 1, Infinity, 1, 1]], [['api', 1, 1, 1, -1]]]) {
     t.throws(() => parseMessage({ ...base, msums }), { code: ErrorCodes.BAD_FRAME }, JSON.stringify(msums))
   }
-  t.throws(() => parseMessage({ ...base, msums: Array.from({ length: 4097 }, (_, i) => [`k${i}`, 1, 1, 1]) }), { code: ErrorCodes.BAD_FRAME })
+  t.throws(() => parseMessage({ ...base, msums: Array.from({ length: 4097 }, (_, i) => [`k${i}`, 1, 1, 1, 1]) }), { code: ErrorCodes.BAD_FRAME })
 })
 
 test('a member keeps a seed\'s sums only from a seed of its cluster, and never an older line over a newer one', t => {
@@ -128,13 +128,13 @@ test('a member keeps a seed\'s sums only from a seed of its cluster, and never a
       ran = true
       const sums = core.msums as MemberSums
       const x = ks.ext as { msum: { held: number, seq: number } | null }
-      sums.onSums(seed, 1_000_000, [['api', 42, 0, 42]], 0)
+      sums.onSums(seed, 1_000_000, [['api', 42, 0, 42, 0]], 0)
       t.is(x.msum?.held, 42)
-      sums.onSums(seed, 999_999, [['api', 7, 0, 7]], 0)
+      sums.onSums(seed, 999_999, [['api', 7, 0, 7, 0]], 0)
       t.is(x.msum?.held, 42, 'an older message of the same seed epoch is ignored')
       // A name that is not a seed is not taken.
       const fake = { ...seed, name: 'n6' }
-      sums.onSums(fake, 2_000_000, [['api', 5, 0, 5]], 0)
+      sums.onSums(fake, 2_000_000, [['api', 5, 0, 5, 0]], 0)
       t.is(x.msum?.held, 42)
     })
   }))

@@ -86,8 +86,8 @@ export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: nu
   const msums = m.msums === undefined || m.msums === null
     ? undefined
     : list(m.msums, b.maxEntries, 'msums').map(e => {
-      const t = tuple(e, 4, 'member sum')
-      return [key(t[0], b), num(t[1], 'members held'), num(t[2], 'members rate'), num(t[3], 'members custody')] as MemberSum
+      const t = tuple(e, 5, 'member sum')
+      return [key(t[0], b), num(t[1], 'members held'), num(t[2], 'members rate'), num(t[3], 'members custody'), num(t[4], 'members spending')] as MemberSum
     })
   return {
     v, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),

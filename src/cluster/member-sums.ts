@@ -17,7 +17,7 @@
  * (`gossipAudience`; the daemon's members' topic, cluster-node.ts; the
  * simulator's dispatch), and seeds still hear everyone. For each key, one
  * seed, its **aggregator**, sums the members' last lines (alive, same
- * cluster, same rule) and gossips `[key, held, rate, custody]` in `msums`
+ * cluster, same rule) and gossips `[key, held, rate, custody, spending]` in `msums`
  * when the sums move as much as a key line would have to. The aggregator is
  * the key's home (share.ts `homeOf`) while this seed sees it alive, else the
  * first such seed in seed order (views can differ for a moment: two seeds
@@ -49,6 +49,8 @@ export class MemberSumLine {
     public held: number,
     public rate: number,
     public custody: number,
+    /** The rates of the members that held a token or more: how fast what they hold is being spent. */
+    public spending: number,
     /** The seed and its epoch it came from, and that gossip's seq (a later one replaces it). */
     public from: string,
     public epoch: string,
@@ -62,14 +64,14 @@ function stale (sent: number, now: number, floor: number): boolean {
   return Math.abs(sent - now) >= Math.max(floor, 0.25 * Math.abs(sent))
 }
 
-interface Acc { ks: KeyState, held: number, rate: number, custody: number }
+interface Acc { ks: KeyState, held: number, rate: number, custody: number, spending: number }
 
 /**
  * A seed's side: what it last sent per key (only keys with members' tokens
  * or demand; a key whose sums fell to nothing gets one zero line and leaves).
  */
 export class MemberSums {
-  private readonly sent = new Map<string, [held: number, rate: number, custody: number]>()
+  private readonly sent = new Map<string, [held: number, rate: number, custody: number, spending: number]>()
   private readonly amSeed: boolean
   private readonly seedSet: ReadonlySet<string>
 
@@ -100,21 +102,23 @@ export class MemberSums {
           if (m === undefined) mine.set(key, m = this.aggregates(key, nowMs))
           const ks = m ? c.limiter.existing(key) : undefined
           if (ks === undefined) continue
-          acc.set(key, a = { ks, held: 0, rate: 0, custody: 0 })
+          acc.set(key, a = { ks, held: 0, rate: 0, custody: 0, spending: 0 })
         }
         if (!agrees(p, a.ks)) continue
         const r = c.view.lineRate(line, nowMs)
         // As spent since its gossip came, at up to its rate (see otherMembers: a hop older than a line heard directly).
-        a.held += Number.isFinite(r) ? Math.max(0, line.held - r * Math.max(0, nowMs - p.lastHeard) / 1000) : line.held
+        const held = Number.isFinite(r) ? Math.max(0, line.held - r * Math.max(0, nowMs - p.lastHeard) / 1000) : line.held
+        a.held += held
         a.rate += Number.isFinite(r) ? r : line.held * 1000 / c.tuning.horizonMs
+        if (held >= 1 && Number.isFinite(r)) a.spending += r
         a.custody += peerCustody(line, 0, a.ks.rule.stock)
       }
     }
     let bytes = 0
-    const take = (key: string, held: number, rate: number, custody: number): boolean => {
+    const take = (key: string, held: number, rate: number, custody: number, spending: number): boolean => {
       const cost = Buffer.byteLength(key) + 30
       if (lines.length >= max || bytes + cost > budget) return false
-      lines.push([key, compact(held), compact(rate), compact(custody)])
+      lines.push([key, compact(held), compact(rate), compact(custody), compact(spending)])
       bytes += cost
       return true
     }
@@ -122,14 +126,14 @@ export class MemberSums {
       const s = this.sent.get(key)
       const moved = s === undefined
         ? a.held >= 0.5 || a.rate >= 0.05 || a.custody >= 0.5
-        : stale(s[0], a.held, 0.5) || stale(s[1], a.rate, 0.05) || Math.abs(s[2] - a.custody) >= 0.5 || (a.rate === 0 && s[1] !== 0)
-      if (!(moved || (all && s !== undefined)) || !take(key, a.held, a.rate, a.custody)) continue
-      this.sent.set(key, [a.held, a.rate, a.custody])
+        : stale(s[0], a.held, 0.5) || stale(s[1], a.rate, 0.05) || Math.abs(s[2] - a.custody) >= 0.5 || (a.rate === 0 && s[1] !== 0) || stale(s[3], a.spending, 0.05)
+      if (!(moved || (all && s !== undefined)) || !take(key, a.held, a.rate, a.custody, a.spending)) continue
+      this.sent.set(key, [a.held, a.rate, a.custody, a.spending])
     }
     // Keys whose members' lines went (or that another seed aggregates now): one last zero line, then forgotten.
     for (const key of [...this.sent.keys()]) {
       if (acc.has(key)) continue
-      if (take(key, 0, 0, 0)) this.sent.delete(key)
+      if (take(key, 0, 0, 0, 0)) this.sent.delete(key)
     }
     return { lines, bytes }
   }
@@ -151,7 +155,7 @@ export class MemberSums {
   /** A member's side: a seed's `msums` (its gossip `seq`), kept on the keys this node has state for. */
   onSums (p: Peer, seq: number, lines: readonly MemberSum[], nowMs: number): void {
     if (this.amSeed || !this.seedSet.has(p.name) || !p.sameCluster) return
-    for (const [key, held, rate, custody] of lines) {
+    for (const [key, held, rate, custody, spending] of lines) {
       const ks = this.c.limiter.existing(key)
       if (ks === undefined) continue
       const x = ks.ext as KeyExt | null
@@ -159,7 +163,7 @@ export class MemberSums {
       const old = x.msum
       // A reordered older message of the same seed epoch never overwrites a newer line.
       if (old !== null && old.from === p.name && old.epoch === p.epoch && old.seq >= seq) continue
-      x.msum = new MemberSumLine(held, rate, custody, p.name, p.epoch, seq, nowMs)
+      x.msum = new MemberSumLine(held, rate, custody, spending, p.name, p.epoch, seq, nowMs)
       // The key's sums are walked again at their next read (cluster-view.ts `current`).
       x.walkPeers = null
     }
@@ -187,6 +191,7 @@ export function otherMembers (c: Pick<ClusterCore, 'peers' | 'tuning'>, ks: KeyS
   // it came, and a member reads the sums as spent since they came, at up to the members' rates. Read as said, a
   // member counted a median 204 tokens more than the cluster held mid-window (zipf, 5 seeds of 200; 73 when members
   // heard each other; -21 now) and asked for twice its need while tokens were short.
-  const spent = rate * Math.max(0, nowMs - m.at) / 1000
-  return { held: Math.max(0, m.held - ownHeld - spent), rate, custody: Math.max(0, m.custody - ownCustody) }
+  const spending = Math.max(0, m.spending - (ownHeld >= 1 ? ownRate : 0))
+  const held = Math.max(0, m.held - ownHeld)
+  return { held: Math.max(0, held - spending * Math.max(0, nowMs - m.at) / 1000), rate, custody: Math.max(0, m.custody - ownCustody) }
 }

@@ -49,8 +49,11 @@ export function membersTopic (cluster: string): string {
   return `quotad/${cluster}/members/${CLUSTER_VERSION}`
 }
 
-/** A seed's sums of the members' last lines for a key it aggregates: [key, held, rate, custody] (member-sums.ts). */
-export type MemberSum = [key: string, held: number, rate: number, custody: number]
+/**
+ * A seed's sums of the members' last lines for a key it aggregates: [key, held, rate, custody, spending], spending
+ * the rates of those holding a token or more (member-sums.ts).
+ */
+export type MemberSum = [key: string, held: number, rate: number, custody: number, spending: number]
 
 /**
  * One key's line in a gossip delta: [key, held, outstanding, rate tokens/s,

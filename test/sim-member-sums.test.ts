@@ -7,6 +7,7 @@ import test from 'ava'
 import type { ClusterCore } from '../src/cluster/cluster-core.js'
 import { gossipAudience, MemberSums } from '../src/cluster/member-sums.js'
 import { parseMessage } from '../src/cluster/messages.js'
+import { homeOf } from '../src/core/share.js'
 import { keyShortfall } from '../src/cluster/shortfall.js'
 import { runSim, type SimSpec } from '../src/sim/run.js'
 import { scenario } from '../src/sim/scenario.js'
@@ -117,14 +118,17 @@ test('a seed\'s msums are bounded and checked: a bad line is a bad message', t =
   t.throws(() => parseMessage({ ...base, msums: Array.from({ length: 4097 }, (_, i) => [`k${i}`, 1, 1, 1, 1]) }), { code: ErrorCodes.BAD_FRAME })
 })
 
-test('a member keeps a seed\'s sums only from a seed of its cluster, and never an older line over a newer one', t => {
+test('a member keeps sums only from the key\'s aggregator, and never an older line over a newer one', t => {
   let ran = false
   const r = runSim(spec(2, (vc, start) => {
     vc.at(start + 2000, () => {
       const core = vc.cores.get('n5') as ClusterCore
       const ks = core.limiter.existing('api')
-      const seed = core.peers.get('n1')
-      if (ks === undefined || seed === undefined) throw new Error('no state')
+      // Both seeds are up: the aggregator is the key's home.
+      const home = homeOf('api', core.seeds)
+      const seed = home === undefined ? undefined : core.peers.get(home)
+      const other = core.peers.get(home === 'n1' ? 'n2' : 'n1')
+      if (ks === undefined || seed === undefined || other === undefined) throw new Error('no state')
       ran = true
       const sums = core.msums as MemberSums
       const x = ks.ext as { msum: { held: number, seq: number } | null }
@@ -132,9 +136,11 @@ test('a member keeps a seed\'s sums only from a seed of its cluster, and never a
       t.is(x.msum?.held, 42)
       sums.onSums(seed, 999_999, [['api', 7, 0, 7, 0]], 0)
       t.is(x.msum?.held, 42, 'an older message of the same seed epoch is ignored')
-      // A name that is not a seed is not taken.
-      const fake = { ...seed, name: 'n6' }
-      sums.onSums(fake, 2_000_000, [['api', 5, 0, 5, 0]], 0)
+      // The other seed's line (say, the zero line of a seed that has just stopped summing the key) is not taken.
+      sums.onSums(other, 2_000_000, [['api', 0, 0, 0, 0]], 0)
+      t.is(x.msum?.held, 42)
+      // Nor a name that is not a seed.
+      sums.onSums({ ...seed, name: 'n6' }, 2_000_000, [['api', 5, 0, 5, 0]], 0)
       t.is(x.msum?.held, 42)
     })
   }))

@@ -33,7 +33,7 @@ export function agrees (p: Peer, ks: KeyState): boolean {
 
 export class ClusterView {
   private readonly node: string
-  private readonly seeds: readonly string[]
+  readonly seeds: readonly string[]
   /** Dead seeds' heirs (heir.ts): their glob keys' homes. */
   homes: ReadonlyMap<string, string> = new Map()
   readonly peers: Peers

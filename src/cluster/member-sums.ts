@@ -29,14 +29,15 @@
  * With every node a seed nothing changes: no one sends or reads `msums`.
  */
 import type { KeyState } from '../core/limiter.js'
-import { homeOf } from '../core/share.js'
+import { homeOf, type Homes } from '../core/share.js'
 import type { ClusterCore } from './cluster-core.js'
 import { agrees } from './cluster-view.js'
 import { compact } from './gossip-builder.js'
 import { decayed, type KeyExt } from './key-ext.js'
 import type { MemberSum } from './messages.js'
-import type { Peer } from './peers.js'
+import type { Peer, Peers } from './peers.js'
 import { peerCustody } from './shortfall.js'
+import type { ClusterTuning } from './tuning.js'
 
 /** Who hears a node's gossip: everyone for a seed; the seeds alone for any other node. */
 export function gossipAudience (node: string, seeds: readonly string[]): 'all' | 'seeds' {
@@ -138,26 +139,21 @@ export class MemberSums {
     return { lines, bytes }
   }
 
-  /** Whether this seed sums `key`: its home while alive in our view, else the first such seed in seed order. */
+  /** Whether this seed sums `key` (aggregatorOf, in this seed's view). */
   private aggregates (key: string, nowMs: number): boolean {
     const c = this.c
-    const usable = (name: string): boolean => {
-      if (name === c.node) return !c.leaving && !c.fence.fenced
-      const p = c.peers.get(name)
-      return p !== undefined && !p.leaving && !p.fenced && p.sameCluster && c.peers.isAlive(p, nowMs)
-    }
-    const home = homeOf(key, c.seeds, c.heir.homes)
-    if (home !== undefined && usable(home)) return home === c.node
-    for (const s of c.seeds) if (usable(s)) return s === c.node
-    return false
+    return aggregatorOf(key, c.seeds, c.heir.homes, name => name === c.node ? !c.leaving && !c.fence.fenced : usable(c.peers, name, nowMs)) === c.node
   }
 
   /** A member's side: a seed's `msums` (its gossip `seq`), kept on the keys this node has state for. */
   onSums (p: Peer, seq: number, lines: readonly MemberSum[], nowMs: number): void {
     if (this.amSeed || !this.seedSet.has(p.name) || !p.sameCluster) return
+    const c = this.c
     for (const [key, held, rate, custody, spending] of lines) {
-      const ks = this.c.limiter.existing(key)
-      if (ks === undefined) continue
+      const ks = c.limiter.existing(key)
+      // Only the key's aggregator as this member sees it: a seed that has just stopped summing the key (its last
+      // zero line) must not overwrite the new aggregator's sums.
+      if (ks === undefined || aggregatorOf(key, c.seeds, c.heir.homes, name => usable(c.peers, name, nowMs)) !== p.name) continue
       const x = ks.ext as KeyExt | null
       if (x === null) continue
       const old = x.msum
@@ -170,18 +166,37 @@ export class MemberSums {
   }
 }
 
+/** A seed a member reads sums from, and a seed passes the summing on to: alive, of our cluster, not leaving or fenced. */
+function usable (peers: Peers, name: string, nowMs: number): boolean {
+  const p = peers.get(name)
+  return p !== undefined && !p.leaving && !p.fenced && p.sameCluster && peers.isAlive(p, nowMs)
+}
+
+/**
+ * The seed that sums a key's members' lines: the key's home while it is
+ * usable, else the first usable seed in seed order (each node by its own
+ * view, so for a moment two seeds may both send, and a member reads only
+ * the one it takes for the aggregator).
+ */
+export function aggregatorOf (key: string, seeds: readonly string[], homes: Homes, usable: (name: string) => boolean): string | undefined {
+  const home = homeOf(key, seeds, homes)
+  if (home !== undefined && usable(home)) return home
+  for (const s of seeds) if (usable(s)) return s
+  return undefined
+}
+
 /**
  * What the other members hold and need of a key, and their custody, as this
  * member reads them: the seed's line less this node's own line as it last
  * sent it (the seed summed that too). Nothing at a seed, or when the line's
- * seed is not alive or has restarted since.
+ * seed is no longer the key's aggregator (not usable, or restarted since).
  */
-export function otherMembers (c: Pick<ClusterCore, 'peers' | 'tuning'>, ks: KeyState, nowMs: number): { held: number, rate: number, custody: number } | null {
+export function otherMembers (c: { peers: Peers, tuning: ClusterTuning, seeds: readonly string[], homes: Homes }, ks: KeyState, nowMs: number): { held: number, rate: number, custody: number } | null {
   const x = ks.ext as KeyExt | null
   const m = x?.msum
   if (x == null || m == null) return null
   const p = c.peers.get(m.from)
-  if (p === undefined || p.epoch !== m.epoch || !p.sameCluster || !c.peers.isAlive(p, nowMs)) return null
+  if (p === undefined || p.epoch !== m.epoch || aggregatorOf(ks.key, c.seeds, c.homes, name => usable(c.peers, name, nowMs)) !== m.from) return null
   const ownHeld = Number.isNaN(x.sentHeld) ? 0 : x.sentHeld
   const ownRate = Number.isNaN(x.sentRate) ? 0 : decayed(x.sentRate, x.sentDecays === 1, nowMs - x.sentAt, c.tuning.rateHalfLifeMs)
   const ownCustody = Number.isNaN(x.sentCustody) ? 0 : x.sentCustody

@@ -110,7 +110,6 @@ export interface Observed {
 
 const NO_PENDING: ReadonlySet<string> = new Set()
 
-
 /** What a peer's key lines are checked against before they are kept. */
 export interface KeepPolicy {
   /** Our cluster hash. */

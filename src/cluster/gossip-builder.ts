@@ -32,7 +32,8 @@ export function compact (n: number): number {
   return Math.abs(n) >= 8 ? Math.round(n) : Math.round(n * 10) / 10
 }
 
-function stale (sent: number, now: number, floor: number): boolean {
+/** Whether a value said as `sent` is worth saying again as `now`: moved by `floor` and by a quarter (never said: NaN). */
+export function stale (sent: number, now: number, floor: number): boolean {
   return Number.isNaN(sent) || Math.abs(sent - now) >= Math.max(floor, 0.25 * Math.abs(sent))
 }
 

@@ -141,11 +141,12 @@ export class GossipSchedule {
   acks (): Array<[string, string, number]> {
     // Listed only when sent: a list of every giver per gossip, thrown away 19 times in 20, was O(peers) for nothing.
     if (!this.syncStart) return []
-    const all = this.core.ledger.acks(this.core.currentEpochs())
-    const seeds = this.core.msums
-    if (all.every(a => seeds.isSeed(a[0]))) return all
-    for (const a of all) if (!seeds.isSeed(a[0])) this.ackSent.delete(`${a[0]}/${a[1]}`)
-    return all.filter(a => seeds.isSeed(a[0]))
+    const listed: Array<[string, string, number]> = []
+    for (const a of this.core.ledger.acks(this.core.currentEpochs())) {
+      if (this.core.msums.isSeed(a[0])) listed.push(a)
+      else this.ackSent.delete(`${a[0]}/${a[1]}`)
+    }
+    return listed
   }
 
   /**

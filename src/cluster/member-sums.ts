@@ -33,7 +33,7 @@ import type { KeyState } from '../core/limiter.js'
 import { homeOf, type Homes } from '../core/share.js'
 import type { ClusterCore } from './cluster-core.js'
 import { agrees } from './cluster-view.js'
-import { compact } from './gossip-builder.js'
+import { compact, stale } from './gossip-builder.js'
 import { decayed, type KeyExt } from './key-ext.js'
 import type { MemberSum } from './messages.js'
 import type { Peer, Peers } from './peers.js'
@@ -60,10 +60,6 @@ export class MemberSumLine {
     /** When it came (monotonic): what the members held has been spent since at up to their rate (otherMembers). */
     public at: number
   ) {}
-}
-
-function stale (sent: number, now: number, floor: number): boolean {
-  return Math.abs(sent - now) >= Math.max(floor, 0.25 * Math.abs(sent))
 }
 
 interface Acc { ks: KeyState, held: number, rate: number, custody: number, spending: number }

@@ -13,7 +13,8 @@
  * to author as another key through its public publish path (it is read
  * synchronously at the start of publish).
  *
- * The messages are valid v5 gossip (messages.ts), shaped like a member's:
+ * The messages are valid gossip of the current version (messages.ts),
+ * encoded as the daemon encodes its own (gossip-codec.ts), shaped like a member's:
  * one key line for `--key` (the daemon keeps lines only for keys it has),
  * the rules and cluster hash copied from the seed's own gossip (so the
  * members agree with it), `alloc: false`, and `--echoes` heard entries
@@ -35,14 +36,12 @@ import os from 'node:os'
 import path from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
-import { Packr } from 'msgpackr'
 import { generateKeyPair, publicKeyToProtobuf } from '@libp2p/crypto/keys'
 import { peerIdFromPrivateKey } from '@libp2p/peer-id'
 import { loadSwarmKey } from '../src/config/swarm-key.js'
 import { CLUSTER_VERSION, gossipTopic, type Gossip } from '../src/cluster/messages.js'
+import { decodeGossip, encodeGossip } from '../src/cluster/gossip-codec.js'
 import { createTransport } from '../src/cluster/transport/libp2p-transport.js'
-
-const packr = new Packr({ useRecords: false })
 
 interface Fake {
   name: string
@@ -83,7 +82,8 @@ async function main (): Promise<void> {
   // The seed's own gossip tells the members what to agree with (rules, cluster hash).
   let seedView: { cfg: string, rules: Record<string, string>, inc: number, seq: number } | null = null
   t.onGossip = (_from, data) => {
-    const m = packr.unpack(data) as Gossip
+    let m: Gossip
+    try { m = decodeGossip(data) as Gossip } catch { return }
     if (m.node === values.seed) seedView = { cfg: m.cfg, rules: m.rules, inc: m.inc, seq: m.seq }
   }
   await t.start()
@@ -131,7 +131,7 @@ async function main (): Promise<void> {
       ...(heard.length > 0 ? { heard } : {}),
       alloc: false
     }
-    const data = packr.pack(msg)
+    const data = encodeGossip(msg)
     pubsub.publishConfig = f.config
     pubsub.publish(topic, data).then(() => { published++; bytes += data.byteLength }, () => { failed++ })
   }

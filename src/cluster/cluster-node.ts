@@ -32,11 +32,11 @@ import { clusterHash } from './cluster-hash.js'
 import { ReclaimLog } from './reclaim-log.js'
 import { GossipInbox } from './gossip-inbox.js'
 import { sendRequest, serveRequest, type RequestContext } from './node-requests.js'
-import { DEFAULT_BOUNDS, gossipTopic, membersTopic, parseMessage, type Grant, type MessageBounds } from './messages.js'
+import { DEFAULT_BOUNDS, gossipTopic, membersTopic, type Gossip, type Grant, type MessageBounds } from './messages.js'
+import { decodeGossip, encodeGossip } from './gossip-codec.js'
 import { gossipAudience } from './member-sums.js'
 import type { Transport, TransportOptions } from './transport/types.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
-import { wire as packr } from './wire.js'
 
 
 export interface ClusterNodeOptions {
@@ -218,8 +218,8 @@ export class ClusterNode {
 
   private readonly reclaimLog: ReclaimLog
 
-  private publish (t: Transport, msg: unknown): void {
-    t.publish(packr.pack(msg)).catch(err => this.opts.log.debug('publish failed', { err }))
+  private publish (t: Transport, msg: Gossip): void {
+    t.publish(encodeGossip(msg)).catch(err => this.opts.log.debug('publish failed', { err }))
   }
 
   private dispatch (out: Outbound[]): void {
@@ -258,7 +258,7 @@ export class ClusterNode {
 
   private onGossip (from: string, data: Uint8Array): void {
     try {
-      const m = parseMessage(packr.unpack(data), this.bounds)
+      const m = decodeGossip(data, this.bounds)
       if (m.t !== 'gossip') throw new Error('not a gossip')
       const before = this.core.peers.get(m.node)?.rules
       const verdict = this.core.onGossip(m, from, this.opts.clock.mono())

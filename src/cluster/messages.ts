@@ -35,9 +35,10 @@ import { parseJack, parseJcopy, parseJget, parseJrep, type Jack, type Jcopy, typ
  * names the seeds it inherited (`estates`, heir.ts). 6: a node that is not
  * a seed publishes its gossip on the members' topic, which only seeds
  * subscribe to (`membersTopic`), and seeds gossip the members' sums
- * (`msums`, member-sums.ts).
+ * (`msums`, member-sums.ts). 7: a gossip may go deflated in a `gz` envelope
+ * (gossip-codec.ts).
  */
-export const CLUSTER_VERSION = 6
+export const CLUSTER_VERSION = 7
 
 /** The gossip topic of a cluster: versioned, so nodes of another protocol version never hear each other. */
 export function gossipTopic (cluster: string): string {

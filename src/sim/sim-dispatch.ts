@@ -1,7 +1,7 @@
 /**
  * A node's outbound messages on the virtual network, as the daemon's
  * transport carries them (cluster-node.ts): a gossip is published once
- * (msgpack-encoded, decoded and validated by the daemon's own parseMessage)
+ * (encoded by the daemon's gossip-codec.ts, decoded and validated once)
  * and delivered to every other running node, each receiver with its own
  * copy's delivery time, loss, duplication and reordering; a journal copy or
  * read goes through sim-replication.ts, a want or a pushed grant through
@@ -14,8 +14,8 @@
  * run is still determined by its seed.
  */
 import type { Outbound } from '../cluster/cluster-core.js'
-import { parseMessage, type Grant } from '../cluster/messages.js'
-import { wire as packr } from '../cluster/wire.js'
+import type { Grant } from '../cluster/messages.js'
+import { decodeGossip, encodeGossip } from '../cluster/gossip-codec.js'
 import { sampleLatency } from './network.js'
 import { gossipAudience } from '../cluster/member-sums.js'
 import { idOf } from './sim-node.js'
@@ -32,10 +32,10 @@ export function dispatch (vc: VirtualCluster, replication: SimReplication, from:
   for (const o of out) {
     if (o.kind === 'gossip') {
       // Published once (as pubsub does), decoded and validated once, delivered to each peer.
-      const bytes = packr.pack(o.msg)
+      const bytes = encodeGossip(o.msg)
       vc.count(from, bytes.length, 'gossip')
       vc.gossipFields.sample(o.msg)
-      const m = parseMessage(packr.unpack(bytes))
+      const m = decodeGossip(bytes)
       if (m.t !== 'gossip') continue
       vc.leases?.published(core, m, vc.now)
       // A member's gossip reaches the seeds alone (the daemon's members' topic; member-sums.ts).

@@ -36,7 +36,8 @@ import { parseJack, parseJcopy, parseJget, parseJrep, type Jack, type Jcopy, typ
  * a seed publishes its gossip on the members' topic, which only seeds
  * subscribe to (`membersTopic`), and seeds gossip the members' sums
  * (`msums`, member-sums.ts). 7: a gossip may go deflated in a `gz` envelope
- * (gossip-codec.ts).
+ * (gossip-codec.ts), and want, grant, ack and none go as arrays
+ * (request-codec.ts).
  */
 export const CLUSTER_VERSION = 7
 

@@ -10,10 +10,10 @@ import type { Clock } from '../clock.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
 import type { Logger } from '../util/log.js'
 import type { ClusterCore } from './cluster-core.js'
-import { parseMessage, type Ack, type Grant, type MessageBounds, type Want } from './messages.js'
+import type { Ack, Grant, MessageBounds, Want } from './messages.js'
 import type { NodeDisk } from './node-disk.js'
 import type { Transport } from './transport/types.js'
-import { wire as packr } from './wire.js'
+import { decodeRequest, encodeRequest } from './request-codec.js'
 
 /** What both directions use of the node. */
 export interface RequestContext {
@@ -31,7 +31,7 @@ export async function serveRequest (x: RequestContext, from: string, data: Uint8
   const now = x.clock.mono()
   let m
   try {
-    m = parseMessage(packr.unpack(data), x.bounds)
+    m = decodeRequest(data, x.bounds)
   } catch (err) {
     x.core.onBadMessage()
     x.log.debug('dropped a malformed request', { err })
@@ -41,17 +41,17 @@ export async function serveRequest (x: RequestContext, from: string, data: Uint8
     const reply = x.core.onWant(m, from, now)
     // The grant leaves only once its give is durable; if it can't be, the asker gets no answer (the ledger resends it later).
     if (reply.t === 'grant' && !await x.disk.persistForGrant(reply.items.map(i => i[0]))) throw new QuotadError(ErrorCodes.JOURNAL_UNWRITABLE, 'the journal cannot be made durable')
-    return packr.pack(reply)
+    return encodeRequest(reply)
   }
   if (m.t === 'jrep') {
     const ack = await x.disk.storeReplica(m.node, () => x.core.onJournalWrite(m, from))
     if (ack === null) { x.core.onBadMessage(); throw new Error(`jrep from ${m.node} refused`) }
-    return packr.pack(ack)
+    return encodeRequest(ack)
   }
   if (m.t === 'jget') {
     const copy = x.core.onJget(m, from)
     if (copy === null) { x.core.onBadMessage(); throw new Error(`jget from ${m.node} refused`) }
-    return packr.pack(copy)
+    return encodeRequest(copy)
   }
   if (m.t === 'grant') {
     const ack = x.core.onGrant(m, from, now)
@@ -59,10 +59,10 @@ export async function serveRequest (x: RequestContext, from: string, data: Uint8
     if (ack.refused === true) x.log.warn('refused a grant', { node: x.core.node, from: m.node, why: x.core.lastRefusal })
     x.onTokens?.()
     void x.disk.persistJournal()
-    return packr.pack(ack)
+    return encodeRequest(ack)
   }
   // An ack as a request of its own (a reply has no toEpoch): its giver's grants applied so far.
-  if (m.t === 'ack' && m.toEpoch !== undefined) return packr.pack(x.core.onAck(m, from, now))
+  if (m.t === 'ack' && m.toEpoch !== undefined) return encodeRequest(x.core.onAck(m, from, now))
   x.core.onBadMessage()
   throw new Error(`unexpected request ${m.t}`)
 }
@@ -73,8 +73,8 @@ export async function sendRequest (x: RequestContext, t: Transport, to: string, 
   const peerId = x.core.membership.idOf(to)
   if (peerId === undefined) { x.core.onRequestFailed(msg, clock.mono()); return }
   try {
-    const raw = await t.request(peerId, packr.pack(msg), x.core.tuning.wantTimeoutMs)
-    const reply = parseMessage(packr.unpack(raw), x.bounds)
+    const raw = await t.request(peerId, encodeRequest(msg), x.core.tuning.wantTimeoutMs)
+    const reply = decodeRequest(raw, x.bounds)
     if (reply.t !== 'grant' && reply.t !== 'ack' && reply.t !== 'none') throw new Error(`unexpected reply ${reply.t}`)
     // The stream went to the id bound to `to`; a reply in another name is not an answer.
     if (reply.node !== to) throw new Error(`reply from ${reply.node}, asked ${to}`)

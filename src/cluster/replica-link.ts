@@ -7,10 +7,10 @@
 import type { Clock } from '../clock.js'
 import type { Logger } from '../util/log.js'
 import type { ClusterCore } from './cluster-core.js'
-import { parseMessage, type MessageBounds } from './messages.js'
+import type { MessageBounds } from './messages.js'
 import { encodeJrep, type Jget, type Jrep } from './replica-messages.js'
 import type { Transport } from './transport/types.js'
-import { wire as packr } from './wire.js'
+import { decodeRequest, encodeRequest } from './request-codec.js'
 
 
 /** Send what the waiting grants need of this node's journal (the core's tick sends the rest). */
@@ -23,7 +23,7 @@ export async function sendReplica (core: ClusterCore, t: Transport, to: string, 
   const peerId = core.membership.idOf(to)
   if (peerId === undefined) { core.replication.onFailed(to, clock.mono()); return }
   try {
-    const a = parseMessage(packr.unpack(await t.request(peerId, packr.pack(encodeJrep(msg, z)), core.tuning.wantTimeoutMs)), bounds)
+    const a = decodeRequest(await t.request(peerId, encodeRequest(encodeJrep(msg, z)), core.tuning.wantTimeoutMs), bounds)
     if (a.t !== 'jack' || a.node !== to) throw new Error(`unexpected reply ${a.t} from ${a.node}`)
     core.replication.onAck(to, a, clock.mono())
   } catch (err) {
@@ -39,7 +39,7 @@ export async function readCopy (core: ClusterCore, t: Transport, to: string, msg
   const peerId = core.membership.idOf(to)
   if (peerId === undefined) { core.heir.onJgetFailed(to, msg.writer, clock.mono()); return }
   try {
-    const a = parseMessage(packr.unpack(await t.request(peerId, packr.pack(msg), core.tuning.wantTimeoutMs)), bounds)
+    const a = decodeRequest(await t.request(peerId, encodeRequest(msg), core.tuning.wantTimeoutMs), bounds)
     if (a.t !== 'jcopy' || a.node !== to) throw new Error(`unexpected reply ${a.t} from ${a.node}`)
     core.heir.onJcopy(to, a, clock.mono())
   } catch (err) {

@@ -7,11 +7,11 @@
  * replica witness (replica-check.ts) judges each departure from the disks.
  */
 import type { ClusterCore } from '../cluster/cluster-core.js'
-import { parseMessage, type Grant } from '../cluster/messages.js'
+import type { Grant } from '../cluster/messages.js'
 import { encodeJrep, type Jget, type Jrep } from '../cluster/replica-messages.js'
 import type { ReplicaWitness } from './replica-check.js'
 import { idOf, type SimNode } from './sim-node.js'
-import { wire as packr } from '../cluster/wire.js'
+import { decodeRequest, encodeRequest } from '../cluster/request-codec.js'
 
 
 /** What it needs of the virtual cluster. */
@@ -42,13 +42,13 @@ export class SimReplication {
     const net = this.net
     const settle = once(sender, core)
     net.at(net.now + core.tuning.wantTimeoutMs, () => { if (settle()) core.replication.onFailed(to, net.mono(sender.name)) })
-    const bytes = packr.pack(encodeJrep(msg, z))
+    const bytes = encodeRequest(encodeJrep(msg, z))
     net.count(sender.name, bytes.length, msg.t)
     net.transmit(sender.name, to, bytes, () => {
       const target = net.nodes.get(to)
       const tc = target?.core
       if (target === undefined || tc == null) return
-      const m = parseMessage(packr.unpack(bytes))
+      const m = decodeRequest(bytes)
       if (m.t !== 'jrep') return
       const r = tc.onJournalWrite(m, idOf(sender.name))
       if (r === null) return
@@ -60,10 +60,10 @@ export class SimReplication {
         tc.replicas?.commit(c)
       }
       const ack = tc.journalAck(m.node)
-      const back = packr.pack(ack)
+      const back = encodeRequest(ack)
       net.count(to, back.length, ack.t)
       net.transmit(to, sender.name, back, () => {
-        const a = parseMessage(packr.unpack(back))
+        const a = decodeRequest(back)
         if (a.t !== 'jack' || !settle()) return
         core.replication.onAck(to, a, net.mono(sender.name))
         this.more(sender, core)
@@ -76,19 +76,19 @@ export class SimReplication {
     const net = this.net
     const settle = once(sender, core)
     net.at(net.now + core.tuning.wantTimeoutMs, () => { if (settle()) core.heir.onJgetFailed(to, msg.writer, net.mono(sender.name)) })
-    const bytes = packr.pack(msg)
+    const bytes = encodeRequest(msg)
     net.count(sender.name, bytes.length, msg.t)
     net.transmit(sender.name, to, bytes, () => {
       const tc = net.nodes.get(to)?.core
       if (tc == null) return
-      const m = parseMessage(packr.unpack(bytes))
+      const m = decodeRequest(bytes)
       if (m.t !== 'jget') return
       const reply = tc.onJget(m, idOf(sender.name))
       if (reply === null) return
-      const back = packr.pack(reply)
+      const back = encodeRequest(reply)
       net.count(to, back.length, reply.t)
       net.transmit(to, sender.name, back, () => {
-        const a = parseMessage(packr.unpack(back))
+        const a = decodeRequest(back)
         if (a.t !== 'jcopy' || !settle()) return
         core.heir.onJcopy(to, a, net.mono(sender.name))
       })

@@ -7,11 +7,11 @@
  * exactly one onReply or onRequestFailed.
  */
 import type { ClusterCore } from '../cluster/cluster-core.js'
-import { parseMessage, type Ack, type Grant, type None, type Want } from '../cluster/messages.js'
+import type { Ack, Grant, None, Want } from '../cluster/messages.js'
 import { idOf, type SimNode } from './sim-node.js'
 import type { SimReplication } from './sim-replication.js'
 import type { VirtualCluster } from './virtual-cluster.js'
-import { wire as packr } from '../cluster/wire.js'
+import { decodeRequest, encodeRequest } from '../cluster/request-codec.js'
 
 
 export function sendRequest (vc: VirtualCluster, replication: SimReplication, sender: SimNode, core: ClusterCore, to: string, msg: Want | Grant | Ack): void {
@@ -24,13 +24,13 @@ export function sendRequest (vc: VirtualCluster, replication: SimReplication, se
   }
   const timeout = vc.opts.requestTimeoutMs ?? core.tuning.wantTimeoutMs
   vc.at(vc.now + timeout, () => { if (settle()) core.onRequestFailed(msg, vc.mono(sender.name)) })
-  const bytes = packr.pack(msg)
+  const bytes = encodeRequest(msg)
   vc.count(sender.name, bytes.length, msg.t)
   const send = (): void => vc.transmit(sender.name, to, bytes, () => {
     const target = vc.nodes.get(to)
     const tc = target?.core ?? target?.lingering
     if (target === undefined || tc == null) return
-    const m = parseMessage(packr.unpack(bytes))
+    const m = decodeRequest(bytes)
     let reply: Grant | Ack | None | undefined
     if (m.t === 'want') reply = tc.onWant(m, idOf(sender.name), vc.mono(to))
     else if (m.t === 'grant') reply = tc.onGrant(m, idOf(sender.name), vc.mono(to))
@@ -42,10 +42,10 @@ export function sendRequest (vc: VirtualCluster, replication: SimReplication, se
     }
     if (reply === undefined) return
     if (reply.t === 'grant') { vc.audit.granted(reply); vc.positions.granted(reply) }
-    const back = packr.pack(reply)
+    const back = encodeRequest(reply)
     vc.count(to, back.length, reply.t)
     const answer = (): void => vc.transmit(to, sender.name, back, () => {
-      const r = parseMessage(packr.unpack(back))
+      const r = decodeRequest(back)
       if (r.t !== 'grant' && r.t !== 'ack' && r.t !== 'none') return
       if (!settle()) return
       core.onReply(msg, r, vc.mono(sender.name))

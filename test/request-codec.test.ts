@@ -1,0 +1,52 @@
+/**
+ * Compact requests (request-codec.ts): want, grant, ack and none go as
+ * arrays in a fixed field order, in fewer bytes than maps, and read back as
+ * the very message; a map is still read; journal messages stay maps; an
+ * array that is not one of the four, or has too many fields, is E_BAD_FRAME.
+ */
+import test from 'ava'
+import { decodeRequest, encodeRequest } from '../src/cluster/request-codec.js'
+import { CLUSTER_VERSION, parseMessage, type Ack, type Grant, type None, type Want } from '../src/cluster/messages.js'
+import { wire } from '../src/cluster/wire.js'
+import { ErrorCodes } from '../src/errors.js'
+
+const head = { v: CLUSTER_VERSION, node: 'n21', epoch: '3e89ee96a3298645', inc: 4 }
+const want: Want = { ...head, t: 'want', key: 'api:k20', want: 12 }
+const grant: Grant = { ...head, t: 'grant', to: 'n07', toEpoch: '9d3b1c0a5e7f2468', seq: 31, items: [['api:k20', 5, 1_800_000_000_123], ['api:k3', 2.5, 1_800_000_000_124]] }
+const ack: Ack = { ...head, t: 'ack', applied: 30 }
+const ackRequest: Ack = { ...head, t: 'ack', applied: 31, toEpoch: '9d3b1c0a5e7f2468' }
+const refused: Ack = { ...head, t: 'ack', applied: 31, refused: true }
+const none: None = { ...head, t: 'none' }
+const badFrame = { code: ErrorCodes.BAD_FRAME }
+
+test('want, grant, ack and none go as arrays, in fewer bytes than maps, and read back as the same message', t => {
+  for (const m of [want, grant, ack, ackRequest, refused, none]) {
+    const bytes = encodeRequest(m)
+    const plain = wire.pack(m)
+    t.true(Array.isArray(wire.unpack(bytes)), m.t)
+    t.true(bytes.length < plain.length * 0.7, `${m.t}: ${bytes.length} bytes against ${plain.length} as a map`)
+    t.deepEqual(decodeRequest(bytes), parseMessage(wire.unpack(plain)), m.t)
+  }
+  t.deepEqual(wire.unpack(encodeRequest(want)), [CLUSTER_VERSION, 'want', 'n21', '3e89ee96a3298645', 4, 'api:k20', 12], 'the documented order')
+  t.deepEqual(wire.unpack(encodeRequest(ack)), [CLUSTER_VERSION, 'ack', 'n21', '3e89ee96a3298645', 4, 30], 'trailing absent fields left off')
+  t.deepEqual(wire.unpack(encodeRequest(ackRequest)), [CLUSTER_VERSION, 'ack', 'n21', '3e89ee96a3298645', 4, 31, null, '9d3b1c0a5e7f2468'], 'an absent field inside is nil')
+})
+
+test('a map is still read; journal messages stay maps', t => {
+  for (const m of [want, grant, ackRequest, none]) t.deepEqual(decodeRequest(wire.pack(m)), parseMessage(wire.unpack(wire.pack(m))))
+  const jack = { ...head, t: 'jack', gen: 1, have: 10 }
+  t.false(Array.isArray(wire.unpack(encodeRequest(jack))))
+})
+
+test('an array that is not a compact want, grant, ack or none is E_BAD_FRAME, and its fields are checked as any message\'s', t => {
+  const arr = (a: unknown[]): Uint8Array => wire.pack(a)
+  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'gossip', 'n21', 'e', 1])), badFrame, 'gossip is never compact')
+  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'jrep', 'n21', 'e', 1])), badFrame)
+  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'toString', 'n21', 'e', 1])), badFrame, 'not a layout, whatever the prototype has')
+  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'want', 'n21', 'e', 1, 'k', 1, 'extra'])), badFrame, 'too many fields')
+  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'none', 'n21'])), badFrame, 'too few')
+  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'want', 'n21', 'e', 1, 'k'])), badFrame, 'a want without its amount')
+  t.throws(() => decodeRequest(arr([6, 'none', 'n21', 'e', 1])), badFrame, 'another version')
+  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'grant', 'n21', 'e', 1, 'n07', 'f', 1, 'items'])), badFrame, 'items not a list')
+  t.throws(() => decodeRequest(arr([])), badFrame)
+})

@@ -6,7 +6,7 @@
 import test from 'ava'
 import type { ClusterCore } from '../src/cluster/cluster-core.js'
 import { gossipAudience, MemberSums } from '../src/cluster/member-sums.js'
-import { parseMessage } from '../src/cluster/messages.js'
+import { CLUSTER_VERSION, parseMessage } from '../src/cluster/messages.js'
 import { homeOf } from '../src/core/share.js'
 import { keyShortfall } from '../src/cluster/shortfall.js'
 import { runSim, type SimSpec } from '../src/sim/run.js'
@@ -109,7 +109,7 @@ test('with every node a seed, no gossip carries member sums (the all-seed shape 
 })
 
 test('a seed\'s msums are bounded and checked: a bad line is a bad message', t => {
-  const base = { v: 6, t: 'gossip', node: 'a', epoch: 'e1', inc: 1, seq: 1, now: 0, pending: [], carries: [], cfg: 'x', rules: {}, keys: [], acks: [] }
+  const base = { v: CLUSTER_VERSION, t: 'gossip', node: 'a', epoch: 'e1', inc: 1, seq: 1, now: 0, pending: [], carries: [], cfg: 'x', rules: {}, keys: [], acks: [] }
   const ok = parseMessage({ ...base, msums: [['api', 3, 1.5, 4, 1.5]] })
   t.deepEqual(ok.t === 'gossip' ? ok.msums : undefined, [['api', 3, 1.5, 4, 1.5]])
   for (const msums of [[['api', -1, 0, 0, 0]], [['api', 1, 0, 0]], [[7, 1, 1, 1, 1]], 'api', [['api', 1, Infinity, 1, 1]], [['api', 1, 1, 1, -1]]]) {

@@ -150,7 +150,7 @@ export class MemberSums {
       const ks = c.limiter.existing(key)
       // Only the key's aggregator as this member sees it: a seed that has just stopped summing the key (its last
       // zero line) must not overwrite the new aggregator's sums.
-      if (ks === undefined || aggregatorOf(key, c.seeds, c.heir.homes, name => usable(c.peers, name, nowMs)) !== p.name) continue
+      if (ks === undefined || aggregatorSeen(key, c.seeds, c.heir.homes, c.peers, nowMs) !== p.name) continue
       const x = ks.ext as KeyExt | null
       if (x === null) continue
       const old = x.msum
@@ -182,6 +182,11 @@ export function aggregatorOf (key: string, seeds: readonly string[], homes: Home
   return undefined
 }
 
+/** The key's aggregator as a member sees it: the seed whose sums it reads (onSums, otherMembers). */
+function aggregatorSeen (key: string, seeds: readonly string[], homes: Homes, peers: Peers, nowMs: number): string | undefined {
+  return aggregatorOf(key, seeds, homes, name => usable(peers, name, nowMs))
+}
+
 /**
  * What the other members hold and need of a key, and their custody, as this
  * member reads them: the seed's line less this node's own line as it last
@@ -193,7 +198,7 @@ export function otherMembers (c: { peers: Peers, tuning: ClusterTuning, seeds: r
   const m = x?.msum
   if (x == null || m == null) return null
   const p = c.peers.get(m.from)
-  if (p === undefined || p.epoch !== m.epoch || aggregatorOf(ks.key, c.seeds, c.homes, name => usable(c.peers, name, nowMs)) !== m.from) return null
+  if (p === undefined || p.epoch !== m.epoch || aggregatorSeen(ks.key, c.seeds, c.homes, c.peers, nowMs) !== m.from) return null
   const ownHeld = Number.isNaN(x.sentHeld) ? 0 : x.sentHeld
   const ownRate = Number.isNaN(x.sentRate) ? 0 : decayed(x.sentRate, x.sentDecays === 1, nowMs - x.sentAt, c.tuning.rateHalfLifeMs)
   const ownCustody = Number.isNaN(x.sentCustody) ? 0 : x.sentCustody

@@ -2,13 +2,15 @@
  * Compressed jreps (replica-messages.ts): a writer sends a replica its
  * journal text deflated once the replica's jack says it reads that, the
  * parser gives back the very text, and a `z` that is not a bounded deflate
- * of text is a bad message.
+ * of text is a bad message. A jrep that continues a generation is deflated
+ * against the text before it, which only a replica holding that text reads
+ * back; one that lacks it takes nothing.
  */
 import test from 'ava'
 import { deflateRawSync } from 'node:zlib'
 import { CLUSTER_VERSION, parseMessage } from '../src/cluster/messages.js'
 import { Quorum } from '../src/cluster/quorum.js'
-import { encodeJrep, MAX_CHUNK, type Jack, type Jrep } from '../src/cluster/replica-messages.js'
+import { DICT_CHARS, encodeJrep, MAX_CHUNK, type Jack, type Jrep } from '../src/cluster/replica-messages.js'
 import { ReplicaStore } from '../src/cluster/replica-store.js'
 import { JournalReplication } from '../src/cluster/replication.js'
 import { BooksJournal, type JournalCheckpoint } from '../src/cluster/journal.js'
@@ -26,7 +28,7 @@ test('the writer compresses for a replica only once its jack says it reads compr
   if (w === null) throw new Error('nothing to write')
   r.localDone(w.pos)
   const first = r.outbound(0, true)
-  t.deepEqual(first.map(o => [o.to, o.z]), [['b', false], ['c', false]], 'nothing said yet: plain text')
+  t.deepEqual(first.map(o => [o.to, o.z]), [['b', null], ['c', null]], 'nothing said yet: plain text')
   const store = new ReplicaStore()
   for (const { to, msg, z } of first) {
     // Over the wire as the drivers send it (replica-link.ts, sim-replication.ts): the replica reads the same text.
@@ -46,14 +48,25 @@ test('the writer compresses for a replica only once its jack says it reads compr
   if (w2 === null) throw new Error('nothing to write')
   r.localDone(w2.pos)
   const next = new Map(r.outbound(2000, true).map(o => [o.to, o]))
-  t.is(next.get('b')?.z, true, 'b said z: compressed from now on')
-  t.is(next.get('c')?.z, false, 'c never said it (an older node): plain text still')
   const b = next.get('b')
   if (b === undefined) throw new Error('nothing for b')
-  const wireBytes = wire.pack(encodeJrep(b.msg, true)).length
-  t.true(wireBytes < wire.pack(b.msg).length, `compressed ${wireBytes} B against ${wire.pack(b.msg).length}`)
-  const m = overWire(encodeJrep(b.msg, true))
-  t.is(m.t === 'jrep' ? m.data : undefined, b.msg.data)
+  t.true(b.msg.offset > 0)
+  t.is(b.z, store.get('a')?.text.slice(-DICT_CHARS) ?? null, 'b said z: compressed from now on, against the text it holds')
+  t.is(next.get('c')?.z, null, 'c never said it (an older node): plain text still')
+  const wireBytes = wire.pack(encodeJrep(b.msg, b.z)).length
+  const alone = wire.pack(encodeJrep(b.msg, '')).length
+  t.true(wireBytes < alone && alone < wire.pack(b.msg).length, `against the text before: ${wireBytes} B; deflated alone ${alone}; plain ${wire.pack(b.msg).length}`)
+  const m = overWire(encodeJrep(b.msg, b.z))
+  if (m.t !== 'jrep') throw new Error('not a jrep')
+  t.is(m.data, '', 'only a replica holding the text before can read it')
+  t.is(m.packed?.d, b.z?.length)
+  // A replica without the first part takes nothing; b, which has it, reads the very text.
+  t.is(new ReplicaStore().accept(m), null)
+  const c = store.accept(m)
+  t.is(c?.kind, 'append')
+  t.is(c?.text, b.msg.data)
+  // Garbage in place of the deflate: nothing taken, nothing thrown.
+  t.is(store.accept({ ...m, packed: { z: new Uint8Array([1, 2, 3]), d: m.packed?.d ?? 1 } }), null)
 })
 
 test('a z that is not a bounded deflate of text is a bad message; so is a jrep with both data and z', t => {
@@ -72,6 +85,13 @@ test('a z that is not a bounded deflate of text is a bad message; so is a jrep w
   bad({ ...head, z: deflateRawSync(Buffer.alloc(0)) })
   // Within the bound it is the text, multi-byte characters included.
   const text = '[["k:é",-1]]\n'.repeat(50)
-  const m = overWire(encodeJrep(jrep(text), true))
+  const m = overWire(encodeJrep(jrep(text), ''))
   t.is(m.t === 'jrep' ? m.data : undefined, text)
+  // Against preceding text: d from 1 to DICT_CHARS, at most the offset, with z and no data.
+  const cont = { ...head, offset: 20 }
+  bad({ ...cont, z: deflateRawSync(Buffer.from('x')), d: 0 })
+  bad({ ...cont, z: deflateRawSync(Buffer.from('x')), d: 21 })
+  bad({ ...cont, offset: 20_000, z: deflateRawSync(Buffer.from('x')), d: DICT_CHARS + 1 })
+  bad({ ...cont, z: 'a string', d: 5 })
+  bad({ ...cont, data: 'x', z: deflateRawSync(Buffer.from('x')), d: 5 })
 })

@@ -203,7 +203,7 @@ test('parseMessage: want, grant, ack and none carry a whole, non-negative inc', 
     }
   }
   t.throws(() => round({ ...msgs[0], v: 2 }), { code: 'E_BAD_FRAME' }, 'version 2 is refused')
-  t.is(CLUSTER_VERSION, 7)
-  t.is(gossipTopic('prod'), 'quotad/prod/gossip/7')
-  t.is(membersTopic('prod'), 'quotad/prod/members/7')
+  t.is(CLUSTER_VERSION, 8)
+  t.is(gossipTopic('prod'), 'quotad/prod/gossip/8')
+  t.is(membersTopic('prod'), 'quotad/prod/members/8')
 })

@@ -1,17 +1,20 @@
 /**
- * Compact requests (request-codec.ts): want, grant, ack and none go as
- * arrays in a fixed field order, in fewer bytes than maps, and read back as
- * the very message; a map is still read; journal messages stay maps; an
- * array that is not one of the four, or has too many fields, is E_BAD_FRAME.
+ * Compact requests (request-codec.ts): want, grant, ack, none, jrep and
+ * jack go as arrays in a fixed field order, in fewer bytes than maps, and
+ * read back as the very message; a map is still read; a heir's jget stays
+ * a map; an array that is not one of the six, or has too many fields, is
+ * E_BAD_FRAME.
  */
 import test from 'ava'
 import { decodeRequest, encodeRequest } from '../src/cluster/request-codec.js'
 import { CLUSTER_VERSION, parseMessage, type Ack, type Grant, type None, type Want } from '../src/cluster/messages.js'
+import type { Jack, Jrep } from '../src/cluster/replica-messages.js'
 import { wire } from '../src/cluster/wire.js'
 import { ErrorCodes } from '../src/errors.js'
 
 const head = { v: CLUSTER_VERSION, node: 'n21', epoch: '3e89ee96a3298645', inc: 4 }
 const want: Want = { ...head, t: 'want', key: 'api:k20', want: 12 }
+const wantMany: Want = { ...want, more: [['api:k3', 2], ['api:k7', 1]] }
 const grant: Grant = { ...head, t: 'grant', to: 'n07', toEpoch: '9d3b1c0a5e7f2468', seq: 31, items: [['api:k20', 5, 1_800_000_000_123], ['api:k3', 2.5, 1_800_000_000_124]] }
 const ack: Ack = { ...head, t: 'ack', applied: 30 }
 const ackRequest: Ack = { ...head, t: 'ack', applied: 31, toEpoch: '9d3b1c0a5e7f2468' }
@@ -20,7 +23,7 @@ const none: None = { ...head, t: 'none' }
 const badFrame = { code: ErrorCodes.BAD_FRAME }
 
 test('want, grant, ack and none go as arrays, in fewer bytes than maps, and read back as the same message', t => {
-  for (const m of [want, grant, ack, ackRequest, refused, none]) {
+  for (const m of [want, wantMany, grant, ack, ackRequest, refused, none]) {
     const bytes = encodeRequest(m)
     const plain = wire.pack(m)
     t.true(Array.isArray(wire.unpack(bytes)), m.t)
@@ -28,14 +31,25 @@ test('want, grant, ack and none go as arrays, in fewer bytes than maps, and read
     t.deepEqual(decodeRequest(bytes), parseMessage(wire.unpack(plain)), m.t)
   }
   t.deepEqual(wire.unpack(encodeRequest(want)), [CLUSTER_VERSION, 'want', 'n21', '3e89ee96a3298645', 4, 'api:k20', 12], 'the documented order')
+  t.deepEqual(wire.unpack(encodeRequest(wantMany)), [CLUSTER_VERSION, 'want', 'n21', '3e89ee96a3298645', 4, 'api:k20', 12, [['api:k3', 2], ['api:k7', 1]]], 'more keys of one donor: one want')
+  const jack: Jack = { ...head, t: 'jack', gen: 2, have: 1234, durable: false, z: true }
+  const jrep: Jrep = { ...head, t: 'jrep', gen: 2, offset: 0, data: '[["api:k20",1]]\n' }
+  for (const m of [jack, jrep]) {
+    const bytes = encodeRequest(m)
+    t.true(Array.isArray(wire.unpack(bytes)), m.t)
+    t.true(bytes.length < wire.pack(m).length * 0.8, `${m.t}: ${bytes.length} bytes against ${wire.pack(m).length} as a map`)
+    t.deepEqual(decodeRequest(bytes), parseMessage(wire.unpack(wire.pack(m))), m.t)
+  }
+  t.deepEqual(wire.unpack(encodeRequest(jack)), [CLUSTER_VERSION, 'jack', 'n21', '3e89ee96a3298645', 4, 2, 1234, false, true], 'a jack, durable false kept')
   t.deepEqual(wire.unpack(encodeRequest(ack)), [CLUSTER_VERSION, 'ack', 'n21', '3e89ee96a3298645', 4, 30], 'trailing absent fields left off')
   t.deepEqual(wire.unpack(encodeRequest(ackRequest)), [CLUSTER_VERSION, 'ack', 'n21', '3e89ee96a3298645', 4, 31, null, '9d3b1c0a5e7f2468'], 'an absent field inside is nil')
 })
 
-test('a map is still read; journal messages stay maps', t => {
+test('a map is still read; a heir\'s journal reads stay maps', t => {
   for (const m of [want, grant, ackRequest, none]) t.deepEqual(decodeRequest(wire.pack(m)), parseMessage(wire.unpack(wire.pack(m))))
-  const jack = { ...head, t: 'jack', gen: 1, have: 10 }
-  t.false(Array.isArray(wire.unpack(encodeRequest(jack))))
+  const jget = { ...head, t: 'jget', writer: 'n03', gen: 1, from: 0 }
+  t.false(Array.isArray(wire.unpack(encodeRequest(jget))), 'a heir\'s jget stays a map')
+  t.deepEqual(decodeRequest(encodeRequest(jget)), parseMessage(jget))
 })
 
 test('an array that is not a compact want, grant, ack or none is E_BAD_FRAME, and its fields are checked as any message\'s', t => {
@@ -43,7 +57,12 @@ test('an array that is not a compact want, grant, ack or none is E_BAD_FRAME, an
   t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'gossip', 'n21', 'e', 1])), badFrame, 'gossip is never compact')
   t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'jrep', 'n21', 'e', 1])), badFrame)
   t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'toString', 'n21', 'e', 1])), badFrame, 'not a layout, whatever the prototype has')
-  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'want', 'n21', 'e', 1, 'k', 1, 'extra'])), badFrame, 'too many fields')
+  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'want', 'n21', 'e', 1, 'k', 1, [['j', 2]], 'extra'])), badFrame, 'too many fields')
+  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'want', 'n21', 'e', 1, 'k', 1, 'more'])), badFrame, 'more not a list')
+  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'want', 'n21', 'e', 1, 'k', 1, [['j']]])), badFrame, 'a want item without its amount')
+  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'want', 'n21', 'e', 1, 'k', 1, [['j', 2], ['k', 3]]])), badFrame, 'a key named twice')
+  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'want', 'n21', 'e', 1, 'k', 1, [['j', 2], ['j', 3]]])), badFrame, 'a key named twice in more')
+  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'want', 'n21', 'e', 1, 'k', 1, Array.from({ length: 4096 }, (_, i) => [`j${i}`, 1])])), badFrame, 'more keys than a message may name')
   t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'none', 'n21'])), badFrame, 'too few')
   t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'want', 'n21', 'e', 1, 'k'])), badFrame, 'a want without its amount')
   t.throws(() => decodeRequest(arr([6, 'none', 'n21', 'e', 1])), badFrame, 'another version')

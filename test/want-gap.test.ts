@@ -31,7 +31,8 @@ function shortNode (rate: number): { c: ClusterCore, step: (at: number) => numbe
   // Every want this step sends; its answers are taken to have come (nothing in flight), none with tokens.
   const step = (at: number): number => {
     const out: Outbound[] = []
-    rebalance(c, ks, x, at, out)
+    rebalance(c, ks, x, at)
+    c.batch.flush(c, out, at)
     x.wantsOut = 0
     return out.filter(o => o.kind !== 'gossip' && o.msg.t === 'want').length
   }

@@ -36,6 +36,7 @@ import { carryOver, stampOf, Transitions } from './rule-change.js'
 import { saveState } from './persist.js'
 import type { SavedState } from './durable-state.js'
 import { Transfers } from './transfers.js'
+import { TickBatch } from './tick-batch.js'
 import { firstUseWaitMs } from './first-use.js'
 import { rebalance } from './rebalance.js'
 import { Reclaim } from './reclaim.js'
@@ -84,6 +85,8 @@ export class ClusterCore {
   readonly active = new Set<KeyState>()
   /** Serving wants, crediting grants, replies (transfers.ts); intake.ts routes messages to it. */
   readonly transfers: Transfers
+  /** This tick's wants and pushes, one message per peer at the tick's end (tick-batch.ts). */
+  readonly batch = new TickBatch()
   private readonly stopper: StopMachine
   private readonly caution: CautionInput
   /** The lease and whether this node is fenced (fence.ts, lease.ts). */
@@ -291,12 +294,13 @@ export class ClusterCore {
       updateReserve(this.caution, ks, nowMs)
       const tight = this.seeds.length > 1 && this.view.clusterRemaining(ks, nowMs) < this.tuning.lowWater * ks.rule.stock
       updatePacing(ks, x, tight, dt, cal)
-      if (moving) rebalance(this, ks, x, nowMs, out)
+      if (moving) rebalance(this, ks, x, nowMs)
       if (this.quiet(ks, x, nowMs)) {
         this.active.delete(ks)
         x.tight = false // recomputed when the key is next used
       }
     }
+    this.batch.flush(this, out, nowMs)
     for (const g of this.ledger.due(nowMs, this.tuning.retransmitMs, to => this.receiverAlive(to, nowMs))) this.request(out, g.to, g)
     this.replication.expire(nowMs)
     for (const r of this.replication.outbound(nowMs, true)) out.push({ kind: 'replicate', to: r.to, msg: r.msg, z: r.z })

@@ -47,5 +47,5 @@ export type Outbound =
   | { kind: 'gossip', msg: Gossip }
   | { kind: 'request', to: string, msg: Want | Grant | Ack }
   /** `z`: send the text compressed (the replica said it reads that; replica-messages.ts). */
-  | { kind: 'replicate', to: string, msg: Jrep, z: boolean }
+  | { kind: 'replicate', to: string, msg: Jrep, z: string | null }
   | { kind: 'jget', to: string, msg: Jget }

@@ -39,7 +39,7 @@ import { parseJack, parseJcopy, parseJget, parseJrep, type Jack, type Jcopy, typ
  * (gossip-codec.ts), and want, grant, ack and none go as arrays
  * (request-codec.ts).
  */
-export const CLUSTER_VERSION = 7
+export const CLUSTER_VERSION = 8
 
 /** The gossip topic of a cluster: versioned, so nodes of another protocol version never hear each other. */
 export function gossipTopic (cluster: string): string {
@@ -183,6 +183,20 @@ export interface Gossip {
   msums?: MemberSum[]
 }
 
+function parseWant (m: Record<string, unknown>, b: MessageBounds, node: string, epoch: string): Want {
+  const w: Want = { v: CLUSTER_VERSION, t: 'want', node, epoch, inc: seq(m.inc, 'inc'), key: key(m.key, b), want: num(m.want, 'want') }
+  if (m.more === undefined) return w
+  const seen = new Set([w.key])
+  w.more = list(m.more, b.maxEntries - 1, 'more').map(e => {
+    const t = tuple(e, 2, 'want item')
+    const k = key(t[0], b)
+    if (seen.has(k)) bad(`want names key ${JSON.stringify(k)} twice`)
+    seen.add(k)
+    return [k, num(t[1], 'want')] as WantItem
+  })
+  return w
+}
+
 /** [dead seed, its epoch, seq] (see Gossip.deadApplied). */
 export type DeadApplied = [dead: string, deadEpoch: string, seq: number]
 
@@ -204,6 +218,21 @@ export interface Want {
   inc: number
   key: string
   want: number
+  /**
+   * More keys of the same round to the same donor, each `[key, want]`
+   * (tick-batch.ts): the keys a node asks one donor for on one tick go as
+   * one want, answered by one grant of the keys given (or one `none`).
+   * Distinct keys, none of them `key`.
+   */
+  more?: WantItem[]
+}
+
+/** [key, want]: one more key of a want. */
+export type WantItem = [key: string, want: number]
+
+/** Every key a want asks for, with how many. */
+export function wantItems (w: Want): WantItem[] {
+  return w.more === undefined ? [[w.key, w.want]] : [[w.key, w.want], ...w.more]
 }
 
 /** [key, amount, at]: credit `amount` once the receiver's clock reaches `at`. */
@@ -265,7 +294,7 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
     case 'gossip':
       return parseGossip(m, b, CLUSTER_VERSION, node, epoch)
     case 'want':
-      return { v: CLUSTER_VERSION, t: 'want', node, epoch, inc: seq(m.inc, 'inc'), key: key(m.key, b), want: num(m.want, 'want') }
+      return parseWant(m, b, node, epoch)
     case 'grant': {
       const items = list(m.items, b.maxEntries, 'items').map(e => {
         const t = tuple(e, 3, 'grant item')

@@ -4,26 +4,28 @@
  * otherwise, if the node expects to run out within its horizon
  * (or owes a burn), it asks the donors that can cover its deficit, together. Pure; the core calls it
  * for every active key while the node is running, not isolated and not
- * fenced (a fenced node gives nothing and asks for nothing).
+ * fenced (a fenced node gives nothing and asks for nothing). What it sends
+ * goes into the tick's batch (tick-batch.ts), sent at the tick's end as one
+ * message per peer.
  */
 import type { KeyState } from '../core/limiter.js'
 import { homeOf } from '../core/share.js'
-import type { ClusterCore, Outbound } from './cluster-core.js'
+import type { ClusterCore } from './cluster-core.js'
 import { horizon, keepRate, needRate, type KeyExt } from './key-ext.js'
 import type { Peer } from './peers.js'
-import { CLUSTER_VERSION, type Want } from './messages.js'
 import { giveCap } from './no-relay.js'
 
-export function rebalance (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: number, out: Outbound[]): void {
+export function rebalance (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: number): void {
   // One round of wants at a time; a round whose answers did not all come is over after the want timeout.
   if (x.wantsOut > 0 && nowMs - x.wantSentAt < c.tuning.wantTimeoutMs) return
   x.wantsOut = 0
   // A node without a share can give back only to its lenders (no relay, reclaim.ts): it does so by itself.
-  if (!c.reclaim.hasBase && c.tuning.leases && returnToLenders(c, ks, x, nowMs, out)) return
+  if (!c.reclaim.hasBase && c.tuning.leases && returnToLenders(c, ks, x, nowMs)) return
   if (c.view.shouldReturnHome(ks, x, nowMs)) {
     const home = homeOf(ks.key, c.seeds, c.heir.homes) as string
     const p = c.peers.get(home)
-    if (p !== undefined) c.transfers.push(ks, x, p, Math.floor(ks.bucket.held), nowMs, out)
+    // Pushed at the tick's end, with the other keys this tick returns to the same peer (tick-batch.ts).
+    if (p !== undefined) c.batch.push(p, ks, x, Math.floor(ks.bucket.held))
     return
   }
   const rate = needRate(x)
@@ -52,9 +54,8 @@ export function rebalance (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: numbe
     left -= want
     x.wantsOut++
     c.counters.wantsSent++
-    const w: Want = { v: CLUSTER_VERSION, t: 'want', node: c.node, epoch: c.epoch, inc: c.incarnation, key: ks.key, want }
-    c.transfers.noteWant(donor.name, w, nowMs)
-    c.request(out, donor.name, w)
+    // Sent at the tick's end, with the other keys this tick asks the same donor for (tick-batch.ts).
+    c.batch.want(donor.name, ks.key, want)
   }
 }
 
@@ -99,7 +100,7 @@ export function wantGap (wantGapMs: number, horizonMs: number, rate: number, bur
  * following a hot spot between members (1.35 s at 50 nodes, now 0.4 s).
  * Returns whether it gave anything.
  */
-function returnToLenders (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: number, out: Outbound[]): boolean {
+function returnToLenders (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: number): boolean {
   if (nowMs - x.lastReturnAt < c.tuning.wantGapMs) return false
   const held = Math.floor(ks.bucket.held + 1e-9)
   if (held < 1) return false
@@ -120,7 +121,7 @@ function returnToLenders (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: number
   x.lastReturnAt = nowMs
   for (const [p, cap] of lenders) {
     const n = Math.min(surplus, cap)
-    c.transfers.push(ks, x, p, n, nowMs, out)
+    c.batch.push(p, ks, x, n)
     surplus -= n
     if (surplus < 1) break
   }

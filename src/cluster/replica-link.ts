@@ -19,7 +19,7 @@ export function sendReplicas (core: ClusterCore, t: Transport, bounds: MessageBo
 }
 
 /** One jrep; on its jack, the next part if the replica still lacks some. */
-export async function sendReplica (core: ClusterCore, t: Transport, to: string, msg: Jrep, z: boolean, bounds: MessageBounds, clock: Clock, log: Logger): Promise<void> {
+export async function sendReplica (core: ClusterCore, t: Transport, to: string, msg: Jrep, z: string | null, bounds: MessageBounds, clock: Clock, log: Logger): Promise<void> {
   const peerId = core.membership.idOf(to)
   if (peerId === undefined) { core.replication.onFailed(to, clock.mono()); return }
   try {

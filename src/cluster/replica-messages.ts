@@ -33,6 +33,16 @@
  * that repeat keys and epochs: 2,085 bytes of it deflate to 398 (keys100 at
  * 10 nodes), and jreps were most of what a node sent at 10 and 50 nodes. A
  * replica that never says `z` (an older one) keeps getting `data`.
+ *
+ * Deflated against what the replica holds (protocol version 8). A jrep
+ * that continues a generation (`offset` > 0) is deflated with, as its
+ * preset dictionary, the last `d` characters of the journal text before
+ * `offset` (at most DICT_CHARS), and says `d`. The replica holds exactly
+ * those characters (its copy is a prefix of the writer's generation), so
+ * the lines' repeated keys, epochs and peers cost a back-reference: at
+ * keys100 with 5 seeds of 50 nodes a jrep deflated 337 -> 210 bytes.
+ * A replica that lacks them (its copy is shorter than `offset`) takes
+ * nothing from it, and its jack says what it has, as for any gap.
  */
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import { ErrorCodes, QuotadError } from '../errors.js'
@@ -50,6 +60,12 @@ export interface Jrep {
   gen: number
   offset: number
   data: string
+  /**
+   * Text deflated against the `d` characters of the writer's journal just
+   * before `offset` (see the header): `data` is '' until the replica, which
+   * holds those characters, inflates it (`unpackJrep`).
+   */
+  packed?: { z: Uint8Array, d: number }
 }
 
 export interface Jack {
@@ -102,11 +118,37 @@ function whole (v: unknown, what: string): number {
   return v as number
 }
 
-/** A jrep as it goes on the wire: its text compressed (`z`) for a replica that reads that, else as it is. */
-export function encodeJrep (msg: Jrep, compress: boolean): Jrep | Omit<Jrep, 'data'> & { z: Uint8Array } {
-  if (!compress) return msg
-  const { data, ...rest } = msg
-  return { ...rest, z: deflateRawSync(Buffer.from(data, 'utf8')) }
+/** The most characters of preceding journal text a jrep is deflated against: at most 3 bytes each, inside deflate's 32 KiB window. */
+export const DICT_CHARS = 10_000
+
+/**
+ * A jrep as it goes on the wire: as it is (`z` null: the replica does not
+ * read compressed jreps), or its text deflated (`z`), against `z` as the
+ * preset dictionary when that is not empty: the journal text just before
+ * the jrep's offset (see the header).
+ */
+export function encodeJrep (msg: Jrep, z: string | null): Jrep | Omit<Jrep, 'data'> & { z: Uint8Array, d?: number } {
+  if (z === null) return msg
+  const { data, packed: _, ...rest } = msg
+  const raw = Buffer.from(data, 'utf8')
+  if (z.length === 0) return { ...rest, z: deflateRawSync(raw) }
+  return { ...rest, z: deflateRawSync(raw, { dictionary: Buffer.from(z, 'utf8') }), d: z.length }
+}
+
+/** A packed jrep's text, given the journal text before its offset (`preceding`, at least `d` characters), or null if it does not inflate to a chunk. */
+export function unpackJrep (m: Jrep, preceding: string): Jrep | null {
+  if (m.packed === undefined) return m
+  const { z, d } = m.packed
+  if (preceding.length < d) return null
+  let data: string
+  try {
+    data = inflateRawSync(z, { maxOutputLength: MAX_CHUNK * 3, dictionary: Buffer.from(preceding.slice(preceding.length - d), 'utf8') }).toString('utf8')
+  } catch {
+    return null
+  }
+  if (data.length === 0 || data.length > MAX_CHUNK) return null
+  const { packed: _, ...rest } = m
+  return { ...rest, data }
 }
 
 /** A jrep's text: `data`, or `z` inflated within the chunk bound. */
@@ -123,9 +165,17 @@ function jrepText (m: Record<string, unknown>): unknown {
 
 /** Validate the jrep fields (node and epoch are checked by parseMessage). */
 export function parseJrep (m: Record<string, unknown>, v: number, node: string, epoch: string): Jrep {
+  const offset = whole(m.offset, 'offset')
+  if (m.d !== undefined) {
+    // Deflated against the text before `offset`: only the replica holding it can inflate it (ReplicaStore.accept).
+    const d = whole(m.d, 'd')
+    if (d < 1 || d > DICT_CHARS || d > offset) bad(`d must be 1 to ${DICT_CHARS} and at most the offset`)
+    if (m.data !== undefined || !(m.z instanceof Uint8Array) || m.z.length > MAX_CHUNK * 3) bad('a jrep with d has z, bytes of at most a chunk\'s bound, and no data')
+    return { v, t: 'jrep', node, epoch, inc: whole(m.inc, 'inc'), gen: whole(m.gen, 'gen'), offset, data: '', packed: { z: m.z as Uint8Array, d } }
+  }
   const data = jrepText(m)
   if (typeof data !== 'string' || data.length === 0 || data.length > MAX_CHUNK) bad(`data must be a string of 1 to ${MAX_CHUNK} characters`)
-  return { v, t: 'jrep', node, epoch, inc: whole(m.inc, 'inc'), gen: whole(m.gen, 'gen'), offset: whole(m.offset, 'offset'), data: data as string }
+  return { v, t: 'jrep', node, epoch, inc: whole(m.inc, 'inc'), gen: whole(m.gen, 'gen'), offset, data: data as string }
 }
 
 export function parseJack (m: Record<string, unknown>, v: number, node: string, epoch: string): Jack {

@@ -22,7 +22,7 @@
  * reads only copies of the attested incarnation or an earlier one).
  */
 import { CHECKPOINT_EVERY } from './journal.js'
-import type { Jack, Jrep } from './replica-messages.js'
+import { unpackJrep, type Jack, type Jrep } from './replica-messages.js'
 
 /** The largest copy kept of one writer's generation, in characters. */
 export const MAX_REPLICA_CHARS = 64 * 1024 * 1024
@@ -64,7 +64,9 @@ export class ReplicaStore {
   }
 
   /** What this jrep changes on disk, or null if nothing (old, a gap, a duplicate, or a checkpoint not yet whole). */
-  accept (m: Jrep): ReplicaChange | null {
+  accept (packed: Jrep): ReplicaChange | null {
+    const m = this.unpack(packed)
+    if (m === null) return null
     const s = this.stored.get(m.node)
     if (s !== undefined && older(m, s)) return null
     if (s !== undefined && m.inc === s.inc && m.gen === s.gen) {
@@ -90,6 +92,21 @@ export class ReplicaStore {
     this.pending.delete(m.node)
     const aside = s !== undefined && s.inc < p.inc ? { superseded: s } : {}
     return { writer: m.node, kind: 'replace', text: p.text, next: p, ...aside }
+  }
+
+  /**
+   * A jrep's text: a packed one (replica-messages.ts) inflated against this
+   * copy's text before its offset, in the same incarnation and generation
+   * (the stored copy, or the one being assembled); null if this replica
+   * lacks that text or it does not inflate (the jack then says what it has).
+   */
+  private unpack (m: Jrep): Jrep | null {
+    if (m.packed === undefined) return m
+    const s = this.stored.get(m.node)
+    const p = this.pending.get(m.node)
+    const copy = s !== undefined && s.inc === m.inc && s.gen === m.gen ? s : p !== undefined && p.inc === m.inc && p.gen === m.gen ? p : undefined
+    if (copy === undefined || copy.text.length < m.offset) return null
+    return unpackJrep(m, copy.text.slice(Math.max(0, m.offset - m.packed.d), m.offset))
   }
 
   /** The change is on disk. */

@@ -23,7 +23,7 @@ import { CLUSTER_VERSION } from './messages.js'
 import { Quorum } from './quorum.js'
 import { seedOrder } from '../core/share.js'
 import type { ClusterTuning } from './tuning.js'
-import { chunkEnd, type Jack, type Jrep } from './replica-messages.js'
+import { chunkEnd, DICT_CHARS, type Jack, type Jrep } from './replica-messages.js'
 import { Reservations } from './replica-reservations.js'
 
 export { BOOKS_FRACTION, RELEASE_AFTER_INTERVALS, RESERVE_FRACTION } from './replica-reservations.js'
@@ -256,8 +256,8 @@ export class JournalReplication {
    * other seed up to date, at most once per `retryMs` each. So copies cost
    * about one jrep per batch of gives, not one per seed.
    */
-  outbound (nowMs: number, tick = false): Array<{ to: string, msg: Jrep, z: boolean }> {
-    const out: Array<{ to: string, msg: Jrep, z: boolean }> = []
+  outbound (nowMs: number, tick = false): Array<{ to: string, msg: Jrep, z: string | null }> {
+    const out: Array<{ to: string, msg: Jrep, z: string | null }> = []
     if (!this.enabled || this.gen === 0) return out
     const urgent = this.waiters.length > 0
     if (!tick && !urgent) return out
@@ -287,7 +287,9 @@ export class JournalReplication {
       covered.push(to)
       this.counters.sent++
       this.counters.sentChars += data.length
-      out.push({ to, msg: { v: this.o.version, t: 'jrep', node: this.o.node, epoch: this.o.epoch, inc: this.o.inc, gen: this.gen, offset: from, data }, z: p.z })
+      // Compressed for a replica that reads it, against the text it holds before `from` (replica-messages.ts).
+      const z = p.z ? this.text.slice(Math.max(0, from - DICT_CHARS), from) : null
+      out.push({ to, msg: { v: this.o.version, t: 'jrep', node: this.o.node, epoch: this.o.epoch, inc: this.o.inc, gen: this.gen, offset: from, data }, z })
     }
     return out
   }

@@ -7,8 +7,11 @@
  * than its value. Measured in the simulator (keys100, 50 seeds, seed 1,
  * 2026-11-27): a want 64 -> 34 bytes, a `none` 46 -> 25, a grant 106 -> 64,
  * an ack 75 -> 39; these four were half of all the bytes a node sent and
- * received. Journal messages (jrep, jack, jget, jcopy) are mostly their
- * data and stay maps.
+ * received. Since protocol version 8 the journal copies' `jrep` and `jack`
+ * go as arrays too: once a jrep was deflated against the text before it
+ * (replica-messages.ts), its field names were a tenth of it, and a jack
+ * (72 bytes as a map) is all names and numbers. `jget` and `jcopy` (a heir's
+ * reads, rare) stay maps.
  *
  * The array is `[v, t, node, epoch, inc, ...the type's fields]`; an absent
  * optional field is nil, and trailing nils are left off. The receiver turns
@@ -21,14 +24,16 @@ import { wire } from './wire.js'
 
 /** Each compact type's fields after the common five, in order. Part of the protocol. */
 const LAYOUT: Readonly<Record<string, readonly string[]>> = {
-  want: ['key', 'want'],
+  want: ['key', 'want', 'more'],
   grant: ['to', 'toEpoch', 'seq', 'items'],
   ack: ['applied', 'refused', 'toEpoch'],
-  none: []
+  none: [],
+  jrep: ['gen', 'offset', 'data', 'z', 'd'],
+  jack: ['gen', 'have', 'durable', 'z']
 }
 const COMMON = ['v', 't', 'node', 'epoch', 'inc'] as const
 
-/** A message's bytes on a stream: compact for want, grant, ack and none; a map otherwise. */
+/** A message's bytes on a stream: compact for the types in LAYOUT; a map otherwise. */
 export function encodeRequest (msg: { readonly t: string }): Uint8Array {
   const layout = LAYOUT[msg.t]
   if (layout === undefined) return wire.pack(msg)
@@ -49,7 +54,7 @@ export function decodeRequest (data: Uint8Array, bounds: MessageBounds = DEFAULT
 function expand (a: unknown[]): Record<string, unknown> {
   const t = a[1]
   const layout = typeof t === 'string' && Object.hasOwn(LAYOUT, t) ? LAYOUT[t] : undefined
-  if (layout === undefined) bad(`a compact message must be a want, grant, ack or none, got ${String(t)}`)
+  if (layout === undefined) bad(`a compact message must be one of ${Object.keys(LAYOUT).join(', ')}, got ${String(t)}`)
   if (a.length < COMMON.length || a.length > COMMON.length + layout.length) {
     bad(`a compact ${t as string} has ${COMMON.length} to ${COMMON.length + layout.length} fields, got ${a.length}`)
   }

@@ -12,10 +12,11 @@ import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore, Outbound } from './cluster-core.js'
 import { agrees } from './cluster-view.js'
 import { applyDeferred, booksOf, ext, horizon, keepRate, windowed, windowStart, type KeyExt } from './key-ext.js'
-import { CLUSTER_VERSION, type Ack, type Grant, type GrantItem, type None, type Want } from './messages.js'
+import { CLUSTER_VERSION, wantItems, type Ack, type Grant, type GrantItem, type None, type Want } from './messages.js'
 import type { Peer } from './peers.js'
 import type { PeerAccount } from './journal.js'
 import { giveCap, lentTo } from './no-relay.js'
+import type { Gift } from './tick-batch.js'
 
 /** A pushed grant may exceed what its giver last said it had by this fraction of the stock. */
 export const PUSH_TOLERANCE = 0.25
@@ -37,7 +38,11 @@ export class Transfers {
     return { v: CLUSTER_VERSION, t: 'ack', node: this.core.node, epoch: this.core.epoch, inc: this.core.incarnation, applied }
   }
 
-  /** A peer asks for tokens. The donor debits before the grant exists. */
+  /**
+   * A peer asks for tokens, of one key or several (want-batch.ts). The donor
+   * debits before the grant exists; one grant carries every key it gives,
+   * and a key it gives nothing of is simply not in it.
+   */
   onWant (w: Want, nowMs: number): Grant | None {
     const c = this.core
     const none = this.none()
@@ -46,13 +51,27 @@ export class Transfers {
     if (c.phase !== 'running' || c.fenced(nowMs)) return none
     const p = c.peers.get(w.node)
     if (p === undefined || p.epoch !== w.epoch || w.node === c.node || p.leaving || p.fenced) return none
+    const items: GrantItem[] = []
+    for (const [key, want] of wantItems(w)) {
+      const item = this.serveKey(p, key, want, nowMs)
+      if (item !== undefined) items.push(item)
+    }
+    if (items.length === 0) return none
+    c.counters.wantsServed += items.length
+    // The grant goes back as the reply: not a request of ours, nothing in flight to count.
+    return this.grant(p, items, nowMs)
+  }
+
+  /** What this node gives `p` of one key it asked for: debited, or nothing. */
+  private serveKey (p: Peer, key: string, want: number, nowMs: number): GrantItem | undefined {
+    const c = this.core
     let ks: KeyState
     try {
-      ks = c.limiter.existing(w.key) ?? c.limiter.keyState(w.key, 1, nowMs)
+      ks = c.limiter.existing(key) ?? c.limiter.keyState(key, 1, nowMs)
     } catch {
-      return none
+      return undefined
     }
-    if (!agrees(p, ks)) return none
+    if (!agrees(p, ks)) return undefined
     const x = ext(ks)
     applyDeferred(ks, x, c.calendar.at(nowMs))
     c.burn(ks, x, nowMs)
@@ -65,19 +84,21 @@ export class Transfers {
     }
     // A peer that owes a burn gets what this node holds in reserve for it: reserved tokens can't be
     // spent here anyway, and each one given and burned there lowers the reserve by one.
-    const owedThere = p.keys.get(w.key)?.owed ?? 0
+    const owedThere = p.keys.get(key)?.owed ?? 0
     if (owedThere > 0 && ks.reserve > 0) surplus = Math.max(surplus, Math.floor(Math.min(owedThere, ks.reserve, ks.bucket.held)))
-    const n = Math.min(Math.floor(w.want), surplus)
-    if (n < 1) return none
-    // The grant goes back as the reply: not a request of ours, nothing in flight to count.
-    const g = this.give(ks, x, p, n, nowMs)
-    if (g === undefined) return none
-    c.counters.wantsServed++
-    return g
+    const n = Math.min(Math.floor(want), surplus)
+    if (n < 1) return undefined
+    return this.debit(ks, x, p, n, nowMs)
   }
 
   /** Debit `n` tokens of a key and put them in a grant to `p` (the ledger keeps it until acked). */
   give (ks: KeyState, x: KeyExt, p: Peer, n: number, nowMs: number): Grant | undefined {
+    const item = this.debit(ks, x, p, n, nowMs)
+    return item === undefined ? undefined : this.grant(p, [item], nowMs)
+  }
+
+  /** Take `n` whole tokens of a key out of this node's books for `p`: the grant item, or nothing if it can't. */
+  private debit (ks: KeyState, x: KeyExt, p: Peer, n: number, nowMs: number): GrantItem | undefined {
     const c = this.core
     // Whole tokens only: a receiver refuses anything else (a fraction stays here, spendable).
     ks.bucket.advance(nowMs)
@@ -102,21 +123,39 @@ export class Transfers {
     c.journal.record(ks.key, -moved, true, [p.name, p.epoch])
     c.replication.gave(c.journal, ks.key, moved, ks.rule.stock, booksOf(ks), nowMs)
     c.active.add(ks)
-    const g = c.ledger.grant(p.name, p.epoch, [[ks.key, moved, at]], nowMs)
+    return [ks.key, moved, at]
+  }
+
+  /** The grant of debited items to `p`, in the ledger until acked. */
+  private grant (p: Peer, items: GrantItem[], nowMs: number): Grant {
+    const c = this.core
+    const g = c.ledger.grant(p.name, p.epoch, items, nowMs)
     // For a heir: the grant, in the batch that holds its give, so that it can take it back if p never applies it.
     if (c.replication.enabled) c.journal.sent(g.to, g.toEpoch, g.seq, g.items)
     return g
   }
 
-  /** Give, and send the grant as a request of ours (a push: return-home, handoff). */
+  /** Give, and send the grant as a request of ours (a push: handoff). */
   push (ks: KeyState, x: KeyExt, p: Peer, n: number, nowMs: number, out: Outbound[]): void {
-    const g = this.give(ks, x, p, n, nowMs)
-    if (g === undefined) return
-    this.core.request(out, p.name, g)
+    this.pushMany(p, [[ks, x, n]], nowMs, out)
+  }
+
+  /** Give several keys to `p` in one grant sent as a request of ours (a push: return home, return to lenders; tick-batch.ts). */
+  pushMany (p: Peer, gifts: readonly Gift[], nowMs: number, out: Outbound[]): void {
+    const items: GrantItem[] = []
+    const given: Array<[KeyState, number]> = []
+    for (const [ks, x, n] of gifts) {
+      const item = this.debit(ks, x, p, n, nowMs)
+      if (item === undefined) continue
+      items.push(item)
+      given.push([ks, item[1]])
+    }
+    if (items.length === 0) return
+    this.core.request(out, p.name, this.grant(p, items, nowMs))
     // It holds that much more now. A belief lowered by its grant to us stays low until it gossips the key again,
     // and it may not (tokens given and pushed back leave its held as it last said it): without this the view's
     // custody of it, so the shortfall, stayed short by what moved back and forth (the simulator: 37 of 60 at a member).
-    this.core.view.believeHeld(p.name, ks, g.items[0][1], nowMs)
+    for (const [ks, n] of given) this.core.view.believeHeld(p.name, ks, n, nowMs)
   }
 
   /**
@@ -166,20 +205,20 @@ export class Transfers {
    */
   private implausible (g: Grant, asked: Want | undefined, nowMs: number): string | null {
     const c = this.core
-    let total = 0
     for (const [key, amount] of g.items) {
       const rule = c.limiter.existing(key)?.rule ?? c.limiter.ruleFor(key)
       if (!Number.isSafeInteger(amount) || amount < 1) return `amount ${amount} is not a whole number of tokens`
       if (rule !== undefined && amount > rule.stock) return `amount ${amount} is over the stock of ${rule.stock}`
-      total += amount
     }
-    if (asked !== undefined) {
-      if (g.items.length !== 1 || g.items[0][0] !== asked.key) return 'answers a want for another key'
-      return total <= asked.want ? null : `gives ${total}, ${asked.want} were asked`
+    if (asked !== undefined) return overAsked(g, new Map(wantItems(asked)))
+    // A resent answer to a want of ours (its first reply was lost) is judged as that answer: every key in it
+    // asked of that giver lately, none over what was asked.
+    const resent = new Map<string, number>()
+    for (const [key] of g.items) {
+      const want = this.recentWant(g.node, key, nowMs)
+      if (want !== undefined) resent.set(key, want)
     }
-    // A resent answer to a want of ours (its first reply was lost) is judged as that answer.
-    const resent = this.recentWant(g.node, g.items[0]?.[0], nowMs)
-    if (resent !== undefined && g.items.length === 1 && total <= resent.want) return null
+    if (resent.size > 0 && overAsked(g, resent) === null) return null
     const p = c.peers.get(g.node)
     for (const [key, amount] of g.items) {
       const ks = c.limiter.existing(key)
@@ -229,16 +268,17 @@ export class Transfers {
     }
   }
 
-  /** Wants this node sent lately, by (peer, key): a grant that answers one may come back as a resend. */
-  private readonly wants = new Map<string, { want: Want, at: number }>()
+  /** What this node asked for lately, by (peer, key): a grant that answers a want may come back as a resend. */
+  private readonly wants = new Map<string, { want: number, at: number }>()
 
   noteWant (to: string, w: Want, nowMs: number): void {
-    if (this.wants.size >= 4096) this.wants.delete(this.wants.keys().next().value as string)
-    this.wants.set(`${to}\u0000${w.key}`, { want: w, at: nowMs })
+    for (const [key, want] of wantItems(w)) {
+      if (this.wants.size >= 4096) this.wants.delete(this.wants.keys().next().value as string)
+      this.wants.set(`${to}\u0000${key}`, { want, at: nowMs })
+    }
   }
 
-  private recentWant (from: string, key: string | undefined, nowMs: number): Want | undefined {
-    if (key === undefined) return undefined
+  private recentWant (from: string, key: string, nowMs: number): number | undefined {
     const k = `${from}\u0000${key}`
     const r = this.wants.get(k)
     if (r === undefined) return undefined
@@ -277,11 +317,25 @@ export class Transfers {
   onReply (req: Want | Grant, reply: Grant | Ack | None, nowMs: number): void {
     const c = this.core
     if (req.t === 'want') this.wantAnswered(req)
-    if (reply.t === 'grant') {
-      this.onGrant(reply, nowMs, req.t === 'want' ? req : undefined)
-      // The donor holds that much less now: don't ask it again on a view its next gossip would correct.
-      const ks = req.t === 'want' ? c.limiter.existing(req.key) : undefined
-      if (ks !== undefined) c.view.believeHeld(reply.node, ks, -reply.items.reduce((n, i) => n + (i[0] === ks.key ? i[1] : 0), 0), nowMs)
+    if (req.t === 'want' && (reply.t === 'grant' || reply.t === 'none')) {
+      const given = new Map<string, number>()
+      if (reply.t === 'grant') {
+        this.onGrant(reply, nowMs, req)
+        for (const [key, n] of reply.items) given.set(key, (given.get(key) ?? 0) + n)
+      }
+      for (const [key] of wantItems(req)) {
+        const ks = c.limiter.existing(key)
+        if (ks === undefined) continue
+        const n = given.get(key)
+        // The donor holds that much less now: don't ask it again on a view its next gossip would correct.
+        if (n !== undefined) c.view.believeHeld(reply.node, ks, -n, nowMs)
+        // No surplus there: until it says otherwise, believe it needs all it holds (rate Infinity: ClusterView does
+        // not ask it). Its holding stays counted in the cluster-wide remaining and its custody (shortfall.ts):
+        // believing it held nothing made keys look nearer exhaustion than they were, and could tighten grants.
+        else c.view.noSurplus(ks, reply.node, nowMs)
+      }
+    } else if (reply.t === 'grant') {
+      this.onGrant(reply, nowMs)
     } else if (reply.t === 'ack') {
       if (req.t === 'grant') {
         c.positions.acked(c.ledger.ack(reply.node, reply.epoch, reply.applied))
@@ -293,22 +347,18 @@ export class Transfers {
           if ((c.ledger.ackedTo(req.to, req.toEpoch) ?? 0) >= req.seq) c.positions.takenBack(req)
         }
       }
-    } else if (req.t === 'want') {
-      // No surplus there: until it says otherwise, believe it needs all it holds (rate Infinity: ClusterView does
-      // not ask it). Its holding stays counted in the cluster-wide remaining and its custody (shortfall.ts):
-      // believing it held nothing made keys look nearer exhaustion than they were, and could tighten grants.
-      const ks = c.limiter.existing(req.key)
-      if (ks !== undefined) c.view.noSurplus(ks, reply.node, nowMs)
     }
   }
 
-  /** One want of its key's round has its answer (a reply or a failure): the round is over when all have. */
+  /** A want has its answer (a reply or a failure): one want of each of its keys' rounds; a round is over when all have. */
   wantAnswered (req: Want): void {
-    const ks = this.core.limiter.existing(req.key)
-    if (ks === undefined) return
-    const x = ext(ks)
-    if (x.wantsOut > 0) x.wantsOut--
-    if (x.wantsOut === 0) x.wantSentAt = -Infinity
+    for (const [key] of wantItems(req)) {
+      const ks = this.core.limiter.existing(key)
+      if (ks === undefined) continue
+      const x = ext(ks)
+      if (x.wantsOut > 0) x.wantsOut--
+      if (x.wantsOut === 0) x.wantSentAt = -Infinity
+    }
   }
 
   /**
@@ -339,4 +389,17 @@ export class Transfers {
       }
     }
   }
+}
+
+/** Why a grant is not an answer to what was asked (`asked`: key -> how many), or null: every key in it asked, none over. */
+function overAsked (g: Grant, asked: ReadonlyMap<string, number>): string | null {
+  const given = new Map<string, number>()
+  for (const [key, amount] of g.items) {
+    const want = asked.get(key)
+    if (want === undefined) return `gives ${key}, which was not asked for`
+    const total = (given.get(key) ?? 0) + amount
+    if (total > want) return `gives ${total} of ${key}, ${want} were asked`
+    given.set(key, total)
+  }
+  return null
 }

@@ -38,7 +38,7 @@ export class SimReplication {
   }
 
   /** One jrep and its jack: the replica writes the change to its disk, then answers. */
-  send (sender: SimNode, core: ClusterCore, to: string, msg: Jrep, z: boolean): void {
+  send (sender: SimNode, core: ClusterCore, to: string, msg: Jrep, z: string | null): void {
     const net = this.net
     const settle = once(sender, core)
     net.at(net.now + core.tuning.wantTimeoutMs, () => { if (settle()) core.replication.onFailed(to, net.mono(sender.name)) })

@@ -1,7 +1,7 @@
 /**
- * The simulator's property test, split over several files so that no file
- * runs near ava's timeout: each file takes a half of the scenarios in one
- * mode, with one ava test per scenario (src/sim/property.ts picks, per seed,
+ * The simulator's property test, split over several files: each file takes
+ * a half of the scenarios in one mode, with one ava test per scenario, run
+ * one at a time so that each reports as it ends (see below) (src/sim/property.ts picks, per seed,
  * the algorithm, cluster size and key shape). Hard mode: any overshoot over
  * the exact limiter fails. Soft mode: overshoot must be covered by the
  * overdraft the nodes report. Both: any token created or lost fails, and the
@@ -21,7 +21,12 @@ export function propertyTests (mode: Mode, half: 0 | 1): void {
     // Scenarios that need longer runs (a cut of several reclaim periods) get fewer seeds: about the same virtual time per test.
     const long = (SCENARIOS.find(s => s.name === name)?.minGossips ?? 0) * GOSSIP_MS
     const seeds = Math.round(SEEDS * RUN_MS / Math.max(RUN_MS, long))
-    test(`${mode} mode, ${name}: ${seeds} seeds, ${mode === 'hard' ? 'no overshoot' : 'overshoot within the reported debt'}, tokens conserved`, t => {
+    // Serial, each after a turn of the event loop: a test is seconds of synchronous work, and ava's timeout counts
+    // from the last result its worker reported. Started together, the tests ran back to back without a turn between
+    // them, so no result left the worker until the file was done (48 s alone; over 120 s on a busy 2-core machine,
+    // which timed the file out). Now each result goes out as its test ends.
+    test.serial(`${mode} mode, ${name}: ${seeds} seeds, ${mode === 'hard' ? 'no overshoot' : 'overshoot within the reported debt'}, tokens conserved`, async t => {
+      await new Promise(resolve => setImmediate(resolve))
       const { runs, admitted, bad } = checkMode(mode, seeds, [name])
       t.deepEqual(bad, [])
       t.is(runs, seeds)

@@ -84,8 +84,7 @@ async function main (): Promise<void> {
   t.onGossip = (_from, data) => {
     let m: Gossip
     try { m = decodeGossip(data) as Gossip } catch { return }
-    // Its rules and cluster hash come in full on its full syncs' first messages (a digest in between: rules-digest.ts).
-    if (m.node === values.seed && m.cfg !== undefined && m.rules !== undefined) seedView = { cfg: m.cfg, rules: m.rules, inc: m.inc, seq: m.seq }
+    if (m.node === values.seed) seedView = { cfg: m.cfg, rules: m.rules, inc: m.inc, seq: m.seq }
   }
   await t.start()
   const fakes: Fake[] = []

@@ -10,7 +10,7 @@ import test from 'ava'
 import { VirtualCluster } from '../src/sim/virtual-cluster.js'
 import type { ClusterCore } from '../src/cluster/cluster-core.js'
 import type { KeyExt } from '../src/cluster/key-ext.js'
-import { CLUSTER_VERSION, type ResolvedGossip } from '../src/cluster/messages.js'
+import { CLUSTER_VERSION, type Gossip } from '../src/cluster/messages.js'
 import type { Peer } from '../src/cluster/peers.js'
 import { limits, rule } from './helpers/rules.js'
 
@@ -73,7 +73,7 @@ test('a peer that comes to hold a token after the last walk is a donor at once, 
   c.view.believeHeld('n05', ks, 50, vc.now)
   // n07 gossips a line: it holds 30 now.
   const p = c.peers.get('n07') as Peer
-  const g: ResolvedGossip = {
+  const g: Gossip = {
     v: CLUSTER_VERSION, t: 'gossip', node: 'n07', epoch: p.epoch, inc: p.inc, seq: p.seq + 1, now: vc.now, pending: [], carries: [],
     cfg: c.clusterHash, rules: p.rules, keys: [['api', 30, 0, 0, 0, 0, 0, 0]], acks: []
   }

@@ -3,13 +3,13 @@
  * gossip by hand, no network.
  */
 import test from 'ava'
-import { CLUSTER_VERSION, type GossipKey, type ResolvedGossip } from '../src/cluster/messages.js'
+import { CLUSTER_VERSION, type Gossip, type GossipKey } from '../src/cluster/messages.js'
 import { heardAll } from '../src/cluster/heard.js'
 import { Peers } from '../src/cluster/peers.js'
 
 const keep = { cfg: 'h', known: () => true, maxKeys: 100 }
 
-function gossip (seq: number, hash: string, keys: GossipKey[]): ResolvedGossip {
+function gossip (seq: number, hash: string, keys: GossipKey[]): Gossip {
   return { v: CLUSTER_VERSION, t: 'gossip', node: 'b', epoch: 'eb', inc: 1, seq, now: 0, pending: [], carries: [], cfg: 'h', rules: { api: hash }, keys, acks: [] }
 }
 

@@ -105,7 +105,7 @@ export class ClusterCore {
   /** What the stop saved; set in the step that ends the stop. */
   snapshot: SavedState | null = null
   /** Counters for status and metrics. */
-  readonly counters = { badMessages: 0, unresolvedGossip: 0, wantsSent: 0, wantsServed: 0, grantsApplied: 0, grantsRejected: 0, tokensIn: 0, tokensOut: 0, tokensBurned: 0, handedOff: 0, grantsRefused: 0, tokensRefused: 0, handoffsFenced: 0, acksIn: 0 }
+  readonly counters = { badMessages: 0, wantsSent: 0, wantsServed: 0, grantsApplied: 0, grantsRejected: 0, tokensIn: 0, tokensOut: 0, tokensBurned: 0, handedOff: 0, grantsRefused: 0, tokensRefused: 0, handoffsFenced: 0, acksIn: 0 }
   /** Why the last grant was refused (status). */
   lastRefusal: string | null = null
   /** Per key: tokens in grants this node refused, and tokens of its own refused pushes it took back (the audit reads them). */

@@ -73,7 +73,6 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
   for (const m of deadApplied) bytes += m[0].length + m[1].length + 12
   // A seed's member list, when it goes (at most 300 entries of about 70 bytes; see membership.ts).
   if (core.gossip.membersDue()) bytes += core.membership.members().reduce((n, [m, id]) => n + m.length + id.length + 6, 0)
-  const rd = core.gossip.rulesDigest(rules)
   let leftover: KeyState | null = null
   for (const ks of candidates) {
     // The key's string header, seven numbers (9 bytes each as float64, at worst) and the array's header.
@@ -131,9 +130,9 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     pending,
     ...(sync > 0 ? { sync } : {}),
     carries: [...core.carries],
-    // The rules and cluster hash in full when due (a full sync's first message, after a change), else their digest.
-    ...(rd === null ? { cfg: core.clusterHash, rules } : { rd }),
+    cfg: core.clusterHash,
     ...(core.gossip.sendMembers() ? membership(core) : {}),
+    rules,
     keys,
     ...(decay.length === 0 ? {} : { decay }),
     acks,

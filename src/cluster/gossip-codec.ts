@@ -33,16 +33,14 @@ export const GOSSIP_MAX_INFLATED = 64 * 1024
  */
 const FIELDS = [
   'estateMarks', 'deadApplied', 'estates', 'attest', 'refused', 'members', 'leaving', 'spending', 'alloc', 'fenced',
-  'sync', 'pending', 'carries', 'cfg', 'rules', 'decay', 'acks', 'heard', 'msums', 'now', 'seq', 'inc', 'rd', 'epoch',
+  'sync', 'pending', 'carries', 'cfg', 'rules', 'decay', 'acks', 'heard', 'msums', 'now', 'seq', 'inc', 'epoch',
   'node', 't', 'gossip', 'v', 'keys'
 ]
 export const GOSSIP_DICTIONARY: Buffer = Buffer.concat(FIELDS.map(f => Buffer.concat([Buffer.from([0xa0 | f.length]), Buffer.from(f, 'ascii')])))
 
 /** A gossip's bytes: deflated in an envelope when that is smaller. */
 export function encodeGossip (msg: Gossip): Uint8Array {
-  // `pending` and `carries` are nearly always empty: left off then (the parser reads absent as empty).
-  const { pending, carries, ...rest } = msg
-  const plain = wire.pack({ ...rest, ...(pending.length > 0 ? { pending } : {}), ...(carries.length > 0 ? { carries } : {}) })
+  const plain = wire.pack(msg)
   const z = deflateRawSync(plain, { dictionary: GOSSIP_DICTIONARY })
   // The envelope's own fields take 15 bytes or so.
   if (z.length + 16 >= plain.length) return plain

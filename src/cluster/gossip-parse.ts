@@ -6,16 +6,12 @@
 import type { HeardEntry } from './lease.js'
 import { bad, KEY_LINE_FIELDS, key, list, MAX_CARRIES, MAX_REFUSED, name, num, PEER_ID, seq, tuple, type MessageBounds } from './message-fields.js'
 import type { AttestEntry, DeadApplied, EstateMark, Gossip, GossipAck, GossipKey, MemberSum } from './messages.js'
-import { DIGEST_BYTES } from './rules-digest.js'
 
 /** Validate gossip `m` (its version, node and epoch already checked by parseMessage). */
 export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: number, node: string, epoch: string): Gossip {
-  // A digest instead of the rules and cluster hash (rules-digest.ts): both are filled in by the receiver (intake.ts).
-  const rd = m.rd === undefined || m.rd === null ? undefined : m.rd instanceof Uint8Array && m.rd.length === DIGEST_BYTES ? m.rd : bad(`rd must be ${DIGEST_BYTES} bytes`)
-  if (rd !== undefined && (m.rules !== undefined || m.cfg !== undefined)) bad('a gossip has rd, or rules and cfg, not both')
-  if (rd === undefined && (m.rules === null || typeof m.rules !== 'object' || Array.isArray(m.rules))) bad('rules must be a map')
+  if (m.rules === null || typeof m.rules !== 'object' || Array.isArray(m.rules)) bad('rules must be a map')
   const rules: Record<string, string> = {}
-  const entries = rd === undefined ? Object.entries(m.rules as Record<string, unknown>) : []
+  const entries = Object.entries(m.rules as Record<string, unknown>)
   if (entries.length > b.maxRules) bad('too many rules')
   for (const [r, h] of entries) {
     if (typeof h !== 'string' || h.length > 64) bad('rule hash must be a string')
@@ -28,11 +24,10 @@ export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: nu
     return [key(t[0], b), num(t[1], 'held'), num(t[2], 'outstanding'), num(t[3], 'rate'), num(t[4], 'owed'), debts < 0 ? Infinity : debts,
       num(t[6], 'deferred'), num(t[7], 'inTransitOut')] as GossipKey
   })
-  // `pending` and `carries` are left off when empty (gossip-codec.ts).
-  const pending = m.pending === undefined ? [] : list(m.pending, b.maxRules, 'pending').map(r => name(r, 'pending rule'))
+  const pending = list(m.pending, b.maxRules, 'pending').map(r => name(r, 'pending rule'))
   const sync = m.sync === undefined || m.sync === null ? undefined : seq(m.sync, 'sync')
   if (sync !== undefined && sync > (m.seq as number)) bad('sync must not be after the message\'s own seq')
-  const carries = m.carries === undefined ? [] : list(m.carries, MAX_CARRIES, 'carries').map(r => name(r, 'carried epoch'))
+  const carries = list(m.carries, MAX_CARRIES, 'carries').map(r => name(r, 'carried epoch'))
   const members = m.members === undefined || m.members === null
     ? undefined
     : list(m.members, b.maxMembers, 'members').map(e => {
@@ -50,7 +45,7 @@ export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: nu
   const decay = m.decay === undefined || m.decay === null
     ? undefined
     : list(m.decay, keys.length, 'decay').map(i => seq(i, 'decay index') < keys.length ? i as number : bad('decay index must name a key line'))
-  const cfg = rd !== undefined ? undefined : typeof m.cfg === 'string' && m.cfg.length <= 64 ? m.cfg : bad('cfg must be a hash')
+  const cfg = typeof m.cfg === 'string' && m.cfg.length <= 64 ? m.cfg : bad('cfg must be a hash')
   const acks = list(m.acks, b.maxPeers, 'acks').map(e => {
     const t = tuple(e, 3, 'ack entry')
     return [name(t[0], 'ack node'), name(t[1], 'ack epoch'), seq(t[2], 'applied')] as GossipAck
@@ -96,7 +91,7 @@ export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: nu
     })
   return {
     v, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),
-    pending, ...(sync === undefined ? {} : { sync }), carries, ...(rd === undefined ? { cfg, rules } : { rd }), ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), keys, ...(decay === undefined || decay.length === 0 ? {} : { decay }), acks, ...(m.leaving === true ? { leaving: true } : {}),
+    pending, ...(sync === undefined ? {} : { sync }), carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, ...(decay === undefined || decay.length === 0 ? {} : { decay }), acks, ...(m.leaving === true ? { leaving: true } : {}),
     ...(m.fenced === true ? { fenced: true } : {}), ...(heard === undefined ? {} : { heard }),
     ...(m.alloc === false ? { alloc: false as const } : {}), ...(attest === undefined || attest.length === 0 ? {} : { attest }),
     ...(estates === undefined || estates.length === 0 ? {} : { estates }),

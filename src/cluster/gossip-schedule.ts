@@ -26,7 +26,6 @@ import type { ClusterCore } from './cluster-core.js'
 import { buildGossip } from './gossip-builder.js'
 import { ext } from './key-ext.js'
 import type { Gossip } from './messages.js'
-import { digestText, RULES_REPEATS, rulesDigest } from './rules-digest.js'
 
 /** Gossips that carry the `sync` mark after it moved (one lost gossip does not delay it to the next full sync). */
 const SYNC_REPEATS = 2
@@ -57,9 +56,6 @@ export class GossipSchedule {
   private syncStart = false
   /** Per `giver/epoch`: the applied mark last acked to that giver directly, and how many more times to send it (`directAcks`). */
   private ackSent = new Map<string, [applied: number, repeats: number]>()
-  /** The digest of the rules and cluster hash last sent in full, and how many more gossips send them in full (rules-digest.ts). */
-  private fullDigest = ''
-  private rulesRepeats = 0
 
   constructor (core: ClusterCore, rules: readonly string[]) {
     this.core = core
@@ -111,19 +107,6 @@ export class GossipSchedule {
     this.changes++
     this.cursor = null
     this.fullSync = true
-  }
-
-  /**
-   * The digest this message carries instead of the rules and cluster hash
-   * (rules-digest.ts), or null: it carries them in full (a full sync's first
-   * message, or within RULES_REPEATS gossips of a change or the start).
-   */
-  rulesDigest (rules: Readonly<Record<string, string>>): Uint8Array | null {
-    const d = rulesDigest(this.core.clusterHash, rules)
-    const text = digestText(d)
-    if (text !== this.fullDigest) { this.fullDigest = text; this.rulesRepeats = RULES_REPEATS }
-    if (this.rulesRepeats > 0) { this.rulesRepeats--; return null }
-    return this.syncStart ? null : d
   }
 
   /** Whether this message carries the member list: it changed since last sent, or a full sync starts. */

@@ -21,11 +21,10 @@
 import type { ClusterCore } from './cluster-core.js'
 import { ext } from './key-ext.js'
 import type { HeardEntry } from './lease.js'
-import { CLUSTER_VERSION, type Ack, type AttestEntry, type Gossip, type Grant, type None, type ResolvedGossip, type Want } from './messages.js'
+import { CLUSTER_VERSION, type Ack, type AttestEntry, type Gossip, type Grant, type None, type Want } from './messages.js'
 import type { Jack, Jrep } from './replica-messages.js'
 import type { ReplicaChange } from './replica-store.js'
 import { replicaGroup } from './replication.js'
-import { digestText } from './rules-digest.js'
 import type { Peer } from './peers.js'
 import type { Verdict } from './membership.js'
 
@@ -34,19 +33,16 @@ import type { Verdict } from './membership.js'
  * that id (membership.ts); otherwise dropped, and its name never enters
  * the peer table. Returns the verdict (the driver logs refusals).
  */
-export function onGossip (c: ClusterCore, msg: Gossip, from: string, nowMs: number): Verdict {
-  if (msg.node === c.node || c.phase === 'stopped') return 'ok'
-  const verdict = c.membership.check(msg.node, from, true)
+export function onGossip (c: ClusterCore, g: Gossip, from: string, nowMs: number): Verdict {
+  if (g.node === c.node || c.phase === 'stopped') return 'ok'
+  const verdict = c.membership.check(g.node, from, true)
   if (verdict !== 'ok') return verdict
   // A settled dead incarnation (reclaim.ts) that speaks again is a cut-off process: what it had is credited elsewhere.
-  if (c.reclaim.isSettled(msg.node, msg.inc)) { c.reclaim.sawZombie(msg.node, nowMs); return verdict }
-  if (c.seeds.includes(msg.node) && msg.members !== undefined) {
-    c.membership.attest(msg.node, msg.members)
-    c.membership.noteRefusals(msg.node, msg.refused ?? [])
+  if (c.reclaim.isSettled(g.node, g.inc)) { c.reclaim.sawZombie(g.node, nowMs); return verdict }
+  if (c.seeds.includes(g.node) && g.members !== undefined) {
+    c.membership.attest(g.node, g.members)
+    c.membership.noteRefusals(g.node, g.refused ?? [])
   }
-  // Everything from here on reads the sender's rules and cluster hash.
-  const g = resolved(c, msg)
-  if (g === null) { c.counters.unresolvedGossip++; return verdict }
   const o = c.peers.observe(g, c.node, c.epoch, nowMs, c.calendar.at(nowMs))
   if (o === null) return verdict
   const p = c.peers.get(g.node) as Peer
@@ -62,23 +58,6 @@ export function onGossip (c: ClusterCore, msg: Gossip, from: string, nowMs: numb
   if (g.heard !== undefined && p.sameCluster) echoed(c, g.node, g.heard, g.attest, nowMs)
   if (g.msums !== undefined) c.msums.onSums(p, g.seq, g.msums, nowMs)
   return verdict
-}
-
-/**
- * A gossip with its rules and cluster hash: as it says them, or, for their
- * digest (rules-digest.ts), as that incarnation last said them in full to
- * this node. Null when the digest is not of those (its full message was
- * lost or comes late, or the incarnation is new here): the gossip is
- * dropped whole, as from a node whose rules and cluster are unknown, until
- * its next full message (a full sync's first, at most `fullSyncEvery`
- * gossips away; at once for a peer new or restarted here, since that peer
- * hears this node's gossip as new too and starts a full sync).
- */
-function resolved (c: ClusterCore, g: Gossip): ResolvedGossip | null {
-  if (g.rules !== undefined && g.cfg !== undefined) return g as ResolvedGossip
-  const p = c.peers.get(g.node)
-  if (p === undefined || p.epoch !== g.epoch || p.rd === '' || g.rd === undefined || p.rd !== digestText(g.rd)) return null
-  return { ...g, rules: p.rules, cfg: p.cfg }
 }
 
 /** A want, grant, ack or none from `node` (bound to its sender) names incarnation (epoch, inc): a newer one ends the old epoch. */

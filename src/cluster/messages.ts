@@ -106,10 +106,9 @@ export interface Gossip {
   /**
    * The hash of what decides safety besides the rules: the cluster's name,
    * its seeds (names and pinned peer ids) and the timings (cluster-hash.ts).
-   * Tokens move only between nodes that agree on it. Absent when `rd` is
-   * there.
+   * Tokens move only between nodes that agree on it.
    */
-  cfg?: string
+  cfg: string
   /**
    * A seed's word on the members not in the file it admitted: [name, peer id]
    * (membership.ts). Sent when it changed and on full syncs; absent means
@@ -123,15 +122,8 @@ export interface Gossip {
    * that is taken is an error on both sides, not silence on one.
    */
   refused?: Array<[name: string, peerId: string]>
-  /**
-   * On the wire instead of `rules` and `cfg` when both are as this
-   * incarnation last sent them in full (rules-digest.ts): their digest. The
-   * receiver fills `rules` and `cfg` from what it read then (intake.ts), or
-   * drops the gossip.
-   */
-  rd?: Uint8Array
-  /** Rule name -> rule hash. Absent when `rd` is there. */
-  rules?: Record<string, string>
+  /** Rule name -> rule hash. */
+  rules: Record<string, string>
   keys: GossipKey[]
   /**
    * Indices into `keys` of lines whose rate falls at the rate half-life
@@ -242,9 +234,6 @@ export type WantItem = [key: string, want: number]
 export function wantItems (w: Want): WantItem[] {
   return w.more === undefined ? [[w.key, w.want]] : [[w.key, w.want], ...w.more]
 }
-
-/** A gossip whose rules and cluster hash are known: said in full, or filled in for its digest (intake.ts). */
-export type ResolvedGossip = Gossip & { rules: Record<string, string>, cfg: string }
 
 /** [key, amount, at]: credit `amount` once the receiver's clock reaches `at`. */
 export type GrantItem = [key: string, amount: number, at: number]

@@ -27,8 +27,7 @@
  * announce all its keys (heard.ts).
  */
 import { heardAll, track } from './heard.js'
-import type { ResolvedGossip } from './messages.js'
-import { digestText, rulesDigest } from './rules-digest.js'
+import type { Gossip } from './messages.js'
 
 export interface PeerKey {
   held: number
@@ -71,9 +70,6 @@ export interface Peer {
   /** The peer's calendar at its last gossip, minus ours then (for status; includes the delay). */
   clockOffsetMs: number
   rules: Record<string, string>
-  /** Its cluster hash, and the digest of that and `rules` (rules-digest.ts, as hex), as its newest gossip in full said them ('' before one). */
-  cfg: string
-  rd: string
   keys: Map<string, PeerKey>
   /** What it said it has applied from our current epoch. */
   appliedFromMe: number
@@ -145,13 +141,13 @@ export class Peers {
   }
 
   /** Record a gossip (see the header for what is kept and what is ignored). */
-  observe (g: ResolvedGossip, myNode: string, myEpoch: string, nowMs: number, myCalendarMs: number): Observed | null {
+  observe (g: Gossip, myNode: string, myEpoch: string, nowMs: number, myCalendarMs: number): Observed | null {
     let p = this.byName.get(g.node)
     let restartedFrom: string | undefined
     const isNew = p === undefined
     if (p === undefined) {
       p = {
-        name: g.node, epoch: g.epoch, inc: g.inc, seq: 0, lastHeard: nowMs, clockOffsetMs: 0, rules: {}, cfg: '', rd: '', keys: new Map(),
+        name: g.node, epoch: g.epoch, inc: g.inc, seq: 0, lastHeard: nowMs, clockOffsetMs: 0, rules: {}, keys: new Map(),
         appliedFromMe: 0, leaving: false, fenced: false, alloc: true, pending: NO_PENDING, runFrom: 1, missing: [], sync: 0, carries: [], legacy: null, sameCluster: false
       }
       this.byName.set(g.node, p)
@@ -173,8 +169,6 @@ export class Peers {
       p.clockOffsetMs = g.now - myCalendarMs
       // A pass named under other rules says nothing of lines under these (the sender names its next one).
       if (!sameRules(p.rules, g.rules)) { p.rules = g.rules; p.sync = 0; this.changed() }
-      // Said in full (not as a digest): what a later digest from this incarnation must match (intake.ts).
-      if (g.rd === undefined) { p.cfg = g.cfg; p.rd = digestText(rulesDigest(g.cfg, g.rules)) }
       if (g.sync !== undefined) p.sync = g.sync
       p.pending = g.pending.length === 0 ? NO_PENDING : new Set(g.pending)
       p.carries = g.carries
@@ -235,7 +229,6 @@ export class Peers {
     this.endEpoch(p)
     p.epoch = epoch
     p.inc = inc
-    p.rd = ''
     p.seq = 0
     p.runFrom = 1
     p.missing = []
@@ -259,7 +252,6 @@ export class Peers {
     const from = p.epoch
     this.restart(p, epoch, inc)
     p.rules = {}
-    p.rd = ''
     return from
   }
 
@@ -298,7 +290,7 @@ export class Peers {
     let p = this.byName.get(name)
     if (p === undefined) {
       p = {
-        name, epoch, inc, seq: 0, lastHeard: -Infinity, clockOffsetMs: 0, rules: {}, cfg: '', rd: '', keys: new Map(),
+        name, epoch, inc, seq: 0, lastHeard: -Infinity, clockOffsetMs: 0, rules: {}, keys: new Map(),
         appliedFromMe: 0, leaving: false, fenced: false, alloc: true, pending: NO_PENDING, runFrom: 1, missing: [], sync: 0, carries: [], legacy: null, sameCluster: false
       }
       this.byName.set(name, p)
@@ -346,7 +338,6 @@ export class Peers {
     if (p.legacy === null) { this.byName.delete(name); return true }
     // Keep a husk that carries only the debts (a later incarnation may carry them).
     p.rules = {}
-    p.rd = ''
     p.pending = NO_PENDING
     p.sync = 0
     return true

@@ -46,6 +46,6 @@ export interface ClusterCoreOptions {
 export type Outbound =
   | { kind: 'gossip', msg: Gossip }
   | { kind: 'request', to: string, msg: Want | Grant | Ack }
-  /** `z`: send the text compressed (the replica said it reads that; replica-messages.ts). */
+  /** `z`: null, send the text as it is; else deflate it against `z`, the text the replica holds before it (replica-messages.ts encodeJrep). */
   | { kind: 'replicate', to: string, msg: Jrep, z: string | null }
   | { kind: 'jget', to: string, msg: Jget }

@@ -39,7 +39,7 @@ export class Transfers {
   }
 
   /**
-   * A peer asks for tokens, of one key or several (want-batch.ts). The donor
+   * A peer asks for tokens, of one key or several (tick-batch.ts). The donor
    * debits before the grant exists; one grant carries every key it gives,
    * and a key it gives nothing of is simply not in it.
    */
@@ -135,12 +135,7 @@ export class Transfers {
     return g
   }
 
-  /** Give, and send the grant as a request of ours (a push: handoff). */
-  push (ks: KeyState, x: KeyExt, p: Peer, n: number, nowMs: number, out: Outbound[]): void {
-    this.pushMany(p, [[ks, x, n]], nowMs, out)
-  }
-
-  /** Give several keys to `p` in one grant sent as a request of ours (a push: return home, return to lenders; tick-batch.ts). */
+  /** Give keys to `p` in one grant sent as a request of ours (a push: return home, return to lenders, handoff; tick-batch.ts). */
   pushMany (p: Peer, gifts: readonly Gift[], nowMs: number, out: Outbound[]): void {
     const items: GrantItem[] = []
     const given: Array<[KeyState, number]> = []
@@ -384,7 +379,7 @@ export class Transfers {
         const n = Math.floor(ks.bucket.held)
         if (n < 1) break
         const before = c.counters.tokensOut
-        this.push(ks, x, to, n, nowMs, out)
+        this.pushMany(to, [[ks, x, n]], nowMs, out)
         c.counters.handedOff += c.counters.tokensOut - before
       }
     }

@@ -5,7 +5,8 @@
  * nothing but an echo of a kept gossip extends it.
  */
 import test from 'ava'
-import { ECHOES_PER_LEASE, EchoSchedule, Lease, SENT_KEPT, type Echoable } from '../src/cluster/lease.js'
+import { pack } from 'msgpackr'
+import { ECHOES_PER_LEASE, EchoSchedule, HEARD_BYTE_BUDGET, Lease, MAX_HEARD_PER_GOSSIP, SENT_KEPT, type Echoable } from '../src/cluster/lease.js'
 import { Quorum } from '../src/cluster/quorum.js'
 
 const LEASE = 3000
@@ -132,6 +133,26 @@ test('a voter echoes new peers at once and each peer about every leaseMs / ECHOE
   // A restarted peer (new incarnation) is new again; one that sent nothing yet is not echoed.
   const again = e.take([{ name: 'p0', inc: 2, seq: 1 }, { name: 'q', inc: 1, seq: 0 }], 21 * gossip)
   t.deepEqual(again, [['p0', 2, 1]])
+})
+
+test('a fleet of new members is echoed at once, up to the peer cap and the byte budget; the rest next gossip', t => {
+  const e = new EchoSchedule(LEASE, 250)
+  // 995 members starting together (1000 nodes, 5 seeds): all of them in the first gossip, so all get a lease one round trip in.
+  const fleet: Echoable[] = Array.from({ length: 995 }, (_, i) => ({ name: `member-${i}`, inc: 1, seq: 1 }))
+  t.is(e.take(fleet, 0).length, 995)
+  // Names of 64 bytes: the byte budget stops a gossip first; what is left goes in the next ones, new peers first.
+  const e2 = new EchoSchedule(LEASE, 250)
+  const long: Echoable[] = Array.from({ length: 1024 }, (_, i) => ({ name: `${i}`.padStart(64, 'n'), inc: 1, seq: 1 }))
+  const first = e2.take(long, 0)
+  t.is(first.length, Math.floor(HEARD_BYTE_BUDGET / (64 + 22)))
+  t.true(pack(first).length <= HEARD_BYTE_BUDGET, `packed ${pack(first).length} bytes`)
+  const seen = new Set(first.map(h => h[0]))
+  for (let now = 250; seen.size < long.length && now <= 2000; now += 250) {
+    const next = e2.take(long, now)
+    t.true(next.length <= MAX_HEARD_PER_GOSSIP)
+    for (const [n] of next) seen.add(n)
+  }
+  t.is(seen.size, long.length, 'every new peer echoed within a few gossips')
 })
 
 test('the lease kept in echo order agrees with the definition (the newest echoes that weigh a quorum) over random echoes', t => {

@@ -24,7 +24,7 @@
 import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore } from './cluster-core.js'
 import { DECAY_QUIET_INTERVALS, decayed, deferredTotal, ext, keepRate, rateDecays } from './key-ext.js'
-import type { Echoable } from './lease.js'
+import { heardEntryBytes, type Echoable } from './lease.js'
 import { CLUSTER_VERSION, type Gossip, type GossipKey } from './messages.js'
 
 /** Integers from 8 up, one decimal below: what a peer's decisions can use, in few bytes. */
@@ -62,7 +62,7 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
   for (const e of core.carries) bytes += e.length + 2
   // A voter's echoes of part of its peers (lease.ts): alive ones of our cluster, by their newest gossip applied.
   const heard = core.fence.echoes === null ? undefined : core.fence.echoes.take(echoable(core, nowMs), nowMs)
-  for (const [n] of heard ?? []) bytes += n.length + 22
+  for (const [n] of heard ?? []) bytes += heardEntryBytes(n)
   const attest = core.reclaim.list(nowMs)
   for (const [n] of attest ?? []) bytes += n.length + 12
   const estates = core.heir.list()

@@ -62,13 +62,18 @@ export const ECHOES_PER_LEASE = 3
  */
 export const MAX_HEARD_PER_GOSSIP = DEFAULT_BOUNDS.maxPeers
 /**
- * Bytes of `heard` one gossip may take, counted as gossip-builder.ts counts
- * them (name + 22, about twice their packed size): names are up to 64
+ * Bytes of `heard` one gossip may take, counted by heardEntryBytes (as the
+ * gossip builder counts them; about twice their packed size): names are up to 64
  * bytes, and 1024 such entries would not fit a gossip's 56 KiB budget
  * (GOSSIP_BYTE_BUDGET) with the rest. Names of 10 bytes fit 1024; of 64
  * bytes, 381. Key lines that do not fit spill into the next gossip.
  */
 export const HEARD_BYTE_BUDGET = 32 * 1024
+
+/** A `heard` entry's bytes as a gossip's size estimate counts them (gossip-builder.ts, HEARD_BYTE_BUDGET). */
+export function heardEntryBytes (name: string): number {
+  return name.length + 22
+}
 
 /** [node, incarnation, newest gossip seq applied from it]. */
 export type HeardEntry = [node: string, inc: number, seq: number]
@@ -231,15 +236,15 @@ export class EchoSchedule {
     if (this.last.size > 2 * count + 16) this.prune(peers)
     due.sort((a, b) => a[1] - b[1])
     const share = Math.max(1, Math.ceil(count * this.gossipIntervalMs / this.everyMs))
-    const picked: Echoable[] = []
+    const picked: HeardEntry[] = []
     let bytes = 0
     for (const p of [...fresh, ...due.slice(0, share).map(d => d[0])]) {
-      if (picked.length >= MAX_HEARD_PER_GOSSIP || bytes + p.name.length + 22 > HEARD_BYTE_BUDGET) break
-      picked.push(p)
-      bytes += p.name.length + 22
+      bytes += heardEntryBytes(p.name)
+      if (picked.length >= MAX_HEARD_PER_GOSSIP || bytes > HEARD_BYTE_BUDGET) break
+      this.last.set(`${p.name}/${p.inc}`, nowMs)
+      picked.push([p.name, p.inc, p.seq])
     }
-    for (const p of picked) this.last.set(`${p.name}/${p.inc}`, nowMs)
-    return picked.map(p => [p.name, p.inc, p.seq])
+    return picked
   }
 
   private prune (peers: readonly Echoable[]): void {

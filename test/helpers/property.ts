@@ -1,8 +1,9 @@
 /**
  * The simulator's property test, split over several files: each file takes
  * a half of the scenarios in one mode, with one ava test per scenario, run
- * one at a time so that each reports as it ends (see below) (src/sim/property.ts picks, per seed,
- * the algorithm, cluster size and key shape). Hard mode: any overshoot over
+ * one at a time so that each reports as it ends (see below).
+ * src/sim/property.ts picks, per seed, the algorithm, cluster size and key
+ * shape. Hard mode: any overshoot over
  * the exact limiter fails. Soft mode: overshoot must be covered by the
  * overdraft the nodes report. Both: any token created or lost fails, and the
  * failure carries the command that replays the run.

@@ -16,9 +16,14 @@
  * trials, so both see the same machine load. The measured thing is a c=1
  * closed loop of acquires of the rule's key from this process, on node a or
  * on the lone daemon, in trials of `--trial-ms` that alternate sides (ABBA
- * order, so a drift of the machine's load favours neither). Reported per
- * trial, then per side the median over trials of p50 and p99, and the
- * clustered/lone ratio (target: both within 1.20).
+ * order, so a drift of the machine's load favours neither: the issue's own
+ * method). `--order interleaved` asks both sides in turn, request by
+ * request, in each trial instead, so both are measured over the same
+ * moments; each daemon then idles between its requests (the probe is at the
+ * other side), and what that costs a node whose transport thread is busy
+ * with 199 peers' gossip shows (bench/results/latency-*.txt).
+ * Reported per trial, then per side the median over trials of p50 and
+ * p99, and the clustered/lone ratio (target: both within 1.20).
  *
  * The c=1 loop alone asks for more than the rule's 30000/s (it runs at
  * tens of thousands a second), so the window's stock runs out on both sides
@@ -48,6 +53,8 @@ import { intFlag } from '../src/cli/common.js'
 const HELP = `usage: node dist/bench/latency.js [options]
 
   --scenes LIST     n3 (3 real seeds) and/or n200 (1 real seed + 199 generated members) (default n3,n200)
+  --order O         abba (default): a trial of one side, then of the other (C L | L C | ...);
+                    interleaved: each trial asks both sides in turn, request by request
   --trials N        trials per side per scene (default 8)
   --trial-ms MS     length of one trial (default 3000)
   --rate N          background demand per node, acquires/s (default 1000)
@@ -68,12 +75,13 @@ const PROBE = 'probe'
 const GEN = fileURLToPath(new URL('./gossip-gen.js', import.meta.url))
 const LOAD = fileURLToPath(new URL('./latency-load.js', import.meta.url))
 
-interface Opts { scenes: string[], trials: number, trialMs: number, rate: number, limit: number, peers: number, echoes: number, gossipMs: number, logLevel: string, nodeArgs: string[], probeKey: string, cli: string | undefined, gapMs: number }
+interface Opts { scenes: string[], order: 'interleaved' | 'abba', trials: number, trialMs: number, rate: number, limit: number, peers: number, echoes: number, gossipMs: number, logLevel: string, nodeArgs: string[], probeKey: string, cli: string | undefined, gapMs: number }
 
 function options (): Opts {
   const { values } = parseArgs({
     options: {
       scenes: { type: 'string' },
+      order: { type: 'string' },
       trials: { type: 'string' },
       'trial-ms': { type: 'string' },
       rate: { type: 'string' },
@@ -92,8 +100,11 @@ function options (): Opts {
   if (values.help === true) { process.stdout.write(HELP); process.exit(0) }
   const scenes = (values.scenes ?? 'n3,n200').split(',').map(s => s.trim())
   for (const s of scenes) if (s !== 'n3' && s !== 'n200') throw new Error(`--scenes: unknown scene "${s}"`)
+  const order = values.order ?? 'abba'
+  if (order !== 'interleaved' && order !== 'abba') throw new Error(`--order: interleaved or abba, not "${order}"`)
   return {
     scenes,
+    order,
     trials: intFlag('trials', values.trials, 8, 1),
     trialMs: intFlag('trial-ms', values['trial-ms'], 3000, 100),
     rate: intFlag('rate', values.rate, 1000, 0),
@@ -157,30 +168,37 @@ function rules (o: Opts): unknown[] {
 interface Side { name: string, client: QuotadClient, pid: number }
 interface TrialRow { side: string, s: LatencySummary, ops: number, allowed: number, serverCpuPct: number, peersCpuPct: number, otherCpuPct: number }
 
-/** One trial: a c=1 closed loop of acquires for `ms`. */
-async function trial (side: Side, key: string, ms: number, gapMs: number, others: number[], peers: number[]): Promise<TrialRow> {
-  const log = new LatencyLog(1 << 17)
-  const server0 = cpuMs(side.pid)
+/**
+ * One trial: a c=1 closed loop of acquires for `ms`. With two sides, the loop
+ * alternates between them request by request (interleaved): both sides are
+ * measured over the same moments of the machine, so what the rest of the
+ * machine does lands on both alike.
+ */
+async function trial (sides: Side[], key: string, ms: number, gapMs: number, others: number[], peers: number[]): Promise<TrialRow[]> {
+  const logs = sides.map(() => new LatencyLog(1 << 17))
+  const ops = sides.map(() => 0)
+  const allowed = sides.map(() => 0)
+  const server0 = sides.map(s => cpuMs(s.pid))
   const peers0 = peers.reduce((a, p) => a + cpuMs(p), 0)
   const own0 = cpuMs(null) + others.reduce((a, p) => a + cpuMs(p), 0)
   const machine0 = machineBusyMs()
   const t0 = performance.now()
   const end = t0 + ms
-  let ops = 0
-  let allowed = 0
-  while (performance.now() < end) {
+  for (let i = 0; performance.now() < end; i = (i + 1) % sides.length) {
     const t = performance.now()
-    const d = await side.client.acquire(key)
-    log.push(performance.now() - t)
-    ops++
-    if (d.allowed) allowed++
+    const d = await sides[i].client.acquire(key)
+    logs[i].push(performance.now() - t)
+    ops[i]++
+    if (d.allowed) allowed[i]++
     if (gapMs > 0) await sleep(gapMs)
   }
   const wall = performance.now() - t0
-  const server = cpuMs(side.pid) - server0
+  const server = sides.map((s, i) => cpuMs(s.pid) - server0[i])
+  const servers = server.reduce((a, b) => a + b, 0)
   const peersCpu = peers.reduce((a, p) => a + cpuMs(p), 0) - peers0
   const own = cpuMs(null) + others.reduce((a, p) => a + cpuMs(p), 0) - own0
-  return { side: side.name, s: log.summary(), ops, allowed, serverCpuPct: 100 * server / wall, peersCpuPct: 100 * peersCpu / wall, otherCpuPct: 100 * (machineBusyMs() - machine0 - server - own) / wall }
+  const other = 100 * (machineBusyMs() - machine0 - servers - own) / wall
+  return sides.map((side, i) => ({ side: side.name, s: logs[i].summary(), ops: ops[i], allowed: allowed[i], serverCpuPct: 100 * server[i] / wall, peersCpuPct: 100 * peersCpu / wall, otherCpuPct: other }))
 }
 
 const us = (x: number): string => x >= 100 ? x.toFixed(0) : x.toFixed(1)
@@ -188,8 +206,8 @@ const us = (x: number): string => x >= 100 ? x.toFixed(0) : x.toFixed(1)
 /** Unmeasured probing per side before the trials (see measure). */
 const WARMUP_MS = 2000
 
-/** Alternate the sides ABBA... for `trials` rounds; print each trial and the medians. */
-async function measure (label: string, clustered: Side, lone: Side, o: Opts, pids: number[], peers: number[]): Promise<Record<string, unknown>> {
+/** `trials` rounds of both sides, interleaved or ABBA (see trial); print each trial and the medians. */
+async function measure (label: string, clustered: Side, lone: Side, o: Opts, allPids: number[], peers: number[]): Promise<Record<string, unknown>> {
   // Warm up both paths (JIT, connections) before anything is kept: WARMUP_MS a side, so the clustered node runs
   // short of its share and draws tokens (wants, grants, journal writes) at least once. A fixed 2000 probes each
   // (0.1 s) never did, so the first measured trial of the clustered side compiled those paths: in 3 runs its
@@ -200,13 +218,19 @@ async function measure (label: string, clustered: Side, lone: Side, o: Opts, pid
     while (performance.now() < end) await side.client.acquire(o.probeKey)
   }
   const rows: TrialRow[] = []
+  const print = (i: number, r: TrialRow): void => {
+    process.stdout.write(`  ${label} trial ${i + 1} ${r.side.padEnd(9)} n=${String(r.ops).padStart(6)} (${(100 * r.allowed / r.ops).toFixed(0).padStart(3)}% allowed) p50 ${us(r.s.p50Us).padStart(5)} µs p99 ${us(r.s.p99Us).padStart(5)} µs ` +
+      `p99.9 ${us(r.s.p999Us).padStart(5)} µs; CPU: daemon ${r.serverCpuPct.toFixed(0)}%, its peers ${r.peersCpuPct.toFixed(0)}%, other ${r.otherCpuPct.toFixed(0)}%\n`)
+  }
   for (let i = 0; i < o.trials; i++) {
+    // Interleaved: one trial of both sides, request by request, the side asked first alternating by trial.
+    // ABBA: a trial of each side in turn, the order alternating by round.
     const order = i % 2 === 0 ? [clustered, lone] : [lone, clustered]
-    for (const side of order) {
-      const r = await trial(side, o.probeKey, o.trialMs, o.gapMs, pids.filter(p => p !== side.pid), peers)
-      rows.push(r)
-      process.stdout.write(`  ${label} trial ${i + 1} ${side.name.padEnd(9)} n=${String(r.ops).padStart(6)} (${(100 * r.allowed / r.ops).toFixed(0).padStart(3)}% allowed) p50 ${us(r.s.p50Us).padStart(5)} µs p99 ${us(r.s.p99Us).padStart(5)} µs ` +
-        `p99.9 ${us(r.s.p999Us).padStart(5)} µs; CPU: daemon ${r.serverCpuPct.toFixed(0)}%, its peers ${r.peersCpuPct.toFixed(0)}%, other ${r.otherCpuPct.toFixed(0)}%\n`)
+    const batches = o.order === 'interleaved' ? [order] : order.map(side => [side])
+    for (const sides of batches) {
+      const pids = sides.map(s => s.pid)
+      const out = await trial(sides, o.probeKey, o.trialMs, o.gapMs, allPids.filter(p => !pids.includes(p)), peers)
+      for (const r of out) { rows.push(r); print(i, r) }
     }
   }
   const med = (side: string, f: (s: LatencySummary) => number): number => median(rows.filter(r => r.side === side).map(r => f(r.s)))
@@ -217,7 +241,8 @@ async function measure (label: string, clustered: Side, lone: Side, o: Opts, pid
   const ratio50 = c50 / l50
   const ratio99 = c99 / l99
   const ok = (r: number): string => r <= 1.2 ? 'met' : 'MISSED'
-  // Each round's two trials ran back to back: their ratio is the least disturbed by the machine's drift.
+  // Each round's two rows ran at the same moments (interleaved) or back to back (ABBA): their ratio is the least
+  // disturbed by the machine's drift.
   const pairs = (f: (s: LatencySummary) => number): number[] => Array.from({ length: o.trials }, (_, i) => f(rows[2 * i + (i % 2)].s) / f(rows[2 * i + 1 - (i % 2)].s))
   const p50s = pairs(s => s.p50Us)
   const p99s = pairs(s => s.p99Us)
@@ -232,7 +257,7 @@ async function main (): Promise<void> {
   printMachine(machineInfo())
   if (o.cli !== undefined) process.stdout.write(`daemons: ${o.cli}\n`)
   process.stdout.write(`settings: rule fixed-window ${o.limit}/1s hard on key "${KEY}"; background demand ${o.rate}/s per node (open loop, own process); ` +
-    `probe: c=1 closed-loop acquire of "${o.probeKey}"${o.probeKey === PROBE ? ' (same algorithm, 1e9/1s)' : ''} from the bench process${o.gapMs > 0 ? `, ${o.gapMs} ms apart` : ''}; ${WARMUP_MS / 1000} s unmeasured per side, then ${o.trials} trials of ${o.trialMs / 1000} s per side, alternating (ABBA); ` +
+    `probe: c=1 closed-loop acquire of "${o.probeKey}"${o.probeKey === PROBE ? ' (same algorithm, 1e9/1s)' : ''} from the bench process${o.gapMs > 0 ? `, ${o.gapMs} ms apart` : ''}; ${WARMUP_MS / 1000} s unmeasured per side, then ${o.trials} trials of ${o.trialMs / 1000} s ${o.order === 'interleaved' ? 'of both sides, interleaved request by request' : 'per side, alternating (ABBA)'}; ` +
     `gossipIntervalMs ${o.gossipMs}\n\n`)
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'quotad-latency-bench-'))
   const procs: NodeProc[] = []

@@ -70,7 +70,7 @@ export class Daemon {
       clock,
       cluster: cluster === null
         ? undefined
-        : { decider: cluster.core, limiter: cluster.core.limiter, status: () => cluster.status(), urgent: () => cluster.tickSoon() }
+        : { decider: cluster.core, limiter: cluster.core.limiter, status: () => cluster.status(), urgent: () => cluster.tickSoon(), forward: (k, n, w) => cluster.forward(k, n, w), elsewhere: k => cluster.core.forwarding.decidesAtSeeds(k) }
     })
     this.server = new UnixServer({
       path: this.node.socket,

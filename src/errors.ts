@@ -35,3 +35,9 @@ export const ExitCodes = {
   /** quotad: this incarnation was reclaimed (a quorum of seeds attests it dead); start it again. */
   RESTART: 3
 } as const
+
+/** A batch item or a peek of a key decided at the seeds: stable code, and what to send instead. */
+export function elsewhereError (key: string, what: string): QuotadError {
+  return new QuotadError(ErrorCodes.BAD_ARGUMENT, `key ${JSON.stringify(key)} is decided at the seeds (its rule has "decide": "seeds"), ` +
+    `so a member answers it only as an acquire of its own, not as ${what}`)
+}

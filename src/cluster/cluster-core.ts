@@ -38,6 +38,7 @@ import type { SavedState } from './durable-state.js'
 import { Transfers } from './transfers.js'
 import { TickBatch } from './tick-batch.js'
 import { firstUseWaitMs } from './first-use.js'
+import { Forwarding } from './forward.js'
 import { rebalance } from './rebalance.js'
 import { Reclaim } from './reclaim.js'
 import { BooksJournal } from './journal.js'
@@ -105,6 +106,8 @@ export class ClusterCore {
   /** What the stop saved; set in the step that ends the stop. */
   snapshot: SavedState | null = null
   /** Counters for status and metrics. */
+  /** Members' acquires decided at a seed (forward.ts). */
+  readonly forwarding = new Forwarding(this)
   readonly counters = { badMessages: 0, wantsSent: 0, wantsServed: 0, grantsApplied: 0, grantsRejected: 0, tokensIn: 0, tokensOut: 0, tokensBurned: 0, handedOff: 0, grantsRefused: 0, tokensRefused: 0, handoffsFenced: 0, acksIn: 0 }
   /** Why the last grant was refused (status). */
   lastRefusal: string | null = null

@@ -31,7 +31,8 @@ import { checkOwner } from './state-schema.js'
 import { clusterHash } from './cluster-hash.js'
 import { ReclaimLog } from './reclaim-log.js'
 import { GossipInbox } from './gossip-inbox.js'
-import { sendRequest, serveRequest, type RequestContext } from './node-requests.js'
+import { sendForward, sendRequest, serveRequest, type RequestContext } from './node-requests.js'
+import type { Decision } from '../core/types.js'
 import { DEFAULT_BOUNDS, gossipTopic, membersTopic, type Gossip, type Grant, type MessageBounds } from './messages.js'
 import { decodeGossip, encodeGossip } from './gossip-codec.js'
 import { gossipAudience } from './member-sums.js'
@@ -179,6 +180,19 @@ export class ClusterNode {
     if (unpinned.length > 0 && config.nodes.length > 1) log.warn('seeds without a pinned peerId are bound to the first peer id that speaks for them; pin them (quotad peer-id)', { seeds: unpinned })
     log.info('cluster started', { peerId: t.peerId, listen: t.listenAddrs, epoch: this.core.epoch })
     this.timer = setInterval(() => this.tick(), this.core.tuning.tickMs)
+  }
+
+  /**
+   * A member's acquire of a `decide: "seeds"` rule (forward.ts): the seed's
+   * decision, or a denial after max(forwardTimeoutMs, waitMs); null when
+   * this node decides it (a seed, another rule, no seed to ask).
+   */
+  forward (key: string, count: number, waitMs: number): Promise<Decision> | null {
+    const t = this.transport
+    if (t === null) return null
+    const r = this.core.forwarding.route(key, count, this.opts.clock.mono())
+    if (r === null) return null
+    return sendForward(this.requests, t, r.to, r.msg, Math.max(this.core.tuning.forwardTimeoutMs, waitMs))
   }
 
   /** Tick once more as soon as the event loop is free (one pending at most): a first-use want goes out now. */

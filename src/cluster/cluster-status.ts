@@ -97,7 +97,7 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
       recovery: core.recovery === null ? null : { restoredTokens: core.recovery.restoredTokens, deferredShares: core.recovery.deferredShares, startedAt: new Date(core.recovery.calStartMs).toISOString() },
       strandedInLedger: core.ledger.stranded,
       inTransitToDead: [...toDead.values()].reduce((a, b) => a + b, 0),
-      counters: { ...core.counters }
+      counters: { ...core.counters, ...core.forwarding.counters }
     },
     peers,
     ruleAgreement: rules,

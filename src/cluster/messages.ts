@@ -24,6 +24,7 @@ import type { HeardEntry } from './lease.js'
 import { parseGossip } from './gossip-parse.js'
 import { bad, DEFAULT_BOUNDS, key, list, name, num, seq, tuple, type MessageBounds } from './message-fields.js'
 import { parseJack, parseJcopy, parseJget, parseJrep, type Jack, type Jcopy, type Jget, type Jrep } from './replica-messages.js'
+import { parseFans, parseFwd, type Fans, type Fwd } from './forward-messages.js'
 
 /**
  * The cluster protocol version. 3: want, grant, ack and none carry their
@@ -279,7 +280,8 @@ export interface None {
   inc: number
 }
 
-export type ClusterMessage = Gossip | Want | Grant | Ack | None | Jrep | Jack | Jget | Jcopy
+export type ClusterMessage = Gossip | Want | Grant | Ack | None | Jrep | Jack | Jget | Jcopy | Fwd | Fans
+export type { Fans, Fwd }
 
 export { DEFAULT_BOUNDS, KEY_LINE_FIELDS, MAX_CARRIES, MAX_REFUSED, type MessageBounds } from './message-fields.js'
 
@@ -317,6 +319,10 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
       return parseJget(m, CLUSTER_VERSION, node, epoch)
     case 'jcopy':
       return parseJcopy(m, CLUSTER_VERSION, node, epoch)
+    case 'fwd':
+      return parseFwd(m, b, CLUSTER_VERSION, node, epoch)
+    case 'fans':
+      return parseFans(m, CLUSTER_VERSION, node, epoch)
     default:
       return bad(`unknown type ${String(m.t)}`)
   }

@@ -10,7 +10,8 @@ import type { Clock } from '../clock.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
 import type { Logger } from '../util/log.js'
 import type { ClusterCore } from './cluster-core.js'
-import type { Ack, Grant, MessageBounds, Want } from './messages.js'
+import type { Ack, Fwd, Grant, MessageBounds, Want } from './messages.js'
+import type { Decision } from '../core/types.js'
 import type { NodeDisk } from './node-disk.js'
 import type { Transport } from './transport/types.js'
 import { decodeRequest, encodeRequest } from './request-codec.js'
@@ -61,6 +62,12 @@ export async function serveRequest (x: RequestContext, from: string, data: Uint8
     void x.disk.persistJournal()
     return encodeRequest(ack)
   }
+  // A member's acquire of a `decide: "seeds"` rule (forward.ts): decided here as this node's own, answered at once.
+  if (m.t === 'fwd') {
+    const reply = x.core.forwarding.serve(m, from, now)
+    void x.disk.persistJournal()
+    return encodeRequest(reply)
+  }
   // An ack as a request of its own (a reply has no toEpoch): its giver's grants applied so far.
   if (m.t === 'ack' && m.toEpoch !== undefined) return encodeRequest(x.core.onAck(m, from, now))
   x.core.onBadMessage()
@@ -84,5 +91,25 @@ export async function sendRequest (x: RequestContext, t: Transport, to: string, 
   } catch (err) {
     x.core.onRequestFailed(msg, clock.mono())
     x.log.debug('request failed', { to, type: msg.t, err })
+  }
+}
+
+/**
+ * Send a member's acquire to the seed `to` (forward.ts) and wait up to
+ * `timeoutMs` for its decision; no answer, or one not in `to`'s name, is a
+ * denial (the core counts it).
+ */
+export async function sendForward (x: RequestContext, t: Transport, to: string, msg: Fwd, timeoutMs: number): Promise<Decision> {
+  const peerId = x.core.membership.idOf(to)
+  if (peerId === undefined) return x.core.forwarding.failed(msg)
+  try {
+    const raw = await t.request(peerId, encodeRequest(msg), timeoutMs)
+    const reply = decodeRequest(raw, x.bounds)
+    if (reply.t !== 'fans') throw new Error(`unexpected reply ${reply.t}`)
+    if (reply.node !== to) throw new Error(`reply from ${reply.node}, asked ${to}`)
+    return x.core.forwarding.answered(msg, reply)
+  } catch (err) {
+    x.log.debug('forwarded acquire failed', { to, err })
+    return x.core.forwarding.failed(msg)
   }
 }

@@ -29,7 +29,9 @@ const LAYOUT: Readonly<Record<string, readonly string[]>> = {
   ack: ['applied', 'refused', 'toEpoch'],
   none: [],
   jrep: ['gen', 'offset', 'data', 'z', 'd'],
-  jack: ['gen', 'have', 'durable', 'z']
+  jack: ['gen', 'have', 'durable', 'z'],
+  fwd: ['id', 'key', 'count'],
+  fans: ['id', 'allowed', 'remaining', 'limit', 'resetMs', 'retryAfterMs', 'rule', 'code']
 }
 const COMMON = ['v', 't', 'node', 'epoch', 'inc'] as const
 

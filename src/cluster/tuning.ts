@@ -48,6 +48,12 @@ export interface ClusterTuning extends LeaseSettings {
    */
   firstUseWaitMs: number
   /**
+   * How long a member waits for a seed's answer to a forwarded acquire (a
+   * `decide: "seeds"` rule, forward.ts) before it answers denied; a request's
+   * own longer `waitMs` extends it. @default 500
+   */
+  forwardTimeoutMs: number
+  /**
    * A seed that holds a share sends its books journal to the other seeds,
    * and a grant it gives leaves only once the give is durable at a quorum of
    * seeds (replication.ts): what a heir reads if the seed dies for good.
@@ -82,6 +88,7 @@ export function defaultTuning (gossipIntervalMs = 250): ClusterTuning {
     handoffTimeoutMs: 3000,
     replicateJournal: true,
     inheritSeeds: true,
+    forwardTimeoutMs: 500,
     firstUseWaitMs: 100,
     // leases, leaseMs, reclaimMs, maxClockSkewMs: the cluster file's (config/lease-options.ts)
     ...leaseSettings(gossipIntervalMs)

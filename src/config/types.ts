@@ -47,6 +47,15 @@ export interface RuleConfig {
    * while quota remains)
    */
   pace?: boolean
+  /**
+   * Where a member's requests of this rule are decided. 'local' (absent):
+   * at the node that gets them, from tokens it holds (microseconds). 'seeds':
+   * a member (a node not in the seed list) sends each acquire to a seed,
+   * which decides it as its own and answers (one round trip on the LAN), so
+   * a fleet of members holding a token or two each is not what limits the
+   * cluster. Seeds decide their own requests locally either way.
+   */
+  decide?: 'seeds'
 }
 
 export interface NodeConfig {

@@ -136,6 +136,9 @@ function rule (o: Obj, i: number, issues: Issues): RuleConfig {
   if (o.pace === true && typeof algorithm === 'string' && algorithm !== 'fixed-window' && algorithm !== 'sliding-window') {
     issues.add(`${path}.pace`, `only applies to fixed-window and sliding-window rules, and this rule uses ${JSON.stringify(algorithm)}`)
   }
+  if (o.decide !== undefined && o.decide !== 'local' && o.decide !== 'seeds') {
+    issues.add(`${path}.decide`, `must be "local" or "seeds", got ${describe(o.decide)}`)
+  }
   if (o.maxKeys !== undefined && typeof o.match === 'string' && !o.match.includes('*')) {
     issues.add(`${path}.maxKeys`, 'only applies to a glob rule (a match with *): an exact rule has one key')
   }
@@ -151,7 +154,8 @@ function rule (o: Obj, i: number, issues: Issues): RuleConfig {
     onPartition: (o.onPartition ?? 'local-share') as FailurePolicy,
     maxDebt: (o.maxDebt ?? limit) as number,
     ...(typeof o.maxKeys === 'number' ? { maxKeys: o.maxKeys } : {}),
-    ...(o.pace === true ? { pace: true } : {})
+    ...(o.pace === true ? { pace: true } : {}),
+    ...(o.decide === 'seeds' ? { decide: 'seeds' as const } : {})
   }
 }
 

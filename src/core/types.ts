@@ -28,6 +28,12 @@ export function isWaitHandle (r: AcquireResult): r is WaitHandle {
 export interface QuotaService {
   acquire: (key: string, count: number, waitMs: number) => AcquireResult
   peek: (key: string, count: number) => Decision
+  /**
+   * Whether `key`'s acquires are decided elsewhere (a member's `decide:
+   * "seeds"` rule): only an acquire of its own is answered then, never a
+   * batch item or a peek, which must answer at once.
+   */
+  decidedElsewhere?: (key: string) => boolean
   /** A JSON-safe snapshot of the node's state, for `status`. */
   status: () => Record<string, unknown>
 }

@@ -8,6 +8,7 @@ import type { Clock } from '../clock.js'
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import { Limiter, type Resolution, type Waiter } from '../core/limiter.js'
 import { Calendar } from '../core/calendar.js'
+import { elsewhereError } from '../errors.js'
 
 /** Who makes decisions: a plain Limiter on its own, or the cluster state machine around one. */
 export interface Decider {
@@ -32,7 +33,16 @@ export interface LocalQuotaOptions {
   /** Keys examined per sweep. @default 20000 */
   sweepBudget?: number
   /** Decide through this (the cluster) instead of a Limiter of our own; it must wrap `limiter`. */
-  cluster?: { decider: Decider, limiter: Limiter, status: () => Record<string, unknown>, urgent?: () => void }
+  cluster?: {
+    decider: Decider
+    limiter: Limiter
+    status: () => Record<string, unknown>
+    urgent?: () => void
+    /** A member's acquire decided at a seed (`decide: "seeds"`, forward.ts): its answer to come; null: decide here. */
+    forward?: (key: string, count: number, waitMs: number) => Promise<Decision> | null
+    /** Whether a key's acquires go to a seed (forward.ts `decidesAtSeeds`). */
+    elsewhere?: (key: string) => boolean
+  }
 }
 
 export interface DecisionTiming {
@@ -63,6 +73,9 @@ export class LocalQuota implements QuotaService {
   readonly limiter: Limiter
   private readonly decider: Decider
   private readonly clusterStatus?: () => Record<string, unknown>
+  /** A member's acquires of `decide: "seeds"` rules go to a seed (forward.ts). */
+  private readonly forward?: (key: string, count: number, waitMs: number) => Promise<Decision> | null
+  private readonly elsewhere?: (key: string) => boolean
   /** Ask the cluster to tick now (a first-use wait wants its want sent at once, not at the next tick). */
   private readonly urgent?: () => void
   private readonly clock: Clock
@@ -84,6 +97,8 @@ export class LocalQuota implements QuotaService {
       this.decider = opts.cluster.decider
       this.clusterStatus = opts.cluster.status
       this.urgent = opts.cluster.urgent
+      this.forward = opts.cluster.forward
+      this.elsewhere = opts.cluster.elsewhere
     } else {
       this.calendar = new Calendar(opts.clock.now(), opts.clock.mono())
       this.limiter = new Limiter({ rules: opts.rules, limits: opts.limits, node: opts.node, seeds: opts.seeds, calendar: this.calendar })
@@ -124,6 +139,14 @@ export class LocalQuota implements QuotaService {
   }
 
   private decide (key: string, count: number, waitMs: number): AcquireResult {
+    const forwarded = this.forward?.(key, count, waitMs) ?? null
+    if (forwarded !== null) {
+      // Decided at a seed: answered when its decision comes (or denied at the bound); a client that goes away
+      // meanwhile cancels nothing there (the seed may have spent the token, never more than the limit allows).
+      const handle = new Handle(this)
+      void forwarded.then(d => handle.resolve(d))
+      return handle
+    }
     const now = this.clock.mono()
     let urgent = false
     if (waitMs <= 0) {
@@ -141,7 +164,12 @@ export class LocalQuota implements QuotaService {
     return handle
   }
 
+  decidedElsewhere (key: string): boolean {
+    return this.elsewhere?.(key) ?? false
+  }
+
   peek (key: string, count: number): Decision {
+    if (this.decidedElsewhere(key)) throw elsewhereError(key, 'a peek')
     return this.decider.peek(key, count, this.clock.mono())
   }
 
@@ -209,3 +237,4 @@ export class LocalQuota implements QuotaService {
     }, delay)
   }
 }
+

@@ -15,7 +15,7 @@
  * never touches the socket. Once the socket is gone (`drop`), replies are
  * dropped, not queued.
  */
-import { ErrorCodes, isQuotadError } from '../errors.js'
+import { elsewhereError, ErrorCodes, isQuotadError } from '../errors.js'
 import { isWaitHandle, type Decision, type WaitHandle } from '../core/types.js'
 import {
   encodeErrorReply, encodePongReply, toWireError, type BatchResult, type Request, OutBuffer, writeBatchReply, writeDecisionReply
@@ -128,6 +128,7 @@ export class Answers {
     for (let i = 0; i < items.length; i++) {
       try {
         const item = checkBatchItem(items[i], this.host.limits, id)
+        if (this.host.service.decidedElsewhere?.(item.key) === true) throw elsewhereError(item.key, 'a batch item')
         const r = this.host.service.acquire(item.key, item.count, 0)
         if (isWaitHandle(r)) {
           // waitMs 0 must answer now; a service that queues anyway is a bug.

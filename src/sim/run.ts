@@ -195,16 +195,24 @@ export function runSim (spec: SimSpec): SimResult {
     const a = arrivals[i]
     if ((joinAt.get(a.node) ?? -Infinity) > a.at) continue
     vc.runUntil(a.at)
+    // An admission, as the oracle counts it: by the node that decided, on its calendar, at that moment.
+    const record = (node: string): void => {
+      admissions.push({ at: vc.now, local: vc.calendar(node), node, key: a.key, count: a.count })
+      // Judged from what the network carried, not from the node's own word (lease-check.ts).
+      const core = vc.cores.get(node)
+      if (rule.mode === 'hard' && core !== undefined && vc.leases !== null && !vc.leases.holds(core, vc.now)) unleased.push(`${node} at +${Math.round(vc.now - startMs)} ms`)
+    }
     // Decided now, or (a first use, first-use.ts) when tokens come or its short wait ends: admitted at that moment.
-    const admit = (d: Decision | 'waiting' | undefined): void => {
+    // Forwarded (forward.ts): decided at a seed when it arrives there (recorded then), allowed for the client when
+    // the answer is back.
+    let forwarded = false
+    const admit = (d: Decision | 'waiting' | 'forwarded' | undefined): void => {
+      if (d === 'forwarded') { forwarded = true; return }
       if (d === undefined || d === 'waiting' || !d.allowed) return
       admitted[i] = 1
-      admissions.push({ at: vc.now, local: vc.calendar(a.node), node: a.node, key: a.key, count: a.count })
-      // Judged from what the network carried, not from the node's own word (lease-check.ts).
-      const core = vc.cores.get(a.node)
-      if (rule.mode === 'hard' && core !== undefined && vc.leases !== null && !vc.leases.holds(core, vc.now)) unleased.push(`${a.node} at +${Math.round(vc.now - startMs)} ms`)
+      if (!forwarded) record(a.node)
     }
-    admit(vc.acquire(a.node, a.key, a.count, admit))
+    admit(vc.acquire(a.node, a.key, a.count, admit, (seed, d) => { if (d.allowed) record(seed) }))
   }
   vc.runUntil(endMs)
   audit()

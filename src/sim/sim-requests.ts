@@ -7,7 +7,8 @@
  * exactly one onReply or onRequestFailed.
  */
 import type { ClusterCore } from '../cluster/cluster-core.js'
-import type { Ack, Grant, None, Want } from '../cluster/messages.js'
+import type { Ack, Fwd, Grant, None, Want } from '../cluster/messages.js'
+import type { Decision } from '../core/types.js'
 import { idOf, type SimNode } from './sim-node.js'
 import type { SimReplication } from './sim-replication.js'
 import type { VirtualCluster } from './virtual-cluster.js'
@@ -57,4 +58,42 @@ export function sendRequest (vc: VirtualCluster, replication: SimReplication, se
   }, msg.t === 'grant' ? msg : undefined)
   if (msg.t === 'grant') replication.whenCovered(sender, core, msg, send)
   else send()
+}
+
+/**
+ * A member's acquire of a `decide: "seeds"` rule (forward.ts), as the
+ * daemon carries it: the `fwd` to the seed over the virtual network, decided
+ * there by the seed's core when it arrives (`decided`: the seed and its
+ * decision, at that moment: what the oracle counts), the `fans` back; `late`
+ * gets the member's answer (the seed's decision, or a denial at the
+ * member's timeout). Nothing is answered to a member that crashed meanwhile.
+ */
+export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterCore, to: string, msg: Fwd,
+  decided: (seed: string, d: Decision) => void, late: (d: Decision) => void): void {
+  let settled = false
+  const settle = (): boolean => {
+    if (settled) return false
+    settled = true
+    return sender.core === core
+  }
+  vc.at(vc.now + core.tuning.forwardTimeoutMs, () => { if (settle()) late(core.forwarding.failed(msg)) })
+  const bytes = encodeRequest(msg)
+  vc.count(sender.name, bytes.length, 'fwd')
+  vc.transmit(sender.name, to, bytes, () => {
+    const target = vc.nodes.get(to)
+    const tc = target?.core
+    if (target === undefined || tc == null || target.state !== 'up') return
+    const m = decodeRequest(bytes)
+    if (m.t !== 'fwd') return
+    const reply = tc.forwarding.serve(m, idOf(sender.name), vc.mono(to))
+    vc.persist(target, tc)
+    if (reply.code === undefined) decided(to, { allowed: reply.allowed, remaining: reply.remaining, limit: reply.limit, resetMs: reply.resetMs, retryAfterMs: reply.retryAfterMs, rule: reply.rule })
+    const back = encodeRequest(reply)
+    vc.count(to, back.length, 'fans')
+    vc.transmit(to, sender.name, back, () => {
+      const r = decodeRequest(back)
+      if (r.t !== 'fans' || !settle()) return
+      late(core.forwarding.answered(msg, r))
+    })
+  })
 }

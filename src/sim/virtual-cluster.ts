@@ -29,6 +29,7 @@ import { journalCheckpoint, startCore } from '../cluster/persist.js'
 import { ReplicaWitness } from './replica-check.js'
 import { SimReplication } from './sim-replication.js'
 import { dispatch, transmit } from './sim-dispatch.js'
+import { sendForward } from './sim-requests.js'
 import { nextJournal, replayJournal } from '../cluster/journal.js'
 import { defaultTuning, type ClusterTuning } from '../cluster/tuning.js'
 import type { Decision } from '../core/types.js'
@@ -274,12 +275,18 @@ export class VirtualCluster {
    * Undefined when the node is not serving.
    */
   acquire (name: string, key: string, count: number): Decision | undefined
-  acquire (name: string, key: string, count: number, late: (d: Decision) => void): Decision | 'waiting' | undefined
-  acquire (name: string, key: string, count: number, late?: (d: Decision) => void): Decision | 'waiting' | undefined {
+  acquire (name: string, key: string, count: number, late: (d: Decision) => void, decided?: (seed: string, d: Decision) => void): Decision | 'waiting' | 'forwarded' | undefined
+  acquire (name: string, key: string, count: number, late?: (d: Decision) => void, decided?: (seed: string, d: Decision) => void): Decision | 'waiting' | 'forwarded' | undefined {
     const n = this.nodes.get(name)
     if (n === undefined || n.core === null || n.state !== 'up') return undefined
     const core = n.core
     const mono = this.mono(name)
+    // A member's acquire of a `decide: "seeds"` rule goes to a seed (forward.ts): decided there, answered later.
+    const route = late === undefined ? null : core.forwarding.route(key, count, mono)
+    if (route !== null && late !== undefined) {
+      sendForward(this, n, core, route.to, route.msg, decided ?? (() => {}), late)
+      return 'forwarded'
+    }
     const waitMs = late === undefined ? 0 : core.firstUseWaitMs(key, count, mono)
     if (waitMs <= 0) return core.acquire(key, count, mono)
     const r = core.acquireOrWait(key, count, waitMs, mono, late)

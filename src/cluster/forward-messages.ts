@@ -1,0 +1,61 @@
+/**
+ * A member's request decided at a seed (rules with `"decide": "seeds"`,
+ * forward.ts), and the seed's answer.
+ *
+ * - fwd (request, member -> seed): "decide this acquire of `count` of `key`
+ *   as your own". `id` is the member's, echoed in the answer.
+ * - fans (its answer): the seed's decision, as it would answer its own
+ *   client. `allowed` false with `code` set: the seed did not decide (not a
+ *   seed, not running, no rule for the key).
+ *
+ * Both go as msgpack arrays (request-codec.ts LAYOUT), fields in this order.
+ */
+import { bad, key, name, num, seq, type MessageBounds } from './message-fields.js'
+
+export interface Fwd {
+  v: number
+  t: 'fwd'
+  node: string
+  epoch: string
+  inc: number
+  id: number
+  key: string
+  count: number
+}
+
+export interface Fans {
+  v: number
+  t: 'fans'
+  node: string
+  epoch: string
+  inc: number
+  id: number
+  allowed: boolean
+  remaining: number
+  limit: number
+  resetMs: number
+  retryAfterMs: number
+  rule: string
+  /** Why the seed did not decide (E_NOT_SEED, E_NO_RULE, E_NOT_RUNNING); absent when it did. */
+  code?: string
+}
+
+/** Most tokens one forwarded acquire may ask for: the socket protocol's own bound on `count`. */
+export const MAX_FORWARD_COUNT = 1_000_000_000
+
+export function parseFwd (m: Record<string, unknown>, b: MessageBounds, v: number, node: string, epoch: string): Fwd {
+  const count = seq(m.count, 'count')
+  if (count < 1 || count > MAX_FORWARD_COUNT) bad(`count must be 1..${MAX_FORWARD_COUNT}`)
+  return { v, t: 'fwd', node, epoch, inc: seq(m.inc, 'inc'), id: seq(m.id, 'id'), key: key(m.key, b), count }
+}
+
+export function parseFans (m: Record<string, unknown>, v: number, node: string, epoch: string): Fans {
+  if (typeof m.allowed !== 'boolean') bad('allowed must be a boolean')
+  const retryAfterMs = m.retryAfterMs === -1 ? -1 : num(m.retryAfterMs, 'retryAfterMs')
+  const rule = m.rule === '' ? '' : name(m.rule, 'rule')
+  const code = m.code === undefined ? undefined : name(m.code, 'code')
+  return {
+    v, t: 'fans', node, epoch, inc: seq(m.inc, 'inc'), id: seq(m.id, 'id'), allowed: m.allowed, remaining: num(m.remaining, 'remaining'),
+    limit: num(m.limit, 'limit'), resetMs: num(m.resetMs, 'resetMs'), retryAfterMs, rule, ...(code === undefined ? {} : { code })
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * Members as proxies (rules with `"decide": "seeds"`). Pure, like the core.
+ *
+ * Where a member's part of a key is a token or two a window, a token waits
+ * at a member that gets no request while another member's request is denied,
+ * and no way of moving tokens ahead of the requests fixes that (protocol.md,
+ * "Members as proxies"). For such a rule a member holds none of the key: it
+ * sends each acquire to a seed (`fwd`), which decides it as its own request,
+ * with its own tokens, fence and lease, and answers (`fans`).
+ *
+ * Invariants:
+ * - A forwarded acquire is decided once, at one seed, by the same
+ *   `ClusterCore.acquire` as the seed's own clients: hard mode's guarantee is
+ *   the seeds' as it is. The member spends nothing and holds nothing of it.
+ * - An answer that does not come (loss, timeout, the seed died) is a denial
+ *   at the member: the seed may have admitted it, which spent a token and
+ *   admitted nothing the limit does not allow; never the other way round.
+ * - A member with no seed to ask (none alive, agreeing on the rule, not
+ *   leaving and not fenced in its view) decides locally, from what it holds
+ *   (nothing, unless the rule changed under it).
+ */
+import type { Decision } from '../core/types.js'
+import { fmix32 } from '../core/hash.js'
+import { hash32 } from '../core/share.js'
+import { QuotadError } from '../errors.js'
+import type { ClusterCore } from './cluster-core.js'
+import type { Fans, Fwd } from './forward-messages.js'
+import { CLUSTER_VERSION } from './messages.js'
+
+/** Counters for status: a member's forwarded acquires, and a seed's served ones. */
+export interface ForwardCounters {
+  forwarded: number
+  forwardAllowed: number
+  /** No answer in time, or an answer that was not a decision. */
+  forwardFailed: number
+  /** At a seed: members' acquires decided here. */
+  forwardServed: number
+}
+
+export class Forwarding {
+  readonly counters: ForwardCounters = { forwarded: 0, forwardAllowed: 0, forwardFailed: 0, forwardServed: 0 }
+  private nextId = 1
+
+  constructor (private readonly c: ClusterCore) {}
+
+  /** Whether this node sends `key`'s acquires to a seed: a member, and the key's rule says `decide: "seeds"`. */
+  decidesAtSeeds (key: string): boolean {
+    const c = this.c
+    return !c.seeds.includes(c.node) && c.limiter.ruleFor(key)?.config.decide === 'seeds'
+  }
+
+  /**
+   * At a member, for a key of a `decide: "seeds"` rule: the `fwd` to send and
+   * the seed to send it to; else null (decide here). The seed is drawn by
+   * (key, this node) among the seeds alive, agreeing on the rule, not
+   * leaving and not fenced in this node's view, so one key's members spread
+   * over the seeds and each seed's own rate estimate sees its part.
+   */
+  route (key: string, count: number, nowMs: number): { to: string, msg: Fwd } | null {
+    const c = this.c
+    if (c.phase !== 'running' || !this.decidesAtSeeds(key)) return null
+    const rule = c.limiter.ruleFor(key)
+    if (rule === undefined) return null
+    const seeds: string[] = []
+    for (const s of c.seeds) {
+      const p = c.peers.get(s)
+      if (p === undefined || !c.peers.isAlive(p, nowMs) || p.leaving || p.fenced || !p.sameCluster || p.rules[rule.name] !== rule.hash) continue
+      seeds.push(s)
+    }
+    if (seeds.length === 0) return null
+    const to = seeds[fmix32(hash32(key) ^ hash32(c.node)) % seeds.length]
+    this.counters.forwarded++
+    return { to, msg: { v: CLUSTER_VERSION, t: 'fwd', node: c.node, epoch: c.epoch, inc: c.incarnation, id: this.nextId++, key, count } }
+  }
+
+  /** At a seed: a member's acquire from peer id `from`, decided as this node's own. */
+  serve (m: Fwd, from: string, nowMs: number): Fans {
+    const c = this.c
+    if (c.membership.check(m.node, from) !== 'ok') return this.refuse(m, 'E_NOT_MEMBER')
+    if (!c.seeds.includes(c.node)) return this.refuse(m, 'E_NOT_SEED')
+    if (c.phase !== 'running') return this.refuse(m, 'E_NOT_RUNNING')
+    let d: Decision
+    try {
+      d = c.acquire(m.key, m.count, nowMs)
+    } catch (err) {
+      // A key no rule here matches, or the key table full: the member's client hears a denial, this node goes on.
+      return this.refuse(m, err instanceof QuotadError ? err.code : 'E_INTERNAL')
+    }
+    this.counters.forwardServed++
+    return { v: CLUSTER_VERSION, t: 'fans', node: c.node, epoch: c.epoch, inc: c.incarnation, id: m.id, ...d }
+  }
+
+  /** At the member: the decision an answer carries (a refusal or a mismatched answer is a denial). */
+  answered (req: Fwd, reply: Fans): Decision {
+    if (reply.id !== req.id || reply.code !== undefined) return this.failed(req)
+    if (reply.allowed) this.counters.forwardAllowed++
+    return { allowed: reply.allowed, remaining: reply.remaining, limit: reply.limit, resetMs: reply.resetMs, retryAfterMs: reply.retryAfterMs, rule: reply.rule }
+  }
+
+  /** At the member: no answer in time (or none that decided): denied, as a central limiter out of reach would. */
+  failed (req: Fwd): Decision {
+    this.counters.forwardFailed++
+    const rule = this.c.limiter.ruleFor(req.key)
+    return { allowed: false, remaining: 0, limit: rule?.stock ?? 0, resetMs: 0, retryAfterMs: -1, rule: rule?.name ?? '' }
+  }
+
+  private refuse (m: Fwd, code: string): Fans {
+    const c = this.c
+    return { v: CLUSTER_VERSION, t: 'fans', node: c.node, epoch: c.epoch, inc: c.incarnation, id: m.id, allowed: false, remaining: 0, limit: 0, resetMs: 0, retryAfterMs: -1, rule: '', code }
+  }
+}

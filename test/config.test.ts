@@ -15,6 +15,7 @@ import { ConfigError, ErrorCodes, QuotadError } from '../src/errors.js'
 import { DEFAULT_LIMITS, DEFAULT_SOCKET_MODE } from '../src/config/types.js'
 import { formatDuration, parseDuration, tryParseDuration } from '../src/config/duration.js'
 import { FIELDS, findNode, validateClusterFile } from '../src/config/validate.js'
+import { ruleHash } from '../src/core/rules.js'
 import { loadClusterFile, loadClusterFileSync } from '../src/config/load.js'
 
 type Json = Record<string, unknown>
@@ -223,6 +224,8 @@ test('rule constraints: limit, per bounds, algorithm, sliding-log cap', t => {
   check({ match: 'x'.repeat(257) }, ['rules[0].match'])
   check({ name: 'has space' }, ['rules[0].name'])
   check({ mode: 'medium' }, ['rules[0].mode'])
+  check({ decide: 'anywhere' }, ['rules[0].decide'])
+  check({ decide: true }, ['rules[0].decide'])
   const raw = minimal()
   raw.rules = [{ name: 'ip:signup', match: 'signup:*', limit: 1_000_000, per: '366d', algorithm: 'sliding-log' }]
   t.is(validateClusterFile(raw, '/').rules[0].perMs, 366 * 86_400_000)
@@ -398,4 +401,20 @@ test('lease defaults follow a long gossip interval, and are always accepted', t 
   }
   const off = validateClusterFile({ ...minimal(), cluster: { name: 'test', secretFile: 'swarm.key', leases: false, leaseMs: 10_000 } }, '/etc/quotad').cluster
   t.like(off, { leases: false, leaseMs: 10_000, reclaimMs: 12_000 })
+})
+
+test('decide: "seeds" is kept, "local" is the default, and only "seeds" changes the rule hash', t => {
+  const raw = minimal()
+  raw.rules = [
+    { name: 'a', match: 'a', limit: 10, per: '1s', algorithm: 'fixed-window', decide: 'seeds' },
+    { name: 'b', match: 'b', limit: 10, per: '1s', algorithm: 'fixed-window', decide: 'local' },
+    { name: 'c', match: 'c', limit: 10, per: '1s', algorithm: 'fixed-window' }
+  ]
+  const rules = validateClusterFile(raw, '/').rules
+  t.is(rules[0].decide, 'seeds')
+  t.is(rules[1].decide, undefined)
+  t.is(rules[2].decide, undefined)
+  // A rule without it keeps the hash it had before the field existed, so a cluster hash survives the upgrade.
+  t.is(ruleHash({ ...rules[2] }), ruleHash({ ...rules[1], name: 'c', match: 'c' }))
+  t.not(ruleHash(rules[0]), ruleHash({ ...rules[0], decide: undefined }))
 })

@@ -9,6 +9,7 @@ import test from 'ava'
 import { decodeRequest, encodeRequest } from '../src/cluster/request-codec.js'
 import { CLUSTER_VERSION, parseMessage, type Ack, type Grant, type None, type Want } from '../src/cluster/messages.js'
 import type { Jack, Jrep } from '../src/cluster/replica-messages.js'
+import type { Fans, Fwd } from '../src/cluster/forward-messages.js'
 import { wire } from '../src/cluster/wire.js'
 import { ErrorCodes } from '../src/errors.js'
 
@@ -68,4 +69,23 @@ test('an array that is not a compact want, grant, ack or none is E_BAD_FRAME, an
   t.throws(() => decodeRequest(arr([6, 'none', 'n21', 'e', 1])), badFrame, 'another version')
   t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'grant', 'n21', 'e', 1, 'n07', 'f', 1, 'items'])), badFrame, 'items not a list')
   t.throws(() => decodeRequest(arr([])), badFrame)
+})
+
+test('a forwarded acquire and its answer go as arrays and read back as the same message; their fields are checked', t => {
+  const fwd: Fwd = { ...head, t: 'fwd', id: 7, key: 'api:k20', count: 2 }
+  const fans: Fans = { ...head, t: 'fans', id: 7, allowed: true, remaining: 11, limit: 100, resetMs: 420, retryAfterMs: 0, rule: 'api' }
+  const refusal: Fans = { ...head, t: 'fans', id: 8, allowed: false, remaining: 0, limit: 0, resetMs: 0, retryAfterMs: -1, rule: '', code: 'E_NOT_SEED' }
+  for (const m of [fwd, fans, refusal]) {
+    const bytes = encodeRequest(m)
+    t.true(Array.isArray(wire.unpack(bytes)), m.t)
+    t.deepEqual(decodeRequest(bytes), m, m.t)
+  }
+  t.deepEqual(wire.unpack(encodeRequest(fwd)), [CLUSTER_VERSION, 'fwd', 'n21', '3e89ee96a3298645', 4, 7, 'api:k20', 2], 'the documented order')
+  const arr = (a: unknown[]): Uint8Array => wire.pack(a)
+  const f = [CLUSTER_VERSION, 'fwd', 'n21', 'e', 1, 7]
+  t.throws(() => decodeRequest(arr([...f, 'k', 0])), badFrame, 'count 0')
+  t.throws(() => decodeRequest(arr([...f, 'k', 1.5])), badFrame, 'a fractional count')
+  t.throws(() => decodeRequest(arr([...f, 'x'.repeat(300), 1])), badFrame, 'a key over the bound')
+  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'fans', 'n21', 'e', 1, 7, 'yes', 0, 1, 0, 0, 'api'])), badFrame, 'allowed not a boolean')
+  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'fans', 'n21', 'e', 1, 7, true, 0, 1, 0, -5, 'api'])), badFrame, 'retryAfterMs below -1')
 })

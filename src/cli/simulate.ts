@@ -33,6 +33,7 @@ export const SIMULATE_HELP = `usage: quotad simulate [options]
   --gossip-ms MS     gossip interval (default: the file's, else 250)
   --trace FILE       replay a load (CSV timestamp,node,key,count or JSON lines) instead of the scenario's
   --algorithm A --limit L --per-ms P --match M   the built-in rule (without --config; a * in M makes it a glob rule)
+  --decide seeds     the built-in rule's "decide": members send each acquire to a seed (with --seed-nodes; default local)
   --property         replay one case of the CI property test (with --scenario, --mode, --seed)
   --json             print every run's result as JSON lines (with "traffic": sent per node per second by message type, and "gossipFields": a gossip's mean bytes by field)
 `
@@ -55,7 +56,12 @@ async function target (values: Record<string, string | boolean | undefined>): Pr
   const limit = intFlag('limit', values.limit as string | undefined, 1000, 1)
   const perMs = intFlag('per-ms', values['per-ms'] as string | undefined, 1000, 1)
   const match = (values.match ?? 'api') as string
-  const rule: RuleConfig = { name: 'api', match, limit, perMs, per: `${perMs}ms`, algorithm, burst: limit, mode: 'hard', onPartition: 'local-share', maxDebt: Math.ceil(limit / 10) }
+  const decide = values.decide as string | undefined
+  if (decide !== undefined && decide !== 'local' && decide !== 'seeds') throw usage('--decide must be local or seeds')
+  const rule: RuleConfig = {
+    name: 'api', match, limit, perMs, per: `${perMs}ms`, algorithm, burst: limit, mode: 'hard', onPartition: 'local-share', maxDebt: Math.ceil(limit / 10),
+    ...(decide === 'seeds' ? { decide: 'seeds' as const } : {})
+  }
   return { rules: [rule], nodes: 10, gossipMs: 250, limits: DEFAULT_LIMITS, voters: DEFAULT_VOTERS }
 }
 
@@ -90,6 +96,7 @@ export async function simulate (argv: string[]): Promise<void> {
       'gossip-ms': { type: 'string' },
       trace: { type: 'string' },
       algorithm: { type: 'string' },
+      decide: { type: 'string' },
       limit: { type: 'string' },
       'per-ms': { type: 'string' },
       match: { type: 'string' },

@@ -1,0 +1,62 @@
+/**
+ * Members as proxies (`decide: "seeds"`, forward.ts) on real processes: two
+ * seeds and a member over real libp2p. The member holds none of the key: it
+ * sends each acquire to a seed, which decides it as its own. With all the
+ * demand, the member gets the day's whole limit, and then no one gets more,
+ * as one central limiter would; the member's status counts what it
+ * forwarded and the seeds' what they served; a batch item or a peek of the
+ * key at the member is refused with E_BAD_ARGUMENT (they must answer at
+ * once), and the daemon goes on serving.
+ */
+import test from 'ava'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { ErrorCodes, QuotadClient } from '@quotad/client'
+import { makeCluster, waitForPeers } from './helpers/cluster-procs.js'
+
+const DAY = [{ name: 'day', match: 'day', limit: 40, per: '1d', algorithm: 'fixed-window', decide: 'seeds' }]
+
+interface Status { cluster?: { counters?: Record<string, number> } }
+
+async function counters (socketPath: string): Promise<Record<string, number>> {
+  const q = await QuotadClient.connect({ socketPath })
+  try { return (await q.status() as unknown as Status).cluster?.counters ?? {} } finally { await q.close() }
+}
+
+test.serial('a member\'s acquires are decided at the seeds: with all the demand, it gets the day\'s whole limit and no one more', async t => {
+  t.timeout(180_000)
+  const c = await makeCluster(['a', 'b'], DAY, { extraNodes: [{ name: 'm1', seed: false }] })
+  t.teardown(async () => { await c.stopAll() })
+  for (const n of ['a', 'b', 'm1']) await c.start(n)
+  await waitForPeers(c, ['a', 'b'], 2)
+  await waitForPeers(c, ['m1'], 2)
+
+  const m = await QuotadClient.connect({ socketPath: c.sockets.m1 })
+  t.teardown(async () => { await m.close() })
+  // A batch or a peek must answer at once, so a member refuses them for such a key, and keeps serving.
+  const batch = await m.batch([{ key: 'day' }])
+  t.is((batch[0] as { error?: { code: string } }).error?.code, ErrorCodes.BAD_ARGUMENT)
+  await t.throwsAsync(m.peek('day'), { code: ErrorCodes.BAD_ARGUMENT })
+
+  // All the demand at the member: every token of the day is reachable through the seeds. A seed that has spent
+  // its part denies until its peer's tokens come (its own rebalancing), so the member asks again after a denial.
+  let got = 0
+  let asked = 0
+  const deadline = Date.now() + 90_000
+  while (got < 40 && Date.now() < deadline) {
+    asked++
+    if ((await m.acquire('day', { waitMs: 5000 })).allowed) got++
+    else await sleep(20)
+  }
+  t.is(got, 40, 'the member got the whole day\'s limit')
+  // And not one more, anywhere.
+  for (let i = 0; i < 5; i++) t.false((await m.acquire('day')).allowed, 'the member, past the limit')
+  for (const s of ['a', 'b']) {
+    const q = await QuotadClient.connect({ socketPath: c.sockets[s] })
+    try { for (let i = 0; i < 5; i++) t.false((await q.acquire('day')).allowed, `seed ${s}, past the limit`) } finally { await q.close() }
+  }
+  const mine = await counters(c.sockets.m1)
+  t.is(mine.forwarded, asked + 5, 'the member sent every acquire to a seed')
+  t.is(mine.forwardAllowed, 40)
+  const served = (await counters(c.sockets.a)).forwardServed + (await counters(c.sockets.b)).forwardServed
+  t.true(served >= 40 && served <= mine.forwarded, `the seeds decided them (${served} of ${mine.forwarded})`)
+})

@@ -101,6 +101,7 @@ export class Daemon {
         ? await ClusterNode.create({
           config: opts.config, node, clock: opts.clock ?? systemClock, log: log.child('cluster'),
           onTokens: () => ref.d?.quota.kick(),
+          acquire: (k, n, w) => ref.d?.quota.acquire(k, n, Math.min(w, opts.config.limits.maxWaitMs)),
           onReclaimed: () => opts.onReclaimed?.()
         })
         : null

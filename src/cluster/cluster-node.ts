@@ -32,7 +32,7 @@ import { clusterHash } from './cluster-hash.js'
 import { ReclaimLog } from './reclaim-log.js'
 import { GossipInbox } from './gossip-inbox.js'
 import { sendForward, sendRequest, serveRequest, type RequestContext } from './node-requests.js'
-import type { Decision } from '../core/types.js'
+import type { AcquireResult, Decision } from '../core/types.js'
 import { DEFAULT_BOUNDS, gossipTopic, membersTopic, type Gossip, type Grant, type MessageBounds } from './messages.js'
 import { decodeGossip, encodeGossip } from './gossip-codec.js'
 import { gossipAudience } from './member-sums.js'
@@ -49,6 +49,8 @@ export interface ClusterNodeOptions {
   createTransport?: (opts: TransportOptions) => Promise<Transport>
   /** Called when tokens arrived, so waiting acquires can be served. */
   onTokens?: () => void
+  /** A member's forwarded acquire with a `wait`, served as this node's own client's (the daemon's LocalQuota). */
+  acquire?: (key: string, count: number, waitMs: number) => AcquireResult | undefined
   /** Called once when a quorum of seeds attests this incarnation dead (reclaim.ts): the daemon restarts as a new one. */
   onReclaimed?: () => void
 }
@@ -80,7 +82,7 @@ export class ClusterNode {
     this.restored = restored
     this.bounds = { ...DEFAULT_BOUNDS, maxKeyBytes: opts.config.limits.maxKeyBytes, maxMembers: opts.config.limits.maxMembers }
     this.disk = new NodeDisk(core, opts.node.dataDir, opts.config.cluster.name, opts.log, opts.clock)
-    this.requests = { core, disk: this.disk, bounds: this.bounds, clock: opts.clock, log: opts.log, onTokens: () => { opts.onTokens?.() } }
+    this.requests = { core, disk: this.disk, bounds: this.bounds, clock: opts.clock, log: opts.log, onTokens: () => { opts.onTokens?.() }, acquire: (k, n, w) => opts.acquire?.(k, n, w) }
     this.disk.onWaiting = () => { if (this.transport !== null) sendReplicas(this.core, this.transport, this.bounds, opts.clock, opts.log) }
   }
 
@@ -184,15 +186,16 @@ export class ClusterNode {
 
   /**
    * A member's acquire of a `decide: "seeds"` rule (forward.ts): the seed's
-   * decision, or a denial after max(forwardTimeoutMs, waitMs); null when
+   * decision, or a denial after waitMs + forwardTimeoutMs; null when
    * this node decides it (a seed, another rule, no seed to ask).
    */
   forward (key: string, count: number, waitMs: number): Promise<Decision> | null {
     const t = this.transport
     if (t === null) return null
-    const r = this.core.forwarding.route(key, count, this.opts.clock.mono())
+    const r = this.core.forwarding.route(key, count, waitMs, this.opts.clock.mono())
     if (r === null) return null
-    return sendForward(this.requests, t, r.to, r.msg, Math.max(this.core.tuning.forwardTimeoutMs, waitMs))
+    // The seed may hold it up to waitMs for tokens; then the answer's way back.
+    return sendForward(this.requests, t, r.to, r.msg, waitMs + this.core.tuning.forwardTimeoutMs)
   }
 
   /** Tick once more as soon as the event loop is free (one pending at most): a first-use want goes out now. */

@@ -3,7 +3,8 @@
  * forward.ts), and the seed's answer.
  *
  * - fwd (request, member -> seed): "decide this acquire of `count` of `key`
- *   as your own". `id` is the member's, echoed in the answer.
+ *   as your own" (waiting up to `wait` ms for tokens, as the client asked).
+ *   `id` is the member's, echoed in the answer.
  * - fans (its answer): the seed's decision, as it would answer its own
  *   client. `allowed` false with `code` set: the seed did not decide (not a
  *   seed, not running, no rule for the key).
@@ -21,6 +22,8 @@ export interface Fwd {
   id: number
   key: string
   count: number
+  /** The client's `waitMs`: the seed may hold the acquire this long for tokens, as for its own client. Absent: 0. */
+  wait?: number
 }
 
 export interface Fans {
@@ -40,13 +43,18 @@ export interface Fans {
   code?: string
 }
 
+/** Longest wait a forwarded acquire may ask of a seed: the largest `limits.maxWaitMs` (the seed's own bound applies too). */
+export const MAX_FORWARD_WAIT_MS = 2_147_483_647
+
 /** Most tokens one forwarded acquire may ask for: the socket protocol's own bound on `count`. */
 export const MAX_FORWARD_COUNT = 1_000_000_000
 
 export function parseFwd (m: Record<string, unknown>, b: MessageBounds, v: number, node: string, epoch: string): Fwd {
   const count = seq(m.count, 'count')
   if (count < 1 || count > MAX_FORWARD_COUNT) bad(`count must be 1..${MAX_FORWARD_COUNT}`)
-  return { v, t: 'fwd', node, epoch, inc: seq(m.inc, 'inc'), id: seq(m.id, 'id'), key: key(m.key, b), count }
+  const wait = m.wait === undefined ? 0 : seq(m.wait, 'wait')
+  if (wait > MAX_FORWARD_WAIT_MS) bad(`wait must be at most ${MAX_FORWARD_WAIT_MS}`)
+  return { v, t: 'fwd', node, epoch, inc: seq(m.inc, 'inc'), id: seq(m.id, 'id'), key: key(m.key, b), count, ...(wait > 0 ? { wait } : {}) }
 }
 
 export function parseFans (m: Record<string, unknown>, v: number, node: string, epoch: string): Fans {

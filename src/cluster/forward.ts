@@ -56,7 +56,7 @@ export class Forwarding {
    * leaving and not fenced in this node's view, so one key's members spread
    * over the seeds and each seed's own rate estimate sees its part.
    */
-  route (key: string, count: number, nowMs: number): { to: string, msg: Fwd } | null {
+  route (key: string, count: number, waitMs: number, nowMs: number): { to: string, msg: Fwd } | null {
     const c = this.c
     if (c.phase !== 'running' || !this.decidesAtSeeds(key)) return null
     const rule = c.limiter.ruleFor(key)
@@ -70,24 +70,40 @@ export class Forwarding {
     if (seeds.length === 0) return null
     const to = seeds[fmix32(hash32(key) ^ hash32(c.node)) % seeds.length]
     this.counters.forwarded++
-    return { to, msg: { v: CLUSTER_VERSION, t: 'fwd', node: c.node, epoch: c.epoch, inc: c.incarnation, id: this.nextId++, key, count } }
+    return { to, msg: { v: CLUSTER_VERSION, t: 'fwd', node: c.node, epoch: c.epoch, inc: c.incarnation, id: this.nextId++, key, count, ...(waitMs > 0 ? { wait: waitMs } : {}) } }
   }
 
-  /** At a seed: a member's acquire from peer id `from`, decided as this node's own. */
-  serve (m: Fwd, from: string, nowMs: number): Fans {
+  /**
+   * At a seed: whether a member's acquire from peer id `from` may be decided
+   * here. Null: decide it as this node's own (`decided` then makes the
+   * answer); else the refusal to answer with.
+   */
+  admit (m: Fwd, from: string): Fans | null {
     const c = this.c
     if (c.membership.check(m.node, from) !== 'ok') return this.refuse(m, 'E_NOT_MEMBER')
     if (!c.seeds.includes(c.node)) return this.refuse(m, 'E_NOT_SEED')
     if (c.phase !== 'running') return this.refuse(m, 'E_NOT_RUNNING')
-    let d: Decision
-    try {
-      d = c.acquire(m.key, m.count, nowMs)
-    } catch (err) {
-      // A key no rule here matches, or the key table full: the member's client hears a denial, this node goes on.
-      return this.refuse(m, err instanceof QuotadError ? err.code : 'E_INTERNAL')
-    }
+    return null
+  }
+
+  /** At a seed: the answer to `m`, decided here as `d` (or, thrown while deciding, `err`). */
+  decided (m: Fwd, d: Decision | { error: unknown }): Fans {
+    const c = this.c
+    // A key no rule here matches, or the key table full: the member's client hears a denial, this node goes on.
+    if ('error' in d) return this.refuse(m, d.error instanceof QuotadError ? d.error.code : 'E_INTERNAL')
     this.counters.forwardServed++
     return { v: CLUSTER_VERSION, t: 'fans', node: c.node, epoch: c.epoch, inc: c.incarnation, id: m.id, ...d }
+  }
+
+  /** At a seed: a member's acquire decided at once (a `wait` is the driver's to honour: see node-requests.ts). */
+  serve (m: Fwd, from: string, nowMs: number): Fans {
+    const refusal = this.admit(m, from)
+    if (refusal !== null) return refusal
+    try {
+      return this.decided(m, this.c.acquire(m.key, m.count, nowMs))
+    } catch (error) {
+      return this.decided(m, { error })
+    }
   }
 
   /** At the member: the decision an answer carries (a refusal or a mismatched answer is a denial). */

@@ -10,8 +10,8 @@ import type { Clock } from '../clock.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
 import type { Logger } from '../util/log.js'
 import type { ClusterCore } from './cluster-core.js'
-import type { Ack, Fwd, Grant, MessageBounds, Want } from './messages.js'
-import type { Decision } from '../core/types.js'
+import type { Ack, Fans, Fwd, Grant, MessageBounds, Want } from './messages.js'
+import { isWaitHandle, type AcquireResult, type Decision } from '../core/types.js'
 import type { NodeDisk } from './node-disk.js'
 import type { Transport } from './transport/types.js'
 import { decodeRequest, encodeRequest } from './request-codec.js'
@@ -25,6 +25,8 @@ export interface RequestContext {
   log: Logger
   /** Tokens arrived: waiting acquires may be served. */
   onTokens?: () => void
+  /** This node's own clients' acquire (LocalQuota): a forwarded acquire with a `wait` is served through it. */
+  acquire?: (key: string, count: number, waitMs: number) => AcquireResult | undefined
 }
 
 /** A peer's request (want, pushed grant, ack, jrep, jget) on a stream from peer id `from`: the reply's bytes, or a throw that resets the stream. */
@@ -64,7 +66,7 @@ export async function serveRequest (x: RequestContext, from: string, data: Uint8
   }
   // A member's acquire of a `decide: "seeds"` rule (forward.ts): decided here as this node's own, answered at once.
   if (m.t === 'fwd') {
-    const reply = x.core.forwarding.serve(m, from, now)
+    const reply = await serveForward(x, m, from, now)
     void x.disk.persistJournal()
     return encodeRequest(reply)
   }
@@ -111,5 +113,24 @@ export async function sendForward (x: RequestContext, t: Transport, to: string, 
   } catch (err) {
     x.log.debug('forwarded acquire failed', { to, err })
     return x.core.forwarding.failed(msg)
+  }
+}
+
+/**
+ * A member's acquire at this seed: decided as this node's own client's. With
+ * a `wait`, through the daemon's LocalQuota, so it waits for tokens as a local
+ * client's would (and is answered denied if this node stops meanwhile).
+ */
+async function serveForward (x: RequestContext, m: Fwd, from: string, now: number): Promise<Fans> {
+  const f = x.core.forwarding
+  if (m.wait === undefined || x.acquire === undefined) return f.serve(m, from, now)
+  const refusal = f.admit(m, from)
+  if (refusal !== null) return refusal
+  try {
+    const r = x.acquire(m.key, m.count, m.wait)
+    if (r === undefined) return f.serve(m, from, now)
+    return f.decided(m, isWaitHandle(r) ? await r.promise : r)
+  } catch (error) {
+    return f.decided(m, { error })
   }
 }

@@ -30,7 +30,7 @@ const LAYOUT: Readonly<Record<string, readonly string[]>> = {
   none: [],
   jrep: ['gen', 'offset', 'data', 'z', 'd'],
   jack: ['gen', 'have', 'durable', 'z'],
-  fwd: ['id', 'key', 'count'],
+  fwd: ['id', 'key', 'count', 'wait'],
   fans: ['id', 'allowed', 'remaining', 'limit', 'resetMs', 'retryAfterMs', 'rule', 'code']
 }
 const COMMON = ['v', 't', 'node', 'epoch', 'inc'] as const

@@ -60,6 +60,12 @@ export interface SimSpec {
    * own tests use it to show that a created token or an overshoot fails the run.
    */
   sabotage?: (vc: VirtualCluster, startMs: number) => void
+  /**
+   * Every request's own `waitMs`, as a client sets it: one the node cannot
+   * admit at once waits up to this long for tokens (a forwarded one, at the
+   * seed). The baselines do not wait. @default 0
+   */
+  waitMs?: number
   /** Tunables over the run's defaults (an experiment: e.g. firstUseWaitMs 0 to see the cluster without first-use waits). */
   tuning?: Partial<ClusterTuning>
 }
@@ -213,7 +219,7 @@ export function runSim (spec: SimSpec): SimResult {
       admitted[i] = 1
       if (!forwarded) record(a.node)
     }
-    admit(vc.acquire(a.node, a.key, a.count, admit, (seed, d) => { if (d.allowed) record(seed) }))
+    admit(vc.acquire(a.node, a.key, a.count, admit, (seed, d) => { if (d.allowed) record(seed) }, spec.waitMs ?? 0))
   }
   vc.runUntil(endMs)
   audit()

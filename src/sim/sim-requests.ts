@@ -7,7 +7,7 @@
  * exactly one onReply or onRequestFailed.
  */
 import type { ClusterCore } from '../cluster/cluster-core.js'
-import type { Ack, Fwd, Grant, None, Want } from '../cluster/messages.js'
+import type { Ack, Fans, Fwd, Grant, None, Want } from '../cluster/messages.js'
 import type { Decision } from '../core/types.js'
 import { idOf, type SimNode } from './sim-node.js'
 import type { SimReplication } from './sim-replication.js'
@@ -76,7 +76,8 @@ export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterC
     settled = true
     return sender.core === core
   }
-  vc.at(vc.now + core.tuning.forwardTimeoutMs, () => { if (settle()) late(core.forwarding.failed(msg)) })
+  // The seed may hold it up to its wait for tokens; then the answer's way back (as cluster-node.ts forward).
+  vc.at(vc.now + (msg.wait ?? 0) + core.tuning.forwardTimeoutMs, () => { if (settle()) late(core.forwarding.failed(msg)) })
   const bytes = encodeRequest(msg)
   vc.count(sender.name, bytes.length, 'fwd')
   vc.transmit(sender.name, to, bytes, () => {
@@ -85,15 +86,32 @@ export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterC
     if (target === undefined || tc == null || target.state !== 'up') return
     const m = decodeRequest(bytes)
     if (m.t !== 'fwd') return
-    const reply = tc.forwarding.serve(m, idOf(sender.name), vc.mono(to))
+    const answer = (reply: Fans): void => {
+      if (reply.code === undefined) decided(to, { allowed: reply.allowed, remaining: reply.remaining, limit: reply.limit, resetMs: reply.resetMs, retryAfterMs: reply.retryAfterMs, rule: reply.rule })
+      const back = encodeRequest(reply)
+      vc.count(to, back.length, 'fans')
+      vc.transmit(to, sender.name, back, () => {
+        const r = decodeRequest(back)
+        if (r.t !== 'fans' || !settle()) return
+        late(core.forwarding.answered(msg, r))
+      })
+    }
+    const f = tc.forwarding
+    // With a wait, as the seed's own client's (node-requests.ts serveForward): held for tokens, answered when decided.
+    const refusal = m.wait === undefined ? null : f.admit(m, idOf(sender.name))
+    if (m.wait === undefined || refusal !== null) {
+      answer(refusal ?? f.serve(m, idOf(sender.name), vc.mono(to)))
+      vc.persist(target, tc)
+      return
+    }
+    let d: ReturnType<VirtualCluster['acquire']>
+    try {
+      d = vc.acquire(to, m.key, m.count, late2 => { answer(f.decided(m, late2)) }, undefined, m.wait)
+    } catch (error) {
+      answer(f.decided(m, { error }))
+      return
+    }
+    if (d !== undefined && d !== 'waiting' && d !== 'forwarded') answer(f.decided(m, d))
     vc.persist(target, tc)
-    if (reply.code === undefined) decided(to, { allowed: reply.allowed, remaining: reply.remaining, limit: reply.limit, resetMs: reply.resetMs, retryAfterMs: reply.retryAfterMs, rule: reply.rule })
-    const back = encodeRequest(reply)
-    vc.count(to, back.length, 'fans')
-    vc.transmit(to, sender.name, back, () => {
-      const r = decodeRequest(back)
-      if (r.t !== 'fans' || !settle()) return
-      late(core.forwarding.answered(msg, r))
-    })
   })
 }

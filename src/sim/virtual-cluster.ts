@@ -275,24 +275,26 @@ export class VirtualCluster {
    * Undefined when the node is not serving.
    */
   acquire (name: string, key: string, count: number): Decision | undefined
-  acquire (name: string, key: string, count: number, late: (d: Decision) => void, decided?: (seed: string, d: Decision) => void): Decision | 'waiting' | 'forwarded' | undefined
-  acquire (name: string, key: string, count: number, late?: (d: Decision) => void, decided?: (seed: string, d: Decision) => void): Decision | 'waiting' | 'forwarded' | undefined {
+  acquire (name: string, key: string, count: number, late: (d: Decision) => void, decided?: (seed: string, d: Decision) => void, clientWaitMs?: number): Decision | 'waiting' | 'forwarded' | undefined
+  acquire (name: string, key: string, count: number, late?: (d: Decision) => void, decided?: (seed: string, d: Decision) => void, clientWaitMs = 0): Decision | 'waiting' | 'forwarded' | undefined {
     const n = this.nodes.get(name)
     if (n === undefined || n.core === null || n.state !== 'up') return undefined
     const core = n.core
     const mono = this.mono(name)
     // A member's acquire of a `decide: "seeds"` rule goes to a seed (forward.ts): decided there, answered later.
-    const route = late === undefined ? null : core.forwarding.route(key, count, mono)
+    const route = late === undefined ? null : core.forwarding.route(key, count, clientWaitMs, mono)
     if (route !== null && late !== undefined) {
       sendForward(this, n, core, route.to, route.msg, decided ?? (() => {}), late)
       return 'forwarded'
     }
-    const waitMs = late === undefined ? 0 : core.firstUseWaitMs(key, count, mono)
+    // As LocalQuota.decide: the client's own waitMs, else a first use's short wait (which ticks at once).
+    const urgent = clientWaitMs <= 0
+    const waitMs = late === undefined ? 0 : urgent ? core.firstUseWaitMs(key, count, mono) : clientWaitMs
     if (waitMs <= 0) return core.acquire(key, count, mono)
     const r = core.acquireOrWait(key, count, waitMs, mono, late)
     if ('allowed' in r) return r
     n.waiters.set(late, r)
-    this.dispatch(name, core.tick(mono))
+    if (urgent) this.dispatch(name, core.tick(mono))
     this.at(this.now + waitMs + 1, () => this.poll(n, core))
     return 'waiting'
   }

@@ -4,10 +4,11 @@
  * (static even split, exact central limiter) on the same arrivals.
  *
  *   npm run build && node dist/bench/accuracy.js [--quick] [--workers 2] [--json FILE] [--scenarios a,b,c] [--seeds N=S,...]
- *     [--sizes 10,50,200,1000] [--seed-nodes K]
+ *     [--sizes 10,50,200,1000] [--seed-nodes K] [--decide seeds]
  *
  * --sizes picks the node counts (default 3, 10, 50, 200); --seed-nodes K makes only the first K nodes seeds,
- * the rest members (default: every node a seed).
+ * the rest members (default: every node a seed); --decide seeds gives the rule `"decide": "seeds"` (members send
+ * each acquire to a seed: protocol.md, "Members as proxies").
  *
  * --scenarios runs only the named scenarios (comma-separated, in the order of
  * SCENARIOS; default: all), at the same sizes and seed counts. --seeds sets the
@@ -42,22 +43,22 @@ const SEEDS: Record<number, number> = { 3: 560, 10: 500, 50: 40, 200: 6, 1000: 1
 const KEYS_SEEDS: Record<number, number> = { 3: 50, 10: 20, 50: 2, 200: 1, 1000: 0 }
 const GOSSIP_MS = 250
 
-interface Cell { scenario: string, nodes: number, seeds: number, seedNodes?: number }
+interface Cell { scenario: string, nodes: number, seeds: number, seedNodes?: number, decide?: 'seeds' }
 
 /** Scenarios about hard mode's safety under stops, rule changes and clock steps: every algorithm takes turns by seed. */
 const SAFETY = new Set(['stops', 'reload-lower', 'reload-lower-restart', 'reload-raise', 'restart-changed', 'restart-lowered', 'clock-step'])
 
-function ruleFor (name: string, seed = 0): RuleConfig {
+function ruleFor (name: string, seed = 0, decide?: 'seeds'): RuleConfig {
   const many = scenario(name).keys > 1
   const limit = many ? 100 : 1000
   const algorithm = SAFETY.has(name) ? ALGORITHMS[seed % ALGORITHMS.length] : 'fixed-window'
-  return { name: 'api', match: many ? 'api:*' : 'api', limit, perMs: 1000, per: '1s', algorithm, burst: limit, mode: 'hard', onPartition: 'local-share', maxDebt: limit / 10 }
+  return { name: 'api', match: many ? 'api:*' : 'api', limit, perMs: 1000, per: '1s', algorithm, burst: limit, mode: 'hard', onPartition: 'local-share', maxDebt: limit / 10, ...(decide === undefined ? {} : { decide }) }
 }
 
 function runCell (c: Cell, first: number): SimResult[] {
   const out: SimResult[] = []
   for (let s = first; s < first + c.seeds; s++) {
-    out.push(runSim({ scenario: scenario(c.scenario), nodes: c.nodes, seedNodes: c.seedNodes === undefined ? undefined : Math.min(c.seedNodes, c.nodes), seed: s, mode: 'hard', rule: ruleFor(c.scenario, s), durationMs: c.nodes >= 200 ? 6000 : 10_000, gossipIntervalMs: GOSSIP_MS }))
+    out.push(runSim({ scenario: scenario(c.scenario), nodes: c.nodes, seedNodes: c.seedNodes === undefined ? undefined : Math.min(c.seedNodes, c.nodes), seed: s, mode: 'hard', rule: ruleFor(c.scenario, s, c.decide), durationMs: c.nodes >= 200 ? 6000 : 10_000, gossipIntervalMs: GOSSIP_MS }))
   }
   return out
 }
@@ -99,23 +100,25 @@ if (!isMainThread) {
 }
 
 async function main (): Promise<void> {
-  const { values } = parseCli({ args: process.argv.slice(2), options: { quick: { type: 'boolean' }, workers: { type: 'string' }, json: { type: 'string' }, scenarios: { type: 'string' }, seeds: { type: 'string' }, sizes: { type: 'string' }, 'seed-nodes': { type: 'string' } } })
+  const { values } = parseCli({ args: process.argv.slice(2), options: { quick: { type: 'boolean' }, workers: { type: 'string' }, json: { type: 'string' }, scenarios: { type: 'string' }, seeds: { type: 'string' }, sizes: { type: 'string' }, 'seed-nodes': { type: 'string' }, decide: { type: 'string' } } })
   const quick = values.quick === true
   const workers = intFlag('workers', values.workers, 2, 1)
   const picked = pickScenarios(values.scenarios)
   const override = seedOverrides(values.seeds)
   const sizes = pickSizes(values.sizes)
   const seedNodes = values['seed-nodes'] === undefined ? undefined : intFlag('seed-nodes', values['seed-nodes'], 1, 1)
+  const decide = values.decide
+  if (decide !== undefined && decide !== 'seeds' && decide !== 'local') throw usage('--decide must be local or seeds')
   const cells: Cell[] = []
   for (const sc of picked) {
     for (const n of sizes) {
       const seeds = Math.ceil((override.get(n) ?? (sc.keys > 1 ? KEYS_SEEDS[n] : SEEDS[n])) / (quick ? 25 : 1))
-      if (seeds > 0) cells.push({ scenario: sc.name, nodes: n, seeds, seedNodes })
+      if (seeds > 0) cells.push({ scenario: sc.name, nodes: n, seeds, seedNodes, ...(decide === 'seeds' ? { decide } : {}) })
     }
   }
   const total = cells.reduce((n, c) => n + c.seeds, 0)
   printMachine(machineInfo())
-  process.stdout.write(`accuracy: ${total} seeded runs, ${cells.length} cells, ${workers} worker(s), hard mode, gossip ${GOSSIP_MS} ms${picked === SCENARIOS ? '' : `; scenarios: ${picked.map(s => s.name).join(', ')}`}${override.size === 0 ? '' : `; seeds per cell set: ${[...override].map(([n, k]) => `N=${n}: ${k}`).join(', ')}`}${seedNodes === undefined ? '' : `; ${seedNodes} seed node(s), the rest members`}\n`)
+  process.stdout.write(`accuracy: ${total} seeded runs, ${cells.length} cells, ${workers} worker(s), hard mode, gossip ${GOSSIP_MS} ms${picked === SCENARIOS ? '' : `; scenarios: ${picked.map(s => s.name).join(', ')}`}${override.size === 0 ? '' : `; seeds per cell set: ${[...override].map(([n, k]) => `N=${n}: ${k}`).join(', ')}`}${seedNodes === undefined ? '' : `; ${seedNodes} seed node(s), the rest members`}${decide === 'seeds' ? '; the rule decided at the seeds (decide: seeds)' : ''}\n`)
   const t0 = performance.now()
 
   // Split every cell into chunks and deal them round-robin, heaviest first, so workers finish together.

@@ -234,9 +234,7 @@ export class Libp2pTransport implements Transport {
     this.assertStarted()
     this.counters.requestsOut++
     try {
-      // negotiateFully false: the protocol's name goes with the request's first bytes, not a round trip before them
-      // (a member's forwarded acquire, c=1 on loopback: p50 1.17-1.30 -> 0.99-1.12 ms; bench/forward-latency.ts).
-      const reply = await callTransfer(async signal => await this.node.dialProtocol(parsePeerId(peerId), TRANSFER_PROTOCOL, { signal, negotiateFully: false }),
+      const reply = await callTransfer(async signal => await this.node.dialProtocol(parsePeerId(peerId), TRANSFER_PROTOCOL, { signal }),
         data, this.o.maxRequestBytes, timeoutMs, `request to ${peerId}`)
       this.counters.requestBytesOut += data.byteLength + reply.byteLength
       return reply

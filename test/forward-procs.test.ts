@@ -55,3 +55,22 @@ test.serial('a member\'s acquires are decided at the seeds: with all the demand,
   const served = (await counters(c.sockets.a)).forwardServed + (await counters(c.sockets.b)).forwardServed
   t.true(served >= 40 && served <= mine.forwarded, `the seeds decided them (${served} of ${mine.forwarded})`)
 })
+
+test.serial('more concurrent acquires at a member than a seed takes streams from it: queued for a slot, none denied for the limit', async t => {
+  t.timeout(180_000)
+  const c = await makeCluster(['a', 'b'], [{ name: 'many', match: 'many', limit: 1_000_000, per: '1d', algorithm: 'fixed-window', decide: 'seeds' }],
+    { extraNodes: [{ name: 'm1', seed: false }] })
+  t.teardown(async () => { await c.stopAll() })
+  for (const n of ['a', 'b', 'm1']) await c.start(n)
+  await waitForPeers(c, ['a', 'b'], 2)
+  await waitForPeers(c, ['m1'], 2)
+  const m = await QuotadClient.connect({ socketPath: c.sockets.m1 })
+  t.teardown(async () => { await m.close() })
+  // 300 at once: each is a stream to a seed, and a seed takes 64 at once from one peer (measured before the slots:
+  // 100 at once had 36 denied, 300 had 236).
+  const rs = await Promise.all(Array.from({ length: 300 }, async () => await m.acquire('many', { waitMs: 20_000 })))
+  t.is(rs.filter(r => r.allowed).length, 300)
+  const mine = await counters(c.sockets.m1)
+  t.is(mine.forwarded, 300)
+  t.is(mine.forwardFailed, 0)
+})

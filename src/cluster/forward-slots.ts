@@ -1,0 +1,65 @@
+/**
+ * How many forwarded acquires (forward.ts) a member has in flight to one
+ * seed. Each is a transfer stream of its own, and a node takes at most
+ * MAX_INBOUND_REQUEST_STREAMS (64) inbound transfer streams from one peer
+ * at once: measured on real processes, 100 concurrent acquires at a member
+ * had 36 refused at the stream limit and denied. So a member sends at most
+ * FORWARDS_PER_SEED at once to a seed (the rest of the 64 left to wants,
+ * grants and acks) and queues the others, in order, each until its own
+ * deadline: a queued acquire is sent when a slot frees, or denied when its
+ * time is up, never refused for the stream limit.
+ */
+
+/** Forwards in flight to one seed at most; the other 16 of the 64 inbound streams stay for the rest. */
+export const FORWARDS_PER_SEED = 48
+
+interface Queued { start: () => void, timer: NodeJS.Timeout | null }
+
+export class ForwardSlots {
+  private readonly inflight = new Map<string, number>()
+  private readonly queues = new Map<string, Queued[]>()
+
+  constructor (private readonly per = FORWARDS_PER_SEED) {}
+
+  /**
+   * Run `send` to `seed` once a slot is free (at once when one is); `send`
+   * resolves when its forward is answered or failed, freeing the slot. If
+   * no slot frees within `waitMs`, `expire` runs instead and `send` never does.
+   */
+  run (seed: string, waitMs: number, send: () => Promise<void>, expire: () => void): void {
+    const start = (): void => {
+      this.inflight.set(seed, (this.inflight.get(seed) ?? 0) + 1)
+      void send().finally(() => { this.release(seed) })
+    }
+    if ((this.inflight.get(seed) ?? 0) < this.per) { start(); return }
+    const q: Queued = { start, timer: null }
+    q.timer = setTimeout(() => {
+      const list = this.queues.get(seed)
+      const i = list?.indexOf(q) ?? -1
+      if (list !== undefined && i >= 0) list.splice(i, 1)
+      expire()
+    }, waitMs)
+    let list = this.queues.get(seed)
+    if (list === undefined) this.queues.set(seed, list = [])
+    list.push(q)
+  }
+
+  /** Queued forwards, for status. */
+  get queued (): number {
+    let n = 0
+    for (const l of this.queues.values()) n += l.length
+    return n
+  }
+
+  private release (seed: string): void {
+    const n = (this.inflight.get(seed) ?? 1) - 1
+    if (n <= 0) this.inflight.delete(seed)
+    else this.inflight.set(seed, n)
+    const list = this.queues.get(seed)
+    const next = list?.shift()
+    if (list !== undefined && list.length === 0) this.queues.delete(seed)
+    if (next === undefined) return
+    if (next.timer !== null) clearTimeout(next.timer)
+    next.start()
+  }
+}

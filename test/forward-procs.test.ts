@@ -9,9 +9,9 @@
  * key at the member is refused with E_BAD_ARGUMENT (they must answer at
  * once), and the daemon goes on serving.
  */
-import test from 'ava'
+import test, { type ExecutionContext } from 'ava'
 import { ErrorCodes, QuotadClient } from '@quotad/client'
-import { makeCluster, waitForPeers } from './helpers/cluster-procs.js'
+import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
 
 const DAY = [{ name: 'day', match: 'day', limit: 40, per: '1d', algorithm: 'fixed-window', decide: 'seeds' }]
 
@@ -22,16 +22,21 @@ async function counters (socketPath: string): Promise<Record<string, number>> {
   try { return (await q.status() as unknown as Status).cluster?.counters ?? {} } finally { await q.close() }
 }
 
-test.serial('a member\'s acquires are decided at the seeds: with all the demand, it gets the day\'s whole limit and no one more', async t => {
-  t.timeout(180_000)
-  const c = await makeCluster(['a', 'b'], DAY, { extraNodes: [{ name: 'm1', seed: false }] })
+/** Seeds a and b and member m1 up, each seeing the others; a client of m1's (closed at teardown). */
+async function proxyCluster (t: ExecutionContext, rules: unknown[]): Promise<{ c: TestCluster, m: QuotadClient }> {
+  const c = await makeCluster(['a', 'b'], rules, { extraNodes: [{ name: 'm1', seed: false }] })
   t.teardown(async () => { await c.stopAll() })
   for (const n of ['a', 'b', 'm1']) await c.start(n)
   await waitForPeers(c, ['a', 'b'], 2)
   await waitForPeers(c, ['m1'], 2)
-
   const m = await QuotadClient.connect({ socketPath: c.sockets.m1 })
   t.teardown(async () => { await m.close() })
+  return { c, m }
+}
+
+test.serial('a member\'s acquires are decided at the seeds: with all the demand, it gets the day\'s whole limit and no one more', async t => {
+  t.timeout(180_000)
+  const { c, m } = await proxyCluster(t, DAY)
   // A batch or a peek must answer at once, so a member refuses them for such a key, and keeps serving.
   const batch = await m.batch([{ key: 'day' }])
   t.is((batch[0] as { error?: { code: string } }).error?.code, ErrorCodes.BAD_ARGUMENT)
@@ -58,14 +63,7 @@ test.serial('a member\'s acquires are decided at the seeds: with all the demand,
 
 test.serial('more concurrent acquires at a member than a seed takes streams from it: queued for a slot, none denied for the limit', async t => {
   t.timeout(180_000)
-  const c = await makeCluster(['a', 'b'], [{ name: 'many', match: 'many', limit: 1_000_000, per: '1d', algorithm: 'fixed-window', decide: 'seeds' }],
-    { extraNodes: [{ name: 'm1', seed: false }] })
-  t.teardown(async () => { await c.stopAll() })
-  for (const n of ['a', 'b', 'm1']) await c.start(n)
-  await waitForPeers(c, ['a', 'b'], 2)
-  await waitForPeers(c, ['m1'], 2)
-  const m = await QuotadClient.connect({ socketPath: c.sockets.m1 })
-  t.teardown(async () => { await m.close() })
+  const { c, m } = await proxyCluster(t, [{ name: 'many', match: 'many', limit: 1_000_000, per: '1d', algorithm: 'fixed-window', decide: 'seeds' }])
   // 300 at once: each is a stream to a seed, and a seed takes 64 at once from one peer (measured before the slots:
   // 100 at once had 36 denied, 300 had 236).
   const rs = await Promise.all(Array.from({ length: 300 }, async () => await m.acquire('many', { waitMs: 20_000 })))

@@ -6,6 +6,9 @@ import test from 'ava'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { QUOTAD, run, tempDir } from './helpers/proc.js'
+import { fileURLToPath } from 'node:url'
+
+const EXAMPLE = fileURLToPath(new URL('../../cluster.example.json', import.meta.url))
 
 test('simulate prints a row per scenario with both baselines and exits 0', async t => {
   const r = await run(QUOTAD, ['simulate', '--scenario', 'zipf', '--nodes', '4', '--seconds', '3', '--seeds', '2'])
@@ -32,6 +35,18 @@ test('simulate --seed-nodes runs a member-heavy cluster and says so', async t =>
   t.is(cells[14], 'ok')
   const bad = await run(QUOTAD, ['simulate', '--scenario', 'zipf', '--nodes', '6', '--seed-nodes', '7'])
   t.regex(bad.stderr, /E_USAGE.*--seed-nodes must be at most --nodes \(6\)/)
+})
+
+test('simulate --decide seeds: a cluster file\'s rule decided at the seeds, and the replay line says so; a bad value is E_USAGE', async t => {
+  const r = await run(QUOTAD, ['simulate', '--config', EXAMPLE, '--rule', 'payments', '--scenario', 'uniform', '--nodes', '12', '--seed-nodes', '3', '--decide', 'seeds', '--seconds', '3', '--json'])
+  t.is(r.code, 0, r.stderr)
+  const res = JSON.parse(r.stdout.split('\n')[0]) as { ok: boolean, overshoot: number, replay: string, traffic: Record<string, unknown> }
+  t.true(res.ok, r.stdout)
+  t.is(res.overshoot, 0)
+  t.regex(res.replay, /--decide seeds/)
+  t.truthy(res.traffic.fwd, 'members forwarded their acquires')
+  const bad = await run(QUOTAD, ['simulate', '--scenario', 'uniform', '--decide', 'maybe'])
+  t.regex(bad.stderr, /E_USAGE.*--decide must be local or seeds/)
 })
 
 test('simulate --voters: the first K seeds vote, and the replay line says so', async t => {

@@ -33,7 +33,8 @@ export const SIMULATE_HELP = `usage: quotad simulate [options]
   --gossip-ms MS     gossip interval (default: the file's, else 250)
   --trace FILE       replay a load (CSV timestamp,node,key,count or JSON lines) instead of the scenario's
   --algorithm A --limit L --per-ms P --match M   the built-in rule (without --config; a * in M makes it a glob rule)
-  --decide seeds     the built-in rule's "decide": members send each acquire to a seed (with --seed-nodes; default local)
+  --decide D         local or seeds, over the rules' own "decide": with seeds, members send each acquire to a seed
+                     (with --seed-nodes; default: each rule's own)
   --property         replay one case of the CI property test (with --scenario, --mode, --seed)
   --json             print every run's result as JSON lines (with "traffic": sent per node per second by message type, and "gossipFields": a gossip's mean bytes by field)
 `
@@ -49,20 +50,23 @@ async function target (values: Record<string, string | boolean | undefined>): Pr
       rules = rules.filter(r => r.name === values.rule)
       if (rules.length === 0) throw usage(`no rule named "${String(values.rule)}" in ${config} (rules: ${cfg.rules.map(r => r.name).join(', ')})`)
     }
-    return { rules, nodes: cfg.nodes.length, gossipMs: cfg.cluster.gossipIntervalMs, limits: cfg.limits, voters: cfg.cluster.voters, configPath: config }
+    return { rules: rules.map(r => withDecide(r, values.decide)), nodes: cfg.nodes.length, gossipMs: cfg.cluster.gossipIntervalMs, limits: cfg.limits, voters: cfg.cluster.voters, configPath: config }
   }
   const algorithm = (values.algorithm ?? 'fixed-window') as Algorithm
   if (!ALGORITHMS.includes(algorithm)) throw usage(`--algorithm must be one of ${ALGORITHMS.join(', ')}`)
   const limit = intFlag('limit', values.limit as string | undefined, 1000, 1)
   const perMs = intFlag('per-ms', values['per-ms'] as string | undefined, 1000, 1)
   const match = (values.match ?? 'api') as string
-  const decide = values.decide as string | undefined
-  if (decide !== undefined && decide !== 'local' && decide !== 'seeds') throw usage('--decide must be local or seeds')
-  const rule: RuleConfig = {
-    name: 'api', match, limit, perMs, per: `${perMs}ms`, algorithm, burst: limit, mode: 'hard', onPartition: 'local-share', maxDebt: Math.ceil(limit / 10),
-    ...(decide === 'seeds' ? { decide: 'seeds' as const } : {})
-  }
+  const rule = withDecide({ name: 'api', match, limit, perMs, per: `${perMs}ms`, algorithm, burst: limit, mode: 'hard', onPartition: 'local-share', maxDebt: Math.ceil(limit / 10) }, values.decide)
   return { rules: [rule], nodes: 10, gossipMs: 250, limits: DEFAULT_LIMITS, voters: DEFAULT_VOTERS }
+}
+
+/** --decide local|seeds over a rule's own `decide` (absent: the rule's). */
+function withDecide (r: RuleConfig, flag: string | boolean | undefined): RuleConfig {
+  if (flag === undefined) return r
+  if (flag !== 'local' && flag !== 'seeds') throw usage('--decide must be local or seeds')
+  const { decide: _, ...rest } = r
+  return flag === 'seeds' ? { ...rest, decide: 'seeds' } : rest
 }
 
 /** One case of the property test, exactly as CI ran it. */

@@ -121,8 +121,8 @@ export function replayCommand (spec: SimSpec): string {
   else {
     parts.push(`--algorithm ${spec.rule.algorithm}`, `--limit ${spec.rule.limit}`, `--per-ms ${spec.rule.perMs}`)
     if (spec.rule.match !== 'api') parts.push(`--match '${spec.rule.match}'`)
-    if (spec.rule.decide === 'seeds') parts.push('--decide seeds')
   }
+  if (spec.rule.decide === 'seeds') parts.push('--decide seeds')
   return parts.join(' ')
 }
 

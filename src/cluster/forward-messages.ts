@@ -11,6 +11,7 @@
  *
  * Both go as msgpack arrays (request-codec.ts LAYOUT), fields in this order.
  */
+import type { Decision } from '../core/types.js'
 import { bad, key, name, num, seq, type MessageBounds } from './message-fields.js'
 
 export interface Fwd {
@@ -26,21 +27,21 @@ export interface Fwd {
   wait?: number
 }
 
-export interface Fans {
+/** The seed's decision, with the fields of an `acquire` reply (the client package's Decision). */
+export interface Fans extends Decision {
   v: number
   t: 'fans'
   node: string
   epoch: string
   inc: number
   id: number
-  allowed: boolean
-  remaining: number
-  limit: number
-  resetMs: number
-  retryAfterMs: number
-  rule: string
   /** Why the seed did not decide (E_NOT_SEED, E_NO_RULE, E_NOT_RUNNING); absent when it did. */
   code?: string
+}
+
+/** The decision an answer carries, as the member's client gets it. */
+export function decisionOf (f: Fans): Decision {
+  return { allowed: f.allowed, remaining: f.remaining, limit: f.limit, resetMs: f.resetMs, retryAfterMs: f.retryAfterMs, rule: f.rule }
 }
 
 /** Longest wait a forwarded acquire may ask of a seed: the largest `limits.maxWaitMs` (the seed's own bound applies too). */

@@ -24,7 +24,7 @@ import { fmix32 } from '../core/hash.js'
 import { hash32 } from '../core/share.js'
 import { QuotadError } from '../errors.js'
 import type { ClusterCore } from './cluster-core.js'
-import type { Fans, Fwd } from './forward-messages.js'
+import { decisionOf, type Fans, type Fwd } from './forward-messages.js'
 import { CLUSTER_VERSION } from './messages.js'
 
 /** Counters for status: a member's forwarded acquires, and a seed's served ones. */
@@ -58,9 +58,8 @@ export class Forwarding {
    */
   route (key: string, count: number, waitMs: number, nowMs: number): { to: string, msg: Fwd } | null {
     const c = this.c
-    if (c.phase !== 'running' || !this.decidesAtSeeds(key)) return null
     const rule = c.limiter.ruleFor(key)
-    if (rule === undefined) return null
+    if (c.phase !== 'running' || rule?.config.decide !== 'seeds' || c.seeds.includes(c.node)) return null
     const seeds: string[] = []
     for (const s of c.seeds) {
       const p = c.peers.get(s)
@@ -110,7 +109,7 @@ export class Forwarding {
   answered (req: Fwd, reply: Fans): Decision {
     if (reply.id !== req.id || reply.code !== undefined) return this.failed(req)
     if (reply.allowed) this.counters.forwardAllowed++
-    return { allowed: reply.allowed, remaining: reply.remaining, limit: reply.limit, resetMs: reply.resetMs, retryAfterMs: reply.retryAfterMs, rule: reply.rule }
+    return decisionOf(reply)
   }
 
   /** At the member: no answer in time (or none that decided): denied, as a central limiter out of reach would. */

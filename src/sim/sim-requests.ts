@@ -13,6 +13,7 @@ import { idOf, type SimNode } from './sim-node.js'
 import type { SimReplication } from './sim-replication.js'
 import type { VirtualCluster } from './virtual-cluster.js'
 import { decodeRequest, encodeRequest } from '../cluster/request-codec.js'
+import { decisionOf } from '../cluster/forward-messages.js'
 
 
 export function sendRequest (vc: VirtualCluster, replication: SimReplication, sender: SimNode, core: ClusterCore, to: string, msg: Want | Grant | Ack): void {
@@ -87,7 +88,7 @@ export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterC
     const m = decodeRequest(bytes)
     if (m.t !== 'fwd') return
     const answer = (reply: Fans): void => {
-      if (reply.code === undefined) decided(to, { allowed: reply.allowed, remaining: reply.remaining, limit: reply.limit, resetMs: reply.resetMs, retryAfterMs: reply.retryAfterMs, rule: reply.rule })
+      if (reply.code === undefined) decided(to, decisionOf(reply))
       const back = encodeRequest(reply)
       vc.count(to, back.length, 'fans')
       vc.transmit(to, sender.name, back, () => {

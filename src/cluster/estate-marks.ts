@@ -37,9 +37,27 @@
  * after its inheritance, to the peers alive then, a slice per gossip.
  * Marks are accepted only from the dead seed's heir as this node knows it
  * (the `estates` in the same gossip are read first).
+ *
+ * A member that restarts from its journal (its own marks). A member's
+ * journal writes the same marks (a crediting batch names the pair's new
+ * mark), and nothing inherits it: the restart itself credits the journal's
+ * books, so its journal's marks are what it holds. When a giver sees the
+ * member's new epoch, its unacked grants to the old one wait here, as for a
+ * dead seed, and the restart gossips its old epoch's marks for `waitMs`
+ * (`announceOwn`): at or below a mark the grant is in its recovered books,
+ * above it the giver takes it back at the horizon. Before, those grants were
+ * lost for good: a kill -9 while tokens moved to a member shrank the limit
+ * until the whole cluster restarted (crash-recovery.test.ts saw 33 of 100).
+ * Only a member's own marks are read this way: a restarted seed's own
+ * journal can be shorter than the copy its heir credits (a write lost with
+ * the machine), and a seed that was inherited drops what it recovers, so
+ * for a seed only its heir speaks. A member that is settled instead
+ * (reclaim-settle.ts) takes these grants back from here (`release`), and
+ * its restart drops what it recovered.
  */
 import type { ClusterCore } from './cluster-core.js'
 import type { EstateMark, Grant } from './messages.js'
+import { ext } from './key-ext.js'
 import { creditAtHorizon } from './recovery.js'
 
 /** Entries per gossip (the list rotates through the peers). */
@@ -87,7 +105,10 @@ export class EstateMarks {
     return Math.max(60_000, 10 * this.c.tuning.reclaimMs)
   }
 
-  /** Survivor, at the settlement of dead seed `node`: our unacked grants to its `epoch` wait for its heir's marks. */
+  /**
+   * Survivor, at the settlement of dead seed `node`: our unacked grants to its `epoch` wait for its heir's marks;
+   * or at a member's new epoch (intake.ts), for the member's own.
+   */
   hold (node: string, epoch: string, grants: Grant[], heir: readonly [string, string] | undefined, nowMs: number): void {
     if (grants.length === 0) return
     const id = `${node}\u0000${epoch}`
@@ -125,13 +146,42 @@ export class EstateMarks {
     return out
   }
 
-  /** A gossip's marks from `from`: those for this incarnation, if `from` is the dead seed's heir here. */
-  onMarks (from: string, entries: readonly EstateMark[], nowMs: number): void {
+  /**
+   * A member restarted from its journal: its crashed epoch's marks (`${giver}\0${giverEpoch}` -> seq), gossiped to
+   * its givers for `waitMs` so they settle their grants in flight to that epoch (see the header).
+   */
+  announceOwn (epoch: string, marks: ReadonlyMap<string, number>, nowMs: number): void {
+    this.announced.push({ dead: this.c.node, epoch, marks, until: nowMs + this.waitMs })
+  }
+
+  /**
+   * A gossip's marks from `from` (at its epoch `fromEpoch`): those for this incarnation, if `from` is the dead
+   * seed's heir here, or the member itself speaking of an earlier epoch of its own.
+   */
+  onMarks (from: string, fromEpoch: string, entries: readonly EstateMark[], nowMs: number): void {
     const c = this.c
     for (const [dead, epoch, giver, giverEpoch, seq] of entries) {
-      if (giver !== c.node || giverEpoch !== c.epoch || c.heir.homes.get(dead) !== from) continue
+      if (giver !== c.node || giverEpoch !== c.epoch) continue
+      const own = dead === from && epoch !== fromEpoch && !c.seeds.includes(dead)
+      if (!own && c.heir.homes.get(dead) !== from) continue
       this.mark(dead, epoch, seq, nowMs)
     }
+  }
+
+  /** A member settled (reclaim-settle.ts): its grants still waiting here for its marks, taken out to be credited. */
+  release (node: string, epoch: string): Grant[] {
+    const id = `${node}\u0000${epoch}`
+    const h = this.held.get(id)
+    if (h === undefined) return []
+    this.held.delete(id)
+    return h.grants
+  }
+
+  /** Epochs of `node` with grants waiting here. */
+  epochsOf (node: string): string[] {
+    const out: string[] = []
+    for (const h of this.held.values()) if (h.node === node) out.push(h.epoch)
+    return out
   }
 
   private mark (dead: string, epoch: string, seq: number, nowMs: number): void {
@@ -160,15 +210,17 @@ export class EstateMarks {
     c.journal.checkpointNeeded = true
   }
 
-  /** Housekeeping: grants that waited too long are dropped, stranded (the heir read no copy, or died). */
+  /** Housekeeping: grants that waited too long are dropped, stranded (the heir read no copy, or died; a member came back without its journal). */
   update (nowMs: number): void {
     for (const [id, h] of this.held) {
       if (nowMs < h.until) continue
       this.held.delete(id)
       for (const g of h.grants) {
-        for (const [, n] of g.items) {
+        for (const [k, n] of g.items) {
           this.c.ledger.stranded += n
           this.counters.tokensExpired += n
+          const ks = this.c.limiter.existing(k)
+          if (ks !== undefined) ext(ks).stranded += n
         }
       }
     }

@@ -12,8 +12,9 @@
  * New epochs. Every message names its sender's incarnation. A gossip, or a
  * want, grant, ack or none, from a newer incarnation than the one known
  * (Peers.newer: a higher `inc`, or the same under another epoch once the
- * known one fell silent) ends the old epoch at once: grants to it are
- * stranded (they can never be applied), and its applied marks go. Without
+ * known one fell silent) ends the old epoch at once: grants to it can never
+ * be applied (a seed's are stranded, a member's wait for its journal's
+ * marks: estate-marks.ts), and its applied marks go. Without
  * the requests' evidence, a giver kept resending to a receiver's dead epoch,
  * and a receiver kept answering `old-epoch` to a restarted giver, until a
  * gossip came (reclaim-design.md §1, findings 2 and 3).
@@ -46,14 +47,14 @@ export function onGossip (c: ClusterCore, g: Gossip, from: string, nowMs: number
   const o = c.peers.observe(g, c.node, c.epoch, nowMs, c.calendar.at(nowMs))
   if (o === null) return verdict
   const p = c.peers.get(g.node) as Peer
-  if (o.restartedFrom !== undefined) endedEpoch(c, g.node, g.epoch)
+  if (o.restartedFrom !== undefined) endedEpoch(c, g.node, g.epoch, nowMs)
   // A peer we have not heard in this epoch needs every key, not just a delta.
   else if (o.isNew) c.gossip.requestFullSync()
   c.positions.acked(c.ledger.ack(g.node, g.epoch, p.appliedFromMe))
   // Attestations first: a voter that attests carried books does not lease this incarnation (reclaim.ts).
   if (g.attest !== undefined && p.sameCluster) c.reclaim.onAttest(g.node, g.attest, nowMs)
   if (g.estates !== undefined && p.sameCluster) c.heir.onEstates(g.node, g.estates)
-  if (g.estateMarks !== undefined && p.sameCluster) c.reclaim.marks.onMarks(g.node, g.estateMarks, nowMs)
+  if (g.estateMarks !== undefined && p.sameCluster) c.reclaim.marks.onMarks(g.node, g.epoch, g.estateMarks, nowMs)
   if (g.deadApplied !== undefined && p.sameCluster) c.reclaim.returns.onReports(g.node, g.epoch, g.deadApplied, nowMs)
   if (g.heard !== undefined && p.sameCluster) echoed(c, g.node, g.heard, g.attest, nowMs)
   if (g.msums !== undefined) c.msums.onSums(p, g.seq, g.msums, nowMs)
@@ -63,16 +64,21 @@ export function onGossip (c: ClusterCore, g: Gossip, from: string, nowMs: number
 /** A want, grant, ack or none from `node` (bound to its sender) names incarnation (epoch, inc): a newer one ends the old epoch. */
 function evidence (c: ClusterCore, m: { node: string, epoch: string, inc: number }, nowMs: number): void {
   if (m.node === c.node || c.phase === 'stopped') return
-  if (c.peers.evidence(m.node, m.epoch, m.inc, nowMs) !== null) endedEpoch(c, m.node, m.epoch)
+  if (c.peers.evidence(m.node, m.epoch, m.inc, nowMs) !== null) endedEpoch(c, m.node, m.epoch, nowMs)
   else c.ledger.heard(m.node)
 }
 
 /**
- * Peer `node` is now `epoch`: grants to its older epochs are stranded, the
- * marks of its older epochs as a giver go, and it gets every key from us.
+ * Peer `node` is now `epoch`: grants to its older epochs can never be
+ * applied. A seed's are stranded; a member's wait for its marks, which its
+ * restart from a journal gossips (estate-marks.ts: those it had applied are
+ * in its recovered books, the rest come back at the horizon; without marks
+ * they are stranded after `waitMs`). The marks of its older epochs as a
+ * giver go, and it gets every key from us.
  */
-function endedEpoch (c: ClusterCore, node: string, epoch: string): void {
-  strand(c, c.ledger.peerEpoch(node, epoch))
+function endedEpoch (c: ClusterCore, node: string, epoch: string, nowMs: number): void {
+  if (c.seeds.includes(node)) strand(c, c.ledger.peerEpoch(node, epoch))
+  else for (const e of c.ledger.epochsOf(node)) if (e !== epoch) c.reclaim.marks.hold(node, e, c.ledger.takeOutbox(node, e), undefined, nowMs)
   c.ledger.giverEpoch(node, epoch)
   c.gossip.requestFullSync()
 }

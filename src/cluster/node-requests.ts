@@ -61,7 +61,10 @@ export async function serveRequest (x: RequestContext, from: string, data: Uint8
     // A refused push goes back to its giver (which keeps the tokens): say why, the giver's operator will ask.
     if (ack.refused === true) x.log.warn('refused a grant', { node: x.core.node, from: m.node, why: x.core.lastRefusal })
     x.onTokens?.()
-    void x.disk.persistJournal()
+    // The ack tells the giver to drop the grant: the credit is written first, so a kill -9 after the ack can't lose
+    // it (a grant applied and not yet written stays unacked at its giver, and a member's restart settles it by its
+    // marks: estate-marks.ts). Not fsynced: a machine crash can still lose it, never double it.
+    await x.disk.persistJournal()
     return encodeRequest(ack)
   }
   // A member's acquire of a `decide: "seeds"` rule (forward.ts): decided here as this node's own, answered at once.

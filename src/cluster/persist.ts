@@ -94,7 +94,8 @@ export function journalCheckpoint (core: ClusterCore): JournalCheckpoint {
     rules: core.limiter.rules.map(r => r.config),
     keys,
     reserved: core.replication.reserved(),
-    ...(core.replication.enabled ? { marks: core.ledger.acks(core.currentEpochs()), sent: core.ledger.unackedItems() } : {}),
+    marks: core.ledger.acks(core.currentEpochs()),
+    ...(core.replication.enabled ? { sent: core.ledger.unackedItems() } : {}),
     peers: core.reclaim.held(),
     inherited: core.heir.saved(),
     estates: core.heir.known(),
@@ -200,6 +201,8 @@ function recoverCore (base: CoreBase, rules: RuleConfig[], saved: SavedState, jo
   recovery.restoredTokens = r.tokens
   // What it held of each peer's tokens: it gives each peer no more than that (no relay, reclaim.ts).
   for (const [node, byEpoch] of journal.peers) core.reclaim.restored.set(node, byEpoch)
+  // A member tells its givers which of their grants to the crashed epoch these books hold (estate-marks.ts).
+  if (!core.seeds.includes(core.node)) core.reclaim.marks.announceOwn(cp.epoch, journal.marks, nowMs)
   return finish(core, rules, r, nowMs)
 }
 

@@ -3,7 +3,8 @@
  * (docs/operations.md, "Logs"): this node's own incarnation attested dead,
  * the books a restart carried dropped, each settlement of a dead
  * incarnation, each inheritance of a dead seed, and how the grants this
- * node had in flight to a dead seed were settled by its heir's marks. The
+ * node had in flight to a crashed incarnation were settled by its marks (a
+ * dead seed's heir's, or a restarted member's own). The
  * driver (cluster-node.ts) calls `tick` after each core tick; each event is
  * logged once.
  */
@@ -55,10 +56,10 @@ export class ReclaimLog {
     const m = r.marks.counters
     const was = this.marks
     if (m.tokensTakenBack !== was.tokensTakenBack || m.tokensDelivered !== was.tokensDelivered) {
-      this.log.info('grants in flight to a dead seed settled by its heir\'s marks', { delivered: m.tokensDelivered - was.tokensDelivered, takenBack: m.tokensTakenBack - was.tokensTakenBack })
+      this.log.info('grants in flight to a crashed incarnation settled by its marks (a dead seed\'s heir, or a member\'s restart from its journal)', { delivered: m.tokensDelivered - was.tokensDelivered, takenBack: m.tokensTakenBack - was.tokensTakenBack })
     }
     if (m.tokensExpired !== was.tokensExpired) {
-      this.log.warn('no marks came from a dead seed\'s heir in time: the grants in flight to it are lost', { tokens: m.tokensExpired - was.tokensExpired })
+      this.log.warn('no marks came in time for grants in flight to a crashed incarnation (from a dead seed\'s heir, or a member\'s restart): they are lost', { tokens: m.tokensExpired - was.tokensExpired })
     }
     if (m.tokensTakenBack !== was.tokensTakenBack || m.tokensDelivered !== was.tokensDelivered || m.tokensExpired !== was.tokensExpired) this.marks = { ...m }
     return attested

@@ -32,6 +32,7 @@ export function settleMember (c: ClusterCore, r: Reclaim, node: string, inc: num
   for (const e of c.positions.accounts(node).keys()) if (!live.has(e)) epochs.add(e)
   for (const e of c.ledger.epochsOf(node)) if (!live.has(e)) epochs.add(e)
   for (const e of r.restored.get(node)?.keys() ?? []) if (!live.has(e)) epochs.add(e)
+  for (const e of r.marks.epochsOf(node)) if (!live.has(e)) epochs.add(e)
   const cal = c.calendar.at(nowMs)
   const skew = Math.max(c.tuning.maxClockSkewMs, Math.abs(p?.clockOffsetMs ?? 0))
   for (const e of epochs) {
@@ -41,6 +42,8 @@ export function settleMember (c: ClusterCore, r: Reclaim, node: string, inc: num
     for (const [k, n] of c.positions.accounts(node).get(e) ?? []) owed.set(k, (owed.get(k) ?? 0) - n)
     for (const [k, n] of r.restored.get(node)?.get(e) ?? []) owed.set(k, (owed.get(k) ?? 0) - n)
     for (const [k, n] of c.ledger.dropOutbox(node, e)) owed.set(k, (owed.get(k) ?? 0) + n)
+    // Ours to it that waited for its restart's marks (estate-marks.ts): unacked too; a restart drops what it recovered.
+    for (const g of r.marks.release(node, e)) for (const [k, n] of g.items) owed.set(k, (owed.get(k) ?? 0) + n)
     c.positions.forgetAccount(node, e)
     r.restored.get(node)?.delete(e)
     for (const [k, n] of owed) credit(c, r, k, n, cal, skew, nowMs, [node, e])

@@ -175,8 +175,9 @@ export class Transfers {
         c.positions.received(cr)
         for (const item of cr.items) this.credit(item, nowMs, [cr.node, cr.epoch])
       }
-      // For a heir (a seed's copies): the mark goes in the batch that holds these credits (estate-marks.ts).
-      if (credit.length > 0 && c.replication.enabled) c.journal.mark(g.node, g.epoch, c.ledger.appliedFrom(g.node, g.epoch))
+      // The mark goes in the batch that holds these credits: a heir (a seed's copies) or this node's own restart
+      // tells the givers which grants its books hold (estate-marks.ts).
+      if (credit.length > 0) c.journal.mark(g.node, g.epoch, c.ledger.appliedFrom(g.node, g.epoch))
       if (result === 'gap' || result === 'wrong-epoch' || result === 'old-epoch') c.counters.grantsRejected++
       // The giver of a refused push takes its tokens back when it reads this (onReply): an honest giver loses nothing.
       if (refusedThis) return { ...this.ack(g, c.ledger.appliedFrom(g.node, g.epoch)), refused: true }

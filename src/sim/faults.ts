@@ -10,6 +10,7 @@ import type { RuleConfig } from '../config/types.js'
 import type { Rng } from './rng.js'
 import { LAN, type FaultSpec } from './scenario.js'
 import type { RuleChange } from './types.js'
+import type { ClusterCore } from '../cluster/cluster-core.js'
 import type { VirtualCluster } from './virtual-cluster.js'
 
 export interface Scheduled {
@@ -79,6 +80,36 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
       if (giver === undefined) { vc.at(vc.now + 5, watch); return }
       left--
       const node = giver.node
+      vc.crash(node)
+      if (Number.isFinite(restart)) vc.at(vc.now + restart, () => { vc.start(node); ended() })
+      vc.at(vc.now + Math.max(1000, restart + 200), watch)
+    }
+    vc.at(startMs + durationMs * 0.1, watch)
+  }
+  if ((f.crashReceiverMidTransfer ?? 0) > 0) {
+    // Watch for a member that a grant is on its way to (unacked at its giver); kill the member then (estate-marks.ts,
+    // a member's own marks). The first kill waits for a grant the member has applied (and journaled: the simulator
+    // persists before anything leaves) and not yet acked; the others take one still in flight.
+    const total = f.crashReceiverMidTransfer as number
+    let left = total
+    const receiving = (c: ClusterCore, applied: boolean): string | undefined => {
+      for (const [to, toEpoch, seq] of c.ledger.unackedItems()) {
+        const r = vc.cores.get(to)
+        if (gone.has(to) || vc.seeds.includes(to) || r === undefined || r.epoch !== toEpoch) continue
+        if ((r.ledger.appliedFrom(c.node, c.epoch) >= seq) === applied) return to
+      }
+      return undefined
+    }
+    const watch = (): void => {
+      if (left <= 0 || vc.now > startMs + durationMs * latest(restart + 200)) return
+      let to: string | undefined
+      for (const c of vc.cores.values()) {
+        to = receiving(c, left === total)
+        if (to !== undefined) break
+      }
+      if (to === undefined) { vc.at(vc.now + 1, watch); return }
+      left--
+      const node = to
       vc.crash(node)
       if (Number.isFinite(restart)) vc.at(vc.now + restart, () => { vc.start(node); ended() })
       vc.at(vc.now + Math.max(1000, restart + 200), watch)

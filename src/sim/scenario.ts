@@ -58,6 +58,12 @@ export interface FaultSpec {
    */
   crashMidTransfer?: number
   /**
+   * Crashes (kill -9) of members caught while a grant to them is
+   * unacknowledged at its giver (in flight, or applied and not yet acked);
+   * restarted from their journals after `restartAfterMs`.
+   */
+  crashReceiverMidTransfer?: number
+  /**
    * One long cut, from `atFraction` of the run for `reclaims` x reclaimMs:
    * `minority`, the last seed in name order (never the tie-breaker) and
    * every joiner against the other seeds; `no-quorum`, the seeds in three
@@ -185,6 +191,15 @@ export const SCENARIOS: readonly Scenario[] = [
     summary: 'Zipf load; two nodes killed (kill -9) while a grant of theirs is unacknowledged, each restarted from its journal 1.5 s later',
     load: 'zipf',
     faults: { crashMidTransfer: 2, restartAfterMs: 1500 },
+    minGossips: 60
+  },
+  {
+    ...base,
+    name: 'member-crash-receiving',
+    summary: 'Zipf load; three members join, and two are killed (kill -9) while a grant to them is on its way, each restarted from its journal 1.5 s later: the givers settle those grants by its journal\'s marks',
+    load: 'zipf',
+    faults: { joins: 3, crashReceiverMidTransfer: 2, restartAfterMs: 1500 },
+    shortfallCheckMs: 6000,
     minGossips: 60
   },
   {

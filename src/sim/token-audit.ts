@@ -271,6 +271,10 @@ export class TokenAudit {
    * stay counted twice, and the run fails as tokens created.
    */
   private estateTakeBack (g: Grant): void {
+    // A member's own marks (its restart from its journal): a grant it never applied leaves `stranded` for its
+    // giver's books; one it applied was in its crash books, which the restart's recovery took out of `stranded`
+    // already (what it did not recover is the lost part). One it recovered shows as created.
+    if (!this.seeds.includes(g.to)) { this.grants.estateReturn(g.epoch, g.toEpoch, g.seq); return }
     for (const c of this.everCores) {
       for (const e of c.heir.log) {
         if (e.node !== g.to || e.epoch !== g.toEpoch) continue

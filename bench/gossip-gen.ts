@@ -39,7 +39,7 @@ import { parseArgs } from 'node:util'
 import { generateKeyPair, publicKeyToProtobuf } from '@libp2p/crypto/keys'
 import { peerIdFromPrivateKey } from '@libp2p/peer-id'
 import { loadSwarmKey } from '../src/config/swarm-key.js'
-import { CLUSTER_VERSION, gossipTopic, type Gossip } from '../src/cluster/messages.js'
+import { CLUSTER_VERSION, gossipTopic, membersTopic, seedsTopic, type Gossip } from '../src/cluster/messages.js'
 import { decodeGossip, encodeGossip } from '../src/cluster/gossip-codec.js'
 import { createTransport } from '../src/cluster/transport/libp2p-transport.js'
 
@@ -77,7 +77,11 @@ async function main (): Promise<void> {
     seeds: [values.connect],
     psk: await loadSwarmKey(values['swarm-key']),
     dataDir: dir,
-    topic: gossipTopic(values.cluster)
+    // As the members hear: the seed's copy for members on the gossip topic. And the seeds' topic, where the seed's
+    // gossip goes before it has heard a member (the fakes speak only once it has told them what to agree with).
+    topic: gossipTopic(values.cluster),
+    alsoSubscribe: [seedsTopic(values.cluster)],
+    alsoPublish: [membersTopic(values.cluster)]
   })
   // The seed's own gossip tells the members what to agree with (rules, cluster hash).
   let seedView: { cfg: string, rules: Record<string, string>, inc: number, seq: number } | null = null
@@ -100,7 +104,8 @@ async function main (): Promise<void> {
   while (seedView === null) await new Promise(resolve => setTimeout(resolve, 50))
   // Reached through the transport's private libp2p node: a bench tool, not an API.
   const pubsub = (t as unknown as { node: { services: { pubsub: { publishConfig: unknown, publish: (topic: string, data: Uint8Array) => Promise<unknown> } } } }).node.services.pubsub
-  const topic = gossipTopic(values.cluster)
+  // Where members publish: the seeds hear it (member-sums.ts).
+  const topic = membersTopic(values.cluster)
   let published = 0
   let bytes = 0
   let failed = 0

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { Packr } from 'msgpackr'
 import type { QuotadClient } from '@quotad/client'
 import { parseSwarmKey } from '../src/config/swarm-key.js'
-import { gossipTopic } from '../src/cluster/messages.js'
+import { seedsTopic } from '../src/cluster/messages.js'
 import { createTransport } from '../src/cluster/transport/libp2p-transport.js'
 import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
 import { connect, eventually, stop, waitForLog, tempDir } from './helpers/proc.js'
@@ -89,7 +89,8 @@ test.serial('a peer sending garbage gossip is dropped and counted; the node keep
     seeds: cfg.nodes.map(n => n.listen),
     psk: parseSwarmKey(readFileSync(join(c.dir, 'swarm.key'), 'utf8')),
     dataDir: join(tempDir(), 'rogue'),
-    topic: gossipTopic('test')
+    // The seeds' topic: every seed hears it (an insider holds the swarm key and may publish anywhere).
+    topic: seedsTopic('test')
   })
   rogue.onGossip = () => {}
   rogue.onRequest = () => new Uint8Array(0)

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { Packr } from 'msgpackr'
 import { QuotadClient } from '@quotad/client'
 import { parseSwarmKey } from '../src/config/swarm-key.js'
-import { CLUSTER_VERSION, gossipTopic } from '../src/cluster/messages.js'
+import { CLUSTER_VERSION, seedsTopic } from '../src/cluster/messages.js'
 import { decodeRequest } from '../src/cluster/request-codec.js'
 import { createTransport } from '../src/cluster/transport/libp2p-transport.js'
 import type { Transport } from '../src/cluster/transport/types.js'
@@ -53,7 +53,8 @@ async function rogue (c: TestCluster): Promise<Transport> {
     seeds: cfg.nodes.map(n => n.listen).filter(l => !l.endsWith('/tcp/0')),
     psk: parseSwarmKey(readFileSync(join(c.dir, 'swarm.key'), 'utf8')),
     dataDir: join(tempDir(), 'rogue'),
-    topic: gossipTopic('test')
+    // The seeds' topic: every seed hears it (an insider holds the swarm key and may publish anywhere).
+    topic: seedsTopic('test')
   })
   t.onGossip = () => {}
   t.onRequest = () => new Uint8Array(0)

@@ -8,7 +8,7 @@ import test from 'ava'
 import { Packr } from 'msgpackr'
 import { ClusterCore } from '../src/cluster/cluster-core.js'
 import { Ledger, MAX_QUIET_BACKOFF } from '../src/cluster/ledger.js'
-import { CLUSTER_VERSION, gossipTopic, membersTopic, parseMessage, type Ack, type Grant, type Want } from '../src/cluster/messages.js'
+import { CLUSTER_VERSION, gossipTopic, membersTopic, parseMessage, seedsTopic, type Ack, type Grant, type Want } from '../src/cluster/messages.js'
 import { Peers } from '../src/cluster/peers.js'
 import { limits, rule } from './helpers/rules.js'
 
@@ -203,7 +203,8 @@ test('parseMessage: want, grant, ack and none carry a whole, non-negative inc', 
     }
   }
   t.throws(() => round({ ...msgs[0], v: 2 }), { code: 'E_BAD_FRAME' }, 'version 2 is refused')
-  t.is(CLUSTER_VERSION, 8)
-  t.is(gossipTopic('prod'), 'quotad/prod/gossip/8')
-  t.is(membersTopic('prod'), 'quotad/prod/members/8')
+  t.is(CLUSTER_VERSION, 9)
+  t.is(gossipTopic('prod'), 'quotad/prod/gossip/9')
+  t.is(membersTopic('prod'), 'quotad/prod/members/9')
+  t.is(seedsTopic('prod'), 'quotad/prod/seeds/9')
 })

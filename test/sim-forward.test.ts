@@ -61,3 +61,20 @@ test('a forwarded acquire with a waitMs waits at the seed for tokens, as the see
     t.true(cores.some(c => c.forwarding.counters.forwardServed > 0), `${name}: seeds served members' acquires`)
   }
 })
+
+test('members hear the seeds\' gossip without the key lines of a `decide: "seeds"` rule; seeds hear each other\'s lines', t => {
+  let vc: VirtualCluster | null = null
+  const r = runSim({ ...spec('zipf', true, 1, 10), sabotage: v => { vc = v } })
+  t.true(r.ok, r.failures.join('; '))
+  const seeds = ['n01', 'n02', 'n03']
+  const cores = [...(vc as unknown as VirtualCluster).cores]
+  t.deepEqual(cores.filter(([n]) => seeds.includes(n)).map(([n]) => n), seeds)
+  for (const [name, core] of cores) {
+    // A line heard in a gossip has its seq (a member's own push back to a seed leaves a believed line of seq 0).
+    const lines = seeds.filter(s => s !== name).map(s => (core.peers.get(s)?.keys.get('api')?.seq ?? 0) > 0)
+    const alive = seeds.filter(s => s !== name).every(s => { const p = core.peers.get(s); return p !== undefined && core.peers.isAlive(p, (vc as unknown as VirtualCluster).mono(name)) })
+    t.true(alive, `${name} hears every seed`)
+    if (seeds.includes(name)) t.true(lines.every(x => x), `seed ${name} has the other seeds' lines of api`)
+    else t.true(lines.every(x => !x), `member ${name} heard no seed's line of api`)
+  }
+})

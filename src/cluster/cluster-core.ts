@@ -42,6 +42,7 @@ import { Forwarding } from './forward.js'
 import { rebalance } from './rebalance.js'
 import { Reclaim } from './reclaim.js'
 import { BooksJournal } from './journal.js'
+import { gossipOut } from './member-gossip.js'
 import { Recovery } from './recovery.js'
 import { Heir } from './heir.js'
 import { forgetDeparted, journalAck, onAck, onGossip, onGrant, onJournalWrite, onReply, onRequestFailed, onWant } from './intake.js'
@@ -310,7 +311,7 @@ export class ClusterCore {
     for (const r of this.heir.update(nowMs)) out.push({ kind: 'jget', to: r.to, msg: r.msg })
     const g = this.gossip.due(nowMs)
     if (g !== null) {
-      out.push({ kind: 'gossip', msg: g })
+      out.push(gossipOut(this, g, nowMs))
       // The marks that moved go to their givers alone, with the gossip's interval (gossip-schedule.ts directAcks).
       for (const [giver, toEpoch, applied] of this.gossip.directAcks(this.ledger.acks(this.currentEpochs()))) {
         if (this.receiverAlive(giver, nowMs)) this.request(out, giver, { v: CLUSTER_VERSION, t: 'ack', node: this.node, epoch: this.epoch, inc: this.incarnation, applied, toEpoch })
@@ -382,7 +383,7 @@ export class ClusterCore {
   /** Start a graceful stop: announce leaving at once. Keep ticking until `snapshot` is set. */
   beginStop (nowMs: number): Outbound[] {
     if (!this.stopper.begin(nowMs)) return []
-    return [{ kind: 'gossip', msg: this.gossip.now(nowMs) }]
+    return [gossipOut(this, this.gossip.now(nowMs), nowMs)]
   }
 
   /** The state file's content as of now (persist.ts). */

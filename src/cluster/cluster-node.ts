@@ -34,7 +34,7 @@ import { GossipInbox } from './gossip-inbox.js'
 import { sendForward, sendRequest, serveRequest, type RequestContext } from './node-requests.js'
 import { ForwardSlots } from './forward-slots.js'
 import type { AcquireResult, Decision } from '../core/types.js'
-import { DEFAULT_BOUNDS, gossipTopic, membersTopic, type Gossip, type Grant, type MessageBounds } from './messages.js'
+import { DEFAULT_BOUNDS, gossipTopic, membersTopic, seedsTopic, type Gossip, type Grant, type MessageBounds } from './messages.js'
 import { decodeGossip, encodeGossip } from './gossip-codec.js'
 import { gossipAudience } from './member-sums.js'
 import type { Transport, TransportOptions } from './transport/types.js'
@@ -82,6 +82,7 @@ export class ClusterNode {
     this.startKind = restored.kind
     this.restored = restored
     this.bounds = { ...DEFAULT_BOUNDS, maxKeyBytes: opts.config.limits.maxKeyBytes, maxMembers: opts.config.limits.maxMembers }
+    this.memberTopic = gossipTopic(opts.config.cluster.name)
     this.disk = new NodeDisk(core, opts.node.dataDir, opts.config.cluster.name, opts.log, opts.clock)
     this.requests = { core, disk: this.disk, bounds: this.bounds, clock: opts.clock, log: opts.log, onTokens: () => { opts.onTokens?.() }, acquire: (k, n, w) => opts.acquire?.(k, n, w) }
     this.disk.onWaiting = () => { if (this.transport !== null) sendReplicas(this.core, this.transport, this.bounds, opts.clock, opts.log) }
@@ -162,11 +163,12 @@ export class ClusterNode {
       seeds: config.nodes.filter(n => n.name !== node.name && !/\/tcp\/0$/.test(n.listen)).map(n => n.listen),
       psk,
       dataDir: node.dataDir,
-      topic: gossipTopic(config.cluster.name),
-      // A member's gossip goes to the seeds alone; seeds hear both topics (member-sums.ts).
+      // A member hears the gossip topic (the seeds' copies for members: member-gossip.ts) and publishes on the
+      // members' topic, which only seeds hear (member-sums.ts). A seed hears the seeds' and the members' topics,
+      // publishes its whole gossip on the seeds' and the members' copy on the gossip topic.
       ...(gossipAudience(node.name, this.core.seeds) === 'seeds'
-        ? { publishTopic: membersTopic(config.cluster.name) }
-        : { alsoSubscribe: [membersTopic(config.cluster.name)] }),
+        ? { topic: gossipTopic(config.cluster.name), publishTopic: membersTopic(config.cluster.name) }
+        : { topic: seedsTopic(config.cluster.name), alsoSubscribe: [membersTopic(config.cluster.name)], alsoPublish: [gossipTopic(config.cluster.name)] }),
       onEvent: (name, fields) => { if (name === 'thread-exited') log.error('the transport thread ended: this node hears no peer; restart it', fields); else log.debug(name, fields) }
     })
     t.onGossip = (from, data) => this.inbox.push(from, data)
@@ -251,9 +253,15 @@ export class ClusterNode {
 
   private readonly reclaimLog: ReclaimLog
 
-  private publish (t: Transport, msg: Gossip): void {
-    t.publish(encodeGossip(msg)).catch(err => this.opts.log.debug('publish failed', { err }))
+  /** A gossip; and, at a seed with members, the members' copy on the gossip topic (the same bytes when it is the same). */
+  private publish (t: Transport, msg: Gossip, members: Gossip | undefined): void {
+    const bytes = encodeGossip(msg)
+    const failed = (err: unknown): void => { this.opts.log.debug('publish failed', { err }) }
+    t.publish(bytes).catch(failed)
+    if (members !== undefined) t.publish(members === msg ? bytes : encodeGossip(members), this.memberTopic).catch(failed)
   }
+
+  private readonly memberTopic: string
 
   private dispatch (out: Outbound[]): void {
     const t = this.transport
@@ -262,8 +270,8 @@ export class ClusterNode {
       if (o.kind === 'gossip') {
         if (t === null) continue
         // An attestation is on disk before any gossip carries it.
-        if (this.disk.attestationsWritten) this.publish(t, o.msg)
-        else void this.disk.persistAttestations().then(ok => { if (ok) this.publish(t, o.msg) })
+        if (this.disk.attestationsWritten) this.publish(t, o.msg, o.members)
+        else void this.disk.persistAttestations().then(ok => { if (ok) this.publish(t, o.msg, o.members) })
       } else if (o.kind === 'replicate') {
         if (t === null) this.core.replication.onFailed(o.to, this.opts.clock.mono())
         else void sendReplica(this.core, t, o.to, o.msg, o.z, this.bounds, this.opts.clock, this.opts.log)

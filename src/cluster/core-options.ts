@@ -44,7 +44,8 @@ export interface ClusterCoreOptions {
 }
 
 export type Outbound =
-  | { kind: 'gossip', msg: Gossip }
+  /** `members`: what the members hear of it (a seed with members alive; member-gossip.ts), often `msg` itself. */
+  | { kind: 'gossip', msg: Gossip, members?: Gossip }
   | { kind: 'request', to: string, msg: Want | Grant | Ack }
   /** `z`: null, send the text as it is; else deflate it against `z`, the text the replica holds before it (replica-messages.ts encodeJrep). */
   | { kind: 'replicate', to: string, msg: Jrep, z: string | null }

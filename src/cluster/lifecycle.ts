@@ -28,6 +28,7 @@
  * phase has a deadline, so a stop always finishes.
  */
 
+import { gossipOut } from './member-gossip.js'
 import type { ClusterCore, Outbound } from './cluster-core.js'
 
 export type Phase = 'running' | 'draining' | 'announced' | 'settling' | 'stopped'
@@ -82,7 +83,7 @@ export class StopMachine {
   step (core: ClusterCore, nowMs: number, out: Outbound[]): void {
     if (this.phase === 'draining' && this.drained(nowMs, core.inflight)) {
       // Peers check a pushed grant against what the giver last said it holds: say it first, hand off a tick later.
-      out.push({ kind: 'gossip', msg: core.gossip.now(nowMs) })
+      out.push(gossipOut(core, core.gossip.now(nowMs), nowMs))
       this.phase = 'announced'
       return
     }
@@ -94,7 +95,7 @@ export class StopMachine {
     }
     if (this.phase === 'settling' && this.settled(nowMs, core.ledger.unackedTotal())) {
       // The last word peers hear: what this node no longer holds. Then the snapshot, in the same step.
-      out.push({ kind: 'gossip', msg: core.gossip.now(nowMs) })
+      out.push(gossipOut(core, core.gossip.now(nowMs), nowMs))
       core.snapshot = core.save(nowMs, 'stopped')
       this.phase = 'stopped'
     }

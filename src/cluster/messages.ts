@@ -38,13 +38,25 @@ import { parseFans, parseFwd, type Fans, type Fwd } from './forward-messages.js'
  * subscribe to (`membersTopic`), and seeds gossip the members' sums
  * (`msums`, member-sums.ts). 7: a gossip may go deflated in a `gz` envelope
  * (gossip-codec.ts), and want, grant, ack and none go as arrays
- * (request-codec.ts).
+ * (request-codec.ts). 8: a want may name several keys, jrep is deflated
+ * against the text before it. 9: a seed publishes its gossip on the seeds'
+ * topic, which only seeds subscribe to, and the members' copy (less the
+ * lines of `decide: "seeds"` rules' keys, member-gossip.ts) on the gossip
+ * topic, which only members subscribe to (`seedsTopic`).
  */
-export const CLUSTER_VERSION = 8
+export const CLUSTER_VERSION = 9
 
-/** The gossip topic of a cluster: versioned, so nodes of another protocol version never hear each other. */
+/**
+ * The gossip topic of a cluster, where seeds publish what members hear of their gossip (member-gossip.ts) and
+ * only members subscribe: versioned, so nodes of another protocol version never hear each other.
+ */
 export function gossipTopic (cluster: string): string {
   return `quotad/${cluster}/gossip/${CLUSTER_VERSION}`
+}
+
+/** Where seeds publish their whole gossip: only seeds subscribe (member-gossip.ts). */
+export function seedsTopic (cluster: string): string {
+  return `quotad/${cluster}/seeds/${CLUSTER_VERSION}`
 }
 
 /** Where members (nodes not in the seed list) publish their gossip: only seeds subscribe (member-sums.ts). */

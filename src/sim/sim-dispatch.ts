@@ -14,7 +14,7 @@
  * run is still determined by its seed.
  */
 import type { Outbound } from '../cluster/cluster-core.js'
-import type { Grant } from '../cluster/messages.js'
+import type { Gossip, Grant } from '../cluster/messages.js'
 import { decodeGossip, encodeGossip } from '../cluster/gossip-codec.js'
 import { sampleLatency } from './network.js'
 import { gossipAudience } from '../cluster/member-sums.js'
@@ -38,15 +38,23 @@ export function dispatch (vc: VirtualCluster, replication: SimReplication, from:
       const m = decodeGossip(bytes)
       if (m.t !== 'gossip') continue
       vc.leases?.published(core, m, vc.now)
-      // A member's gossip reaches the seeds alone (the daemon's members' topic; member-sums.ts).
+      // A member's gossip reaches the seeds alone (the daemon's members' topic; member-sums.ts). A seed's whole
+      // gossip reaches the seeds; its members' copy, published apart, the members (member-gossip.ts).
       const seedsOnly = gossipAudience(from, core.seeds) === 'seeds'
+      const copy = seedsOnly || o.members === undefined ? null : o.members === o.msg ? { bytes, m } : published(vc, from, o.members)
       for (const [to, target] of vc.nodes) {
-        if (to === from || target.core === null || (seedsOnly && !core.msums.isSeed(to))) continue
-        vc.transmit(from, to, bytes, () => {
+        if (to === from || target.core === null) continue
+        const seed = core.msums.isSeed(to)
+        if (seedsOnly && !seed) continue
+        // Without a copy (no member alive in the seed's view), a seed's gossip does not reach the members either.
+        const g = seedsOnly || seed ? { bytes, m } : copy
+        if (g === null || g.m.t !== 'gossip') continue
+        const msg = g.m
+        vc.transmit(from, to, g.bytes, () => {
           const c = vc.nodes.get(to)?.core
           if (c == null) return
-          vc.leases?.received(c, m)
-          c.onGossip(m, idOf(from), vc.mono(to))
+          vc.leases?.received(c, msg)
+          c.onGossip(msg, idOf(from), vc.mono(to))
         }, undefined, true)
       }
     } else if (o.kind === 'replicate') {
@@ -57,6 +65,13 @@ export function dispatch (vc: VirtualCluster, replication: SimReplication, from:
       sendRequest(vc, replication, sender, core, o.to, o.msg)
     }
   }
+}
+
+/** A seed's members' copy of its gossip, published (counted as sent) and decoded once, as pubsub does. */
+function published (vc: VirtualCluster, from: string, g: Gossip): { bytes: Uint8Array, m: ReturnType<typeof decodeGossip> } {
+  const bytes = encodeGossip(g)
+  vc.count(from, bytes.length, 'gossip')
+  return { bytes, m: decodeGossip(bytes) }
 }
 
 /** Carry one copy (or two, or none) of an encoded message from -> to. */

@@ -60,7 +60,7 @@ type Node = Libp2p<{ identify: unknown, pubsub: PubSub }>
 
 /** Every topic this node hears or publishes on: gossipsub ignores subscriptions to any other (allowedTopics). */
 function topicsOf (o: Resolved): string[] {
-  return [...new Set([o.topic, o.publishTopic, ...o.alsoSubscribe])]
+  return [...new Set([o.topic, o.publishTopic, ...o.alsoSubscribe, ...o.alsoPublish])]
 }
 
 export async function createTransport (opts: TransportOptions): Promise<Transport> {
@@ -200,6 +200,10 @@ export class Libp2pTransport implements Transport {
     }
     pubsub.subscribe(o.topic)
     for (const topic of o.alsoSubscribe) pubsub.subscribe(topic)
+    // Relayed, not delivered (gossipIn): a seed passes the members' copies of every seed's gossip on to the members
+    // it is connected to, as every node relayed every seed's gossip before (a member dials the seeds alone, and
+    // one that has not reconnected to a restarted seed yet still hears it through the others).
+    for (const topic of o.alsoPublish) pubsub.subscribe(topic)
     for (const a of node.getMultiaddrs()) this.ownAddrs.add(stripPeer(a.toString()))
     this.emit('started', { peerId: this.peerId, listenAddrs: this.listenAddrs })
     this.redialer.start()
@@ -217,13 +221,14 @@ export class Libp2pTransport implements Transport {
     this.emit('stopped', {})
   }
 
-  async publish (data: Uint8Array): Promise<number> {
+  async publish (data: Uint8Array, topic = this.o.publishTopic): Promise<number> {
     this.assertStarted()
+    if (topic !== this.o.publishTopic && !this.o.alsoPublish.includes(topic)) throw new QuotadError(ErrorCodes.BAD_ARGUMENT, `not a topic this node publishes on: ${topic}`)
     if (data.byteLength > this.o.maxMessageBytes) {
       throw new QuotadError(ErrorCodes.FRAME_TOO_LARGE,
         `gossip message of ${data.byteLength} bytes is above maxMessageBytes ${this.o.maxMessageBytes}`)
     }
-    const result = await this.node.services.pubsub.publish(this.o.publishTopic, data)
+    const result = await this.node.services.pubsub.publish(topic, data)
     this.counters.published++
     this.counters.publishedBytes += data.byteLength
     this.counters.publishedCopies += result.recipients.length

@@ -34,7 +34,10 @@ export function validateOptions (opts: TransportOptions): ResolvedOptions {
   }
   if (typeof o.topic !== 'string' || o.topic === '') bad('topic', 'must be a non-empty string')
   if (o.publishTopic !== undefined && (typeof o.publishTopic !== 'string' || o.publishTopic === '')) bad('publishTopic', 'must be a non-empty string')
-  if (o.alsoSubscribe !== undefined && (!Array.isArray(o.alsoSubscribe) || o.alsoSubscribe.some(t => typeof t !== 'string' || t === ''))) bad('alsoSubscribe', 'must be an array of non-empty strings')
+  for (const k of ['alsoSubscribe', 'alsoPublish'] as const) {
+    const v = o[k]
+    if (v !== undefined && (!Array.isArray(v) || v.some(t => typeof t !== 'string' || t === ''))) bad(k, 'must be an array of non-empty strings')
+  }
   if (typeof o.dataDir !== 'string' || o.dataDir === '') bad('dataDir', 'must be a non-empty path')
   if (!Array.isArray(o.seeds)) bad('seeds', 'must be an array of multiaddrs')
   const addrs = [['listen', o.listen], ...(Array.isArray(o.seeds) ? o.seeds : []).map((s, i) => [`seeds[${i}]`, s])]
@@ -47,6 +50,7 @@ export function validateOptions (opts: TransportOptions): ResolvedOptions {
   }
   o.publishTopic ??= o.topic
   o.alsoSubscribe ??= []
+  o.alsoPublish ??= []
   if (issues.length > 0) {
     throw new QuotadError(ErrorCodes.CONFIG_INVALID, 'invalid transport options:\n' + issues.map(i => `  ${i.path}: ${i.message}`).join('\n'), issues)
   }

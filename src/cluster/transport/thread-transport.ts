@@ -141,9 +141,9 @@ export class ThreadTransport implements Transport {
     await this.worker.terminate()
   }
 
-  async publish (data: Uint8Array): Promise<number> {
+  async publish (data: Uint8Array, topic?: string): Promise<number> {
     this.assertStarted()
-    return await this.call<number>({ t: 'publish', data })
+    return await this.call<number>({ t: 'publish', data, ...(topic === undefined ? {} : { topic }) })
   }
 
   async request (peerId: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array> {

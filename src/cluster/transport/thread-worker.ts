@@ -59,11 +59,11 @@ async function main (): Promise<void> {
   const answer = (id: number, run: () => Promise<unknown>): void => {
     run().then(value => port.postMessage({ t: 'done', id, value }), err => port.postMessage({ t: 'fail', id, error: failure(err) }))
   }
-  port.on('message', (m: { t: string, id: number, data?: Uint8Array, peerId?: string, timeoutMs?: number, addr?: string, message?: string }) => {
+  port.on('message', (m: { t: string, id: number, data?: Uint8Array, topic?: string, peerId?: string, timeoutMs?: number, addr?: string, message?: string }) => {
     switch (m.t) {
       case 'start': answer(m.id, async () => { await tr.start(); return tr.listenAddrs }); break
       case 'stop': answer(m.id, async () => { clearInterval(timer); await tr.stop(); return tr.stats() }); break
-      case 'publish': answer(m.id, async () => await tr.publish(m.data as Uint8Array)); break
+      case 'publish': answer(m.id, async () => await tr.publish(m.data as Uint8Array, m.topic)); break
       case 'request': answer(m.id, async () => await tr.request(m.peerId as string, m.data as Uint8Array, m.timeoutMs as number)); break
       case 'dial': answer(m.id, async () => { await tr.dial(m.addr as string) }); break
       case 'reply': waiting.get(m.id)?.resolve(m.data as Uint8Array); waiting.delete(m.id); break

@@ -47,6 +47,12 @@ export interface TransportOptions {
   publishTopic?: string
   /** More topics to hear (a seed: the members' topic). @default [] */
   alsoSubscribe?: string[]
+  /**
+   * More topics `publish` may send on when named; this node relays them for
+   * its peers but never delivers them to `onGossip` (a seed: the gossip
+   * topic, where the members' copies go, member-gossip.ts). @default []
+   */
+  alsoPublish?: string[]
   /** Max bytes of one gossip message accepted or published. @default 65536 */
   maxMessageBytes?: number
   /** Max bytes of one request or response on the transfer protocol. @default 65536 */
@@ -86,11 +92,11 @@ export interface Transport {
   /** Stops dialling, closes every connection and the listener. Idempotent. */
   stop(): Promise<void>
   /**
-   * Broadcast on the gossip topic. Resolves with how many peers it reached (0
-   * before subscriptions are exchanged). Rejects with E_FRAME_TOO_LARGE above
-   * `maxMessageBytes`.
+   * Broadcast on `topic` (default `publishTopic`; else one of `alsoPublish`).
+   * Resolves with how many peers it reached (0 before subscriptions are
+   * exchanged). Rejects with E_FRAME_TOO_LARGE above `maxMessageBytes`.
    */
-  publish(data: Uint8Array): Promise<number>
+  publish(data: Uint8Array, topic?: string): Promise<number>
   /**
    * Direct request/response to one peer over `/quotad/transfer/1.0.0` (4-byte
    * big-endian length prefix, one request, one response, then close). Rejects

@@ -1,0 +1,63 @@
+/**
+ * What the members hear of a seed's gossip (protocol version 9). Pure.
+ *
+ * A seed publishes its whole gossip on the seeds' topic, which only seeds
+ * subscribe to, and the members' copy on the gossip topic, which only
+ * members subscribe to (messages.ts `seedsTopic`, `gossipTopic`). The copy
+ * is the same message, less the key lines and member sums of keys whose
+ * rule says `decide: "seeds"`: a member holds none of such a key and sends
+ * its acquires to a seed (forward.ts), so it reads nothing of them. At 200
+ * nodes of which 5 seeds, keys100, such lines were 1,373 of a seed's
+ * gossip's ~1,960 msgpack bytes, and a member received 153 kbit/s, 133 of
+ * them the seeds' gossip (protocol.md, "Members as proxies").
+ *
+ * Invariants:
+ * - Every field but `keys`, `decay` and `msums` is the seed's as it is: the
+ *   member's lease (`heard`), the rules and cluster hash it routes by, the
+ *   seed's liveness, leaving and fence.
+ * - A line that says an owed burn or a debt (non-zero) is kept: caution.ts
+ *   reads a key a peer never announced as owing nothing once it has heard
+ *   all of that peer's keys (`sync`), so a key left out must owe nothing.
+ *   A line said once with a burn and then with none is kept while it has
+ *   one and left out after: the member reads the last burn it heard, which
+ *   is more, never less.
+ * - With no such rule, the copy is the message itself (the same bytes go
+ *   to both topics).
+ */
+import type { ClusterCore } from './cluster-core.js'
+import type { Outbound } from './core-options.js'
+import type { Gossip } from './messages.js'
+
+/** Whether a line of `key` goes to the members: not for a `decide: "seeds"` rule's key unless it names a burn or debt. */
+function forMembersLine (core: ClusterCore, key: string, owed: number, debts: number): boolean {
+  return owed !== 0 || debts !== 0 || core.limiter.ruleFor(key)?.config.decide !== 'seeds'
+}
+
+/** The members' copy of a seed's gossip `g` (see the header); `g` itself when nothing is left out. */
+export function forMembers (core: ClusterCore, g: Gossip): Gossip {
+  if (!core.limiter.rules.some(r => r.config.decide === 'seeds')) return g
+  const keep = g.keys.map(([key, , , , owed, debts]) => forMembersLine(core, key, owed, debts))
+  const msums = g.msums?.filter(([key]) => core.limiter.ruleFor(key)?.config.decide !== 'seeds')
+  if (keep.every(k => k) && msums?.length === g.msums?.length) return g
+  const index = new Map<number, number>()
+  const keys = g.keys.filter((_, i) => {
+    if (!keep[i]) return false
+    index.set(i, index.size)
+    return true
+  })
+  const decay = (g.decay ?? []).flatMap(i => { const j = index.get(i); return j === undefined ? [] : [j] })
+  const { decay: _d, msums: _m, ...rest } = g
+  return { ...rest, keys, ...(decay.length === 0 ? {} : { decay }), ...(msums === undefined || msums.length === 0 ? {} : { msums }) }
+}
+
+/** Whether this seed has members to publish the members' copy to: a peer that is not a seed, alive in its view. */
+export function hasMembers (core: ClusterCore, nowMs: number): boolean {
+  if (!core.msums.isSeed(core.node)) return false
+  for (const p of core.peers.alive(nowMs)) if (!core.msums.isSeed(p.name)) return true
+  return false
+}
+
+/** A gossip to publish: a seed with members alive also publishes the members' copy. */
+export function gossipOut (core: ClusterCore, msg: Gossip, nowMs: number): Outbound {
+  return hasMembers(core, nowMs) ? { kind: 'gossip', msg, members: forMembers(core, msg) } : { kind: 'gossip', msg }
+}

@@ -7,7 +7,8 @@
  * as one central limiter would; the member's status counts what it
  * forwarded and the seeds' what they served; a batch item or a peek of the
  * key at the member is refused with E_BAD_ARGUMENT (they must answer at
- * once), and the daemon goes on serving.
+ * once), and the daemon goes on serving. Holding nothing and deciding no
+ * rule itself, the member asks for no lease and is never echoed.
  */
 import test, { type ExecutionContext } from 'ava'
 import { ErrorCodes, QuotadClient } from '@quotad/client'
@@ -59,6 +60,15 @@ test.serial('a member\'s acquires are decided at the seeds: with all the demand,
   t.is(mine.forwardAllowed, 40)
   const served = (await counters(c.sockets.a)).forwardServed + (await counters(c.sockets.b)).forwardServed
   t.true(served >= 40 && served <= mine.forwarded, `the seeds decided them (${served} of ${mine.forwarded})`)
+  // Its every rule decided at the seeds and holding nothing, the member asks for no lease: no voter ever echoed it
+  // (member-gossip.ts `needsLease`), and it was served all the same.
+  const q = await QuotadClient.connect({ socketPath: c.sockets.m1 })
+  try {
+    const st = (await q.status() as unknown as { cluster: { leaseNeeded: boolean, fenced: boolean, lease: { echoAgeMs: Record<string, number | null> } } }).cluster
+    t.false(st.leaseNeeded)
+    t.true(st.fenced)
+    t.deepEqual(st.lease.echoAgeMs, { a: null, b: null }, 'no seed echoed the member')
+  } finally { await q.close() }
 })
 
 test.serial('more concurrent acquires at a member than a seed takes streams from it: queued for a slot, none denied for the limit', async t => {

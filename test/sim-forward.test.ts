@@ -7,6 +7,7 @@
  * limiter does.
  */
 import test from 'ava'
+import { needsLease } from '../src/cluster/member-gossip.js'
 import type { RuleConfig } from '../src/config/types.js'
 import { runSim, type SimSpec } from '../src/sim/run.js'
 import { scenario } from '../src/sim/scenario.js'
@@ -76,5 +77,27 @@ test('members hear the seeds\' gossip without the key lines of a `decide: "seeds
     t.true(alive, `${name} hears every seed`)
     if (seeds.includes(name)) t.true(lines.every(x => x), `seed ${name} has the other seeds' lines of api`)
     else t.true(lines.every(x => !x), `member ${name} heard no seed's line of api`)
+  }
+})
+
+test('a member that decides no rule itself and holds nothing asks for no lease: no voter echoes it, and it is served all the same; with a rule of its own it holds a lease', t => {
+  for (const decide of [true, false]) {
+    let vc: VirtualCluster | null = null
+    const r = runSim({ ...spec('zipf', decide, 2, 10), sabotage: v => { vc = v } })
+    t.true(r.ok, r.failures.join('; '))
+    const v = vc as unknown as VirtualCluster
+    for (const [name, core] of v.cores) {
+      if (['n01', 'n02', 'n03'].includes(name)) continue
+      const echoes = Object.values(core.fence.lease.echoAges(v.mono(name))).filter(a => a !== null)
+      if (decide) {
+        t.false(needsLease(core, v.mono(name)), name)
+        t.true(core.fence.fenced, `${name} is fenced`)
+        t.is(echoes.length, 0, `no voter echoed ${name}`)
+        t.true(core.forwarding.counters.forwardAllowed > 0, `${name} was served`)
+      } else {
+        t.true(needsLease(core, v.mono(name)), name)
+        t.true(echoes.length > 0, `voters echo ${name}`)
+      }
+    }
   }
 })

@@ -36,6 +36,7 @@ import { ForwardSlots } from './forward-slots.js'
 import type { AcquireResult, Decision } from '../core/types.js'
 import { DEFAULT_BOUNDS, gossipTopic, membersTopic, seedsTopic, type Gossip, type Grant, type MessageBounds } from './messages.js'
 import { decodeGossip, encodeGossip } from './gossip-codec.js'
+import { needsLease } from './member-gossip.js'
 import { gossipAudience } from './member-sums.js'
 import type { Transport, TransportOptions } from './transport/types.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
@@ -242,7 +243,8 @@ export class ClusterNode {
     if (f.fenced === this.loggedFenced) return
     this.loggedFenced = f.fenced
     const lease = f.status(mono)
-    if (f.fenced) this.opts.log.warn('fenced: no quorum of seeds echoed this node within leaseMs; hard-mode spending and giving stop', { leaseMs: lease.leaseMs, echoAgeMs: lease.echoAgeMs })
+    if (f.fenced && !needsLease(this.core, mono)) this.opts.log.info('no lease: this member decides no rule itself (decide: "seeds") and holds nothing, so it asks the seeds for none', {})
+    else if (f.fenced) this.opts.log.warn('fenced: no quorum of seeds echoed this node within leaseMs; hard-mode spending and giving stop', { leaseMs: lease.leaseMs, echoAgeMs: lease.echoAgeMs })
     else this.opts.log.info('unfenced: a quorum of seeds echoes this node; hard-mode spending resumes', { echoAgeMs: lease.echoAgeMs })
   }
 

@@ -10,6 +10,7 @@
  * are gone. `shortfall` (shortfall.ts): the stock minus what every live node
  * reports it has; it stays up until the tokens are back somewhere live.
  */
+import { needsLease } from './member-gossip.js'
 import type { ClusterCore } from './cluster-core.js'
 import { deferredTotal, type KeyExt } from './key-ext.js'
 import { keyShortfall } from './shortfall.js'
@@ -85,6 +86,8 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
       fenced: core.fenced(nowMs),
       // The lease (lease.ts): whether it holds, how long it has been fenced, and each voter's last echo.
       lease: core.fence.status(nowMs),
+      // False: a member that decides no rule itself and holds nothing asks for no lease (member-gossip.ts), so is fenced.
+      leaseNeeded: needsLease(core, nowMs),
       // Attestations and settlements of dead accounts without a share (reclaim.ts).
       reclaim: core.reclaim.status(),
       allocate: core.limiter.allocate,

@@ -25,6 +25,7 @@ import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore } from './cluster-core.js'
 import { DECAY_QUIET_INTERVALS, decayed, deferredTotal, ext, keepRate, rateDecays } from './key-ext.js'
 import { heardEntryBytes, type Echoable } from './lease.js'
+import { needsLease } from './member-gossip.js'
 import { CLUSTER_VERSION, type Gossip, type GossipKey } from './messages.js'
 
 /** Integers from 8 up, one decimal below: what a peer's decisions can use, in few bytes. */
@@ -138,6 +139,7 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     acks,
     ...(core.leaving ? { leaving: true } : {}),
     ...(core.fence.fenced ? { fenced: true } : {}),
+    ...(needsLease(core, nowMs) ? {} : { nolease: true }),
     ...(heard === undefined || heard.length === 0 ? {} : { heard }),
     ...(core.reclaim.hasBase ? {} : { alloc: false as const }),
     ...(attest === undefined || attest.length === 0 ? {} : { attest }),
@@ -159,6 +161,7 @@ function membership (core: ClusterCore): Pick<Gossip, 'members' | 'refused'> {
 function echoable (core: ClusterCore, nowMs: number): Echoable[] {
   const out: Echoable[] = []
   // Never an incarnation this voter attests (reclaim.ts): it must never hold a lease again.
-  for (const p of core.peers.all()) if (p.sameCluster && core.peers.isAlive(p, nowMs) && !core.reclaim.attestedByMe(p.name, p.inc)) out.push(p)
+  // Nor a member that needs no lease (member-gossip.ts): its echoes were most of a seed's gossip at 1000 nodes.
+  for (const p of core.peers.all()) if (p.sameCluster && !p.nolease && core.peers.isAlive(p, nowMs) && !core.reclaim.attestedByMe(p.name, p.inc)) out.push(p)
   return out
 }

@@ -52,6 +52,7 @@ export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: nu
   })
   if (m.leaving !== undefined && m.leaving !== null && typeof m.leaving !== 'boolean') bad('leaving must be a boolean')
   if (m.fenced !== undefined && m.fenced !== null && typeof m.fenced !== 'boolean') bad('fenced must be a boolean')
+  if (m.nolease !== undefined && m.nolease !== null && typeof m.nolease !== 'boolean') bad('nolease must be a boolean')
   const heard = m.heard === undefined || m.heard === null
     ? undefined
     : list(m.heard, b.maxPeers, 'heard').map(e => {
@@ -92,7 +93,7 @@ export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: nu
   return {
     v, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),
     pending, ...(sync === undefined ? {} : { sync }), carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, ...(decay === undefined || decay.length === 0 ? {} : { decay }), acks, ...(m.leaving === true ? { leaving: true } : {}),
-    ...(m.fenced === true ? { fenced: true } : {}), ...(heard === undefined ? {} : { heard }),
+    ...(m.fenced === true ? { fenced: true } : {}), ...(m.nolease === true ? { nolease: true } : {}), ...(heard === undefined ? {} : { heard }),
     ...(m.alloc === false ? { alloc: false as const } : {}), ...(attest === undefined || attest.length === 0 ? {} : { attest }),
     ...(estates === undefined || estates.length === 0 ? {} : { estates }),
     ...(estateMarks === undefined || estateMarks.length === 0 ? {} : { estateMarks }),

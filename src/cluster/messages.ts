@@ -151,6 +151,12 @@ export interface Gossip {
   /** The sender holds no lease (lease.ts): it neither spends hard tokens nor gives; donors skip it. */
   fenced?: boolean
   /**
+   * A member that needs no lease (member-gossip.ts `needsLease`): it decides
+   * no rule itself and holds nothing, so voters do not echo it (and it stays
+   * fenced, which costs it nothing).
+   */
+  nolease?: boolean
+  /**
    * A voter's echoes (lease.ts): [node, inc, newest seq applied from that
    * incarnation], for part of its peers in each message. At most `maxPeers`.
    */

@@ -77,6 +77,8 @@ export interface Peer {
   leaving: boolean
   /** It said it holds no lease (lease.ts): it can't spend hard tokens, so it is given none. */
   fenced: boolean
+  /** It said it needs no lease (member-gossip.ts `needsLease`): voters do not echo it. */
+  nolease: boolean
   /** Its account holds a pre-allocated share (gossip `alloc` absent): it may relay, and is never attested (reclaim.ts). */
   alloc: boolean
   /** Rules whose keys it has not all announced yet (see Gossip.pending). */
@@ -148,7 +150,7 @@ export class Peers {
     if (p === undefined) {
       p = {
         name: g.node, epoch: g.epoch, inc: g.inc, seq: 0, lastHeard: nowMs, clockOffsetMs: 0, rules: {}, keys: new Map(),
-        appliedFromMe: 0, leaving: false, fenced: false, alloc: true, pending: NO_PENDING, runFrom: 1, missing: [], sync: 0, carries: [], legacy: null, sameCluster: false
+        appliedFromMe: 0, leaving: false, fenced: false, nolease: false, alloc: true, pending: NO_PENDING, runFrom: 1, missing: [], sync: 0, carries: [], legacy: null, sameCluster: false
       }
       this.byName.set(g.node, p)
       this.changed()
@@ -165,6 +167,7 @@ export class Peers {
       p.lastHeard = nowMs
       p.leaving = g.leaving === true
       p.fenced = g.fenced === true
+      p.nolease = g.nolease === true
       p.alloc = g.alloc !== false
       p.clockOffsetMs = g.now - myCalendarMs
       // A pass named under other rules says nothing of lines under these (the sender names its next one).
@@ -291,7 +294,7 @@ export class Peers {
     if (p === undefined) {
       p = {
         name, epoch, inc, seq: 0, lastHeard: -Infinity, clockOffsetMs: 0, rules: {}, keys: new Map(),
-        appliedFromMe: 0, leaving: false, fenced: false, alloc: true, pending: NO_PENDING, runFrom: 1, missing: [], sync: 0, carries: [], legacy: null, sameCluster: false
+        appliedFromMe: 0, leaving: false, fenced: false, nolease: false, alloc: true, pending: NO_PENDING, runFrom: 1, missing: [], sync: 0, carries: [], legacy: null, sameCluster: false
       }
       this.byName.set(name, p)
       this.changed()

@@ -101,8 +101,10 @@ export async function waitForPeers (c: TestCluster, names: string[], peers: numb
     const client = await QuotadClient.connect({ socketPath: c.sockets[name] })
     try {
       while (true) {
-        const s = await client.status() as { peers?: Array<{ alive: boolean }>, cluster?: { lease?: { valid?: boolean } } }
-        if ((s.peers ?? []).filter(p => p.alive).length >= peers && s.cluster?.lease?.valid !== false) break
+        const s = await client.status() as { peers?: Array<{ alive: boolean }>, cluster?: { lease?: { valid?: boolean }, leaseNeeded?: boolean } }
+        // A member that needs no lease (member-gossip.ts) is never echoed: its peers are enough.
+        const leased = s.cluster?.lease?.valid !== false || s.cluster?.leaseNeeded === false
+        if ((s.peers ?? []).filter(p => p.alive).length >= peers && leased) break
         if (Date.now() > deadline) throw new Error(`${name} sees ${JSON.stringify(s.peers)}, lease ${JSON.stringify(s.cluster?.lease)}`)
         await new Promise(resolve => setTimeout(resolve, 100))
       }

@@ -3,7 +3,8 @@
  *
  * A seed publishes its whole gossip on the seeds' topic, which only seeds
  * subscribe to, and the members' copy on the gossip topic, which only
- * members subscribe to (messages.ts `seedsTopic`, `gossipTopic`). The copy
+ * members read (messages.ts `seedsTopic`, `gossipTopic`; seeds relay it
+ * unread, the transport's `alsoPublish`). The copy
  * is the same message, less the key lines and member sums of keys whose
  * rule says `decide: "seeds"`: a member holds none of such a key and sends
  * its acquires to a seed (forward.ts), so it reads nothing of them. At 200
@@ -23,6 +24,9 @@
  *   is more, never less.
  * - With no such rule, the copy is the message itself (the same bytes go
  *   to both topics).
+ *
+ * And whether a member needs a lease at all (`needsLease`), for the same
+ * members: one that decides no rule itself and holds nothing does not.
  */
 import type { ClusterCore } from './cluster-core.js'
 import type { Outbound } from './core-options.js'

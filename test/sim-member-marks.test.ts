@@ -73,3 +73,30 @@ test.serial('the token audit catches a giver that takes back grants the restarte
     t.true(o.failures.some(f => f.includes('created')), o.failures.join('; '))
   }
 })
+
+test.serial('a journal an older build wrote (no marks in its checkpoint) announces nothing: its givers take nothing back, and nothing is created', t => {
+  // The member's journal as a build without member marks wrote it: the checkpoint has no `marks`, no batch a mark.
+  const oldBuild = (text: string): string => text.split('\n').map((line, i) => {
+    if (line === '') return line
+    if (i === 0) { const { marks: _m, ...cp } = JSON.parse(line) as Record<string, unknown>; return JSON.stringify(cp) }
+    return JSON.stringify((JSON.parse(line) as unknown[]).filter(e => !(Array.isArray(e) && e[0] === 'mark')))
+  }).join('\n')
+  const seeds = SEEDS.filter(s => outcome(s).delivered > 0).slice(0, 4)
+  t.true(seeds.length > 0)
+  for (const s of seeds) {
+    let vc: VirtualCluster | undefined
+    const r = runSim(spec(s, v => {
+      vc = v
+      const start = v.start.bind(v)
+      v.start = (name, rules) => {
+        const n = v.nodes.get(name)
+        if (n !== undefined && !v.seeds.includes(name) && n.journal !== '') n.journal = oldBuild(n.journal)
+        start(name, rules)
+      }
+    }))
+    t.true(r.ok && r.overshoot === 0, `seed ${s}: ${r.failures.join('; ')}`)
+    let back = 0
+    for (const core of (vc as VirtualCluster).cores.values()) back += core.reclaim.marks.counters.tokensTakenBack + core.reclaim.marks.counters.tokensDelivered
+    t.is(back, 0, `seed ${s}: no grant was settled without marks`)
+  }
+})

@@ -237,4 +237,3 @@ export class LocalQuota implements QuotaService {
     }, delay)
   }
 }
-

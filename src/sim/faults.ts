@@ -71,51 +71,44 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
     vc.at(t, () => vc.crash(node))
     if (f.seedReturnAfterMs !== undefined) vc.at(t + f.seedReturnAfterMs, () => vc.start(node))
   }
-  if ((f.crashMidTransfer ?? 0) > 0) {
-    // Watch for a node with a grant out and unacked; kill it then (its journal has the give: journal.ts).
-    let left = f.crashMidTransfer as number
+  /**
+   * `count` kills (kill -9), each of the node `pick` names when polled every `pollMs` (`first`: no kill yet), at
+   * least a second apart from 10% of the run on; each restarted after `restart`.
+   */
+  const crashWhen = (count: number, pollMs: number, pick: (first: boolean) => string | undefined): void => {
+    if (count <= 0) return
+    let left = count
     const watch = (): void => {
       if (left <= 0 || vc.now > startMs + durationMs * latest(restart + 200)) return
-      const giver = [...vc.cores.values()].find(c => !gone.has(c.node) && c.ledger.unackedByReceiver().length > 0)
-      if (giver === undefined) { vc.at(vc.now + 5, watch); return }
+      const node = pick(left === count)
+      if (node === undefined) { vc.at(vc.now + pollMs, watch); return }
       left--
-      const node = giver.node
       vc.crash(node)
       if (Number.isFinite(restart)) vc.at(vc.now + restart, () => { vc.start(node); ended() })
       vc.at(vc.now + Math.max(1000, restart + 200), watch)
     }
     vc.at(startMs + durationMs * 0.1, watch)
   }
-  if ((f.crashReceiverMidTransfer ?? 0) > 0) {
-    // Watch for a member that a grant is on its way to (unacked at its giver); kill the member then (estate-marks.ts,
-    // a member's own marks). The first kill waits for a grant the member has applied (and journaled: the simulator
-    // persists before anything leaves) and not yet acked; the others take one still in flight.
-    const total = f.crashReceiverMidTransfer as number
-    let left = total
-    const receiving = (c: ClusterCore, applied: boolean): string | undefined => {
-      for (const [to, toEpoch, seq] of c.ledger.unackedItems()) {
-        const r = vc.cores.get(to)
-        if (gone.has(to) || vc.seeds.includes(to) || r === undefined || r.epoch !== toEpoch) continue
-        if ((r.ledger.appliedFrom(c.node, c.epoch) >= seq) === applied) return to
-      }
-      return undefined
+  // A node with a grant out and unacked (its journal has the give: journal.ts).
+  crashWhen(f.crashMidTransfer ?? 0, 5, () => [...vc.cores.values()].find(c => !gone.has(c.node) && c.ledger.unackedByReceiver().length > 0)?.node)
+  // A member that a grant is on its way to, unacked at its giver (estate-marks.ts, a member's own marks). The first
+  // kill waits for a grant the member has applied (and journaled: the simulator persists before anything leaves) and
+  // not yet acked; the others take one still in flight.
+  const receiving = (c: ClusterCore, applied: boolean): string | undefined => {
+    for (const [to, toEpoch, seq] of c.ledger.unackedItems()) {
+      const r = vc.cores.get(to)
+      if (gone.has(to) || vc.seeds.includes(to) || r === undefined || r.epoch !== toEpoch) continue
+      if ((r.ledger.appliedFrom(c.node, c.epoch) >= seq) === applied) return to
     }
-    const watch = (): void => {
-      if (left <= 0 || vc.now > startMs + durationMs * latest(restart + 200)) return
-      let to: string | undefined
-      for (const c of vc.cores.values()) {
-        to = receiving(c, left === total)
-        if (to !== undefined) break
-      }
-      if (to === undefined) { vc.at(vc.now + 1, watch); return }
-      left--
-      const node = to
-      vc.crash(node)
-      if (Number.isFinite(restart)) vc.at(vc.now + restart, () => { vc.start(node); ended() })
-      vc.at(vc.now + Math.max(1000, restart + 200), watch)
-    }
-    vc.at(startMs + durationMs * 0.1, watch)
+    return undefined
   }
+  crashWhen(f.crashReceiverMidTransfer ?? 0, 1, first => {
+    for (const c of vc.cores.values()) {
+      const to = receiving(c, first)
+      if (to !== undefined) return to
+    }
+    return undefined
+  })
   if (f.heirCrashRestartMs !== undefined) {
     // Watch for the first read of a dead seed's copies; kill its reader then.
     const watch = (): void => {

@@ -32,22 +32,20 @@ export function dispatch (vc: VirtualCluster, replication: SimReplication, from:
   for (const o of out) {
     if (o.kind === 'gossip') {
       // Published once (as pubsub does), decoded and validated once, delivered to each peer.
-      const bytes = encodeGossip(o.msg)
-      vc.count(from, bytes.length, 'gossip')
+      const whole = published(vc, from, o.msg)
       vc.gossipFields.sample(o.msg)
-      const m = decodeGossip(bytes)
-      if (m.t !== 'gossip') continue
-      vc.leases?.published(core, m, vc.now)
+      if (whole.m.t !== 'gossip') continue
+      vc.leases?.published(core, whole.m, vc.now)
       // A member's gossip reaches the seeds alone (the daemon's members' topic; member-sums.ts). A seed's whole
       // gossip reaches the seeds; its members' copy, published apart, the members (member-gossip.ts).
       const seedsOnly = gossipAudience(from, core.seeds) === 'seeds'
-      const copy = seedsOnly || o.members === undefined ? null : o.members === o.msg ? { bytes, m } : published(vc, from, o.members)
+      const copy = seedsOnly || o.members === undefined ? null : o.members === o.msg ? whole : published(vc, from, o.members)
       for (const [to, target] of vc.nodes) {
         if (to === from || target.core === null) continue
         const seed = core.msums.isSeed(to)
         if (seedsOnly && !seed) continue
         // Without a copy (no member alive in the seed's view), a seed's gossip does not reach the members either.
-        const g = seedsOnly || seed ? { bytes, m } : copy
+        const g = seedsOnly || seed ? whole : copy
         if (g === null || g.m.t !== 'gossip') continue
         const msg = g.m
         vc.transmit(from, to, g.bytes, () => {
@@ -67,7 +65,7 @@ export function dispatch (vc: VirtualCluster, replication: SimReplication, from:
   }
 }
 
-/** A seed's members' copy of its gossip, published (counted as sent) and decoded once, as pubsub does. */
+/** A gossip (or a seed's members' copy of one), published (counted as sent) and decoded once, as pubsub does. */
 function published (vc: VirtualCluster, from: string, g: Gossip): { bytes: Uint8Array, m: ReturnType<typeof decodeGossip> } {
   const bytes = encodeGossip(g)
   vc.count(from, bytes.length, 'gossip')

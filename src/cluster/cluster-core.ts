@@ -313,7 +313,7 @@ export class ClusterCore {
     if (g !== null) {
       out.push(gossipOut(this, g, nowMs))
       // The marks that moved go to their givers alone, with the gossip's interval (gossip-schedule.ts directAcks).
-      for (const [giver, toEpoch, applied] of this.gossip.directAcks(this.ledger.acks(this.currentEpochs()))) {
+      for (const [giver, toEpoch, applied] of this.gossip.directAcks(this.gossip.ackMarks())) {
         if (this.receiverAlive(giver, nowMs)) this.request(out, giver, { v: CLUSTER_VERSION, t: 'ack', node: this.node, epoch: this.epoch, inc: this.incarnation, applied, toEpoch })
       }
     }

@@ -30,6 +30,8 @@ export interface Estate {
   credits: Map<string, number>
   /** Their sum. */
   tokens: number
+  /** What was left of the copy's reservations, over its keys: the part of the books not credited (lost for good). */
+  unspent: number
   /** The glob keys the copy names (credited; never materialized again at the heir). */
   copied: Set<string>
   /** What the dead seed held of each peer account's tokens: node -> epoch -> key -> tokens (the heir's `restored`). */
@@ -58,7 +60,7 @@ export function estateOf (text: string | null, writer: string, cluster: string, 
   const copied = new Set<string>()
   if (text === null) {
     for (const r of rules.rules) if (!r.glob) credits.set(r.config.match, initialShare(r.stock, false, r.config.match, writer, seeds))
-    return { credits, tokens: sum(credits), copied, peers: new Map(), inherited: [], inc: 0, gen: 0, epoch: null, marks: new Map(), sent: new Map() }
+    return { credits, tokens: sum(credits), unspent: 0, copied, peers: new Map(), inherited: [], inc: 0, gen: 0, epoch: null, marks: new Map(), sent: new Map() }
   }
   const r = replayJournal(text, `copy of ${writer}'s journal`, writer, cluster)
   const cp = r.checkpoint
@@ -68,6 +70,7 @@ export function estateOf (text: string | null, writer: string, cluster: string, 
     const rule = own.match(key)
     return rule === undefined || !cp.allocate ? 0 : initialShare(rule.stock, rule.glob, key, writer, seeds, homes)
   }
+  let unspent = 0
   const keys = new Set([...r.books.keys(), ...r.reserved.keys(), ...own.rules.filter(x => !x.glob).map(x => x.config.match)])
   for (const key of keys) {
     const b = r.books.get(key)
@@ -75,9 +78,10 @@ export function estateOf (text: string | null, writer: string, cluster: string, 
     const res = r.reserved.get(key)
     const left = res === undefined ? 0 : Math.max(0, res.ceiling - res.given)
     credits.set(key, Math.max(0, books - left))
+    unspent += Math.min(left, Math.max(0, books))
     if (own.match(key)?.glob === true) copied.add(key)
   }
-  return { credits, tokens: sum(credits), copied, peers: r.peers, inherited: cp.inherited ?? [], inc: cp.inc, gen: cp.gen ?? 0, epoch: cp.epoch, marks: r.marks, sent: r.sent }
+  return { credits, tokens: sum(credits), unspent, copied, peers: r.peers, inherited: cp.inherited ?? [], inc: cp.inc, gen: cp.gen ?? 0, epoch: cp.epoch, marks: r.marks, sent: r.sent }
 }
 
 function sum (m: ReadonlyMap<string, number>): number {

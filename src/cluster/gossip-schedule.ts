@@ -142,11 +142,16 @@ export class GossipSchedule {
     // Listed only when sent: a list of every giver per gossip, thrown away 19 times in 20, was O(peers) for nothing.
     if (!this.syncStart) return []
     const listed: Array<[string, string, number]> = []
-    for (const a of this.core.ledger.acks(this.core.currentEpochs())) {
+    for (const a of this.ackMarks()) {
       if (this.core.msums.isSeed(a[0])) listed.push(a)
       else this.ackSent.delete(`${a[0]}/${a[1]}`)
     }
     return listed
+  }
+
+  /** The marks this node acks, [giver, epoch, mark]: what it applied, and a replicating seed only what its copies hold (durable-acks.ts). */
+  ackMarks (): Array<[string, string, number]> {
+    return this.core.replication.ackable(this.core.ledger.acks(this.core.currentEpochs()))
   }
 
   /**

@@ -25,6 +25,7 @@ import { seedOrder } from '../core/share.js'
 import type { ClusterTuning } from './tuning.js'
 import { chunkEnd, DICT_CHARS, type Jack, type Jrep } from './replica-messages.js'
 import { Reservations } from './replica-reservations.js'
+import { DurableAcks } from './durable-acks.js'
 
 export { BOOKS_FRACTION, RELEASE_AFTER_INTERVALS, RESERVE_FRACTION } from './replica-reservations.js'
 
@@ -73,6 +74,8 @@ export class JournalReplication {
   private local: ReplPos = { gen: 0, end: 0 }
   /** Per key, in this generation: tokens given, and the reservations a grant of them waits for (replica-reservations.ts). */
   private readonly reservations = new Reservations()
+  /** The credits applied here that may not be acked yet: their writes are not at a quorum (durable-acks.ts). */
+  private readonly acks = new DurableAcks()
   private readonly replicas = new Map<string, Progress>()
   private waiters: Array<{ pos: ReplPos, local: ReplPos, cb: (ok: boolean) => void, until: number }> = []
   /** Counters for status. */
@@ -135,6 +138,7 @@ export class JournalReplication {
       this.end += line.length
       this.reservations.place(this.head)
     }
+    this.acks.place(this.head)
     if (this.enabled) this.text += line
     return this.head
   }
@@ -156,6 +160,31 @@ export class JournalReplication {
   release (journal: BooksJournal, nowMs: number, idleMs: number): void {
     if (!this.enabled) return
     this.counters.released += this.reservations.release(journal, nowMs, idleMs)
+  }
+
+  /**
+   * A grant of `giver`/`giverEpoch` was credited here (Transfers.onGrant;
+   * `before`: the pair's applied mark before it). Replicating, its ack waits
+   * until the journal write holding the credit is at a quorum (durable-acks.ts).
+   */
+  applied (giver: string, giverEpoch: string, before: number): void {
+    if (this.enabled) this.acks.applied(giver, giverEpoch, before)
+  }
+
+  /** The marks of `applied` ([giver, epoch, mark]) that may be acked: replicating, only credits at a quorum. */
+  ackable (applied: Array<[string, string, number]>): Array<[string, string, number]> {
+    if (!this.enabled || this.acks.idle) return applied
+    return applied.map(([g, e, n]) => [g, e, this.acks.ackable(g, e, n)])
+  }
+
+  /** What may be acked of one pair whose applied mark is `applied`. */
+  ackableFrom (giver: string, giverEpoch: string, applied: number): number {
+    return this.enabled ? this.acks.ackable(giver, giverEpoch, applied) : applied
+  }
+
+  /** Credits applied here whose acks wait for the copies (status; the simulator's `seed-crash-receiving`). */
+  get acksWaiting (): number {
+    return this.acks.size
   }
 
   /** Tokens of `key` given in this generation (the simulator's replica witness reads it). */
@@ -225,6 +254,7 @@ export class JournalReplication {
    */
   disable (): void {
     this.enabled = false
+    this.acks.clear()
     const w = this.waiters
     this.waiters = []
     for (const x of w) x.cb(false)
@@ -241,6 +271,7 @@ export class JournalReplication {
   }
 
   private check (): void {
+    if (!this.acks.idle) this.acks.advance(pos => this.isDurable(pos))
     if (this.waiters.length === 0) return
     const done = this.waiters.filter(w => this.isDurable(w.pos, w.local))
     if (done.length === 0) return
@@ -330,7 +361,7 @@ export class JournalReplication {
       const behind = p.inc === this.o.inc && p.gen === this.gen ? this.end - p.have : p.inc === this.o.inc && p.gen > this.gen ? 0 : this.end
       replicas[n] = { gen: p.gen, have: p.have, durable: p.durable, behind }
     }
-    return { enabled: this.enabled, gen: this.gen, end: this.end, localEnd: this.local.gen === this.gen ? this.local.end : 0, waiting: this.waiters.length, replicas, ...this.counters }
+    return { enabled: this.enabled, gen: this.gen, end: this.end, localEnd: this.local.gen === this.gen ? this.local.end : 0, waiting: this.waiters.length, acksWaiting: this.acksWaiting, replicas, ...this.counters }
   }
 }
 

@@ -160,6 +160,7 @@ export class Transfers {
   onGrant (g: Grant, nowMs: number, asked?: Want): Ack {
     const c = this.core
     if (c.phase !== 'stopped') {
+      const before = c.ledger.appliedFrom(g.node, g.epoch)
       const { result, credit } = c.ledger.apply(g, c.peers.get(g.node)?.epoch)
       let refusedThis = false
       for (const cr of credit) {
@@ -177,12 +178,18 @@ export class Transfers {
       }
       // The mark goes in the batch that holds these credits: a heir (a seed's copies) or this node's own restart
       // tells the givers which grants its books hold (estate-marks.ts).
-      if (credit.length > 0) c.journal.mark(g.node, g.epoch, c.ledger.appliedFrom(g.node, g.epoch))
+      // A replicating seed acks them once that batch is at a quorum of its copies (durable-acks.ts).
+      if (credit.length > 0) {
+        c.journal.mark(g.node, g.epoch, c.ledger.appliedFrom(g.node, g.epoch))
+        c.replication.applied(g.node, g.epoch, before)
+      }
       if (result === 'gap' || result === 'wrong-epoch' || result === 'old-epoch') c.counters.grantsRejected++
       // The giver of a refused push takes its tokens back when it reads this (onReply): an honest giver loses nothing.
+      // Its mark is the applied one, so a seed's credits before it that await their copies are acked with it: if the
+      // seed then dies for good before a copy has them, they are lost, never doubled (a refusal is a giver's fault).
       if (refusedThis) return { ...this.ack(g, c.ledger.appliedFrom(g.node, g.epoch)), refused: true }
     }
-    return this.ack(g, c.ledger.appliedFrom(g.node, g.epoch))
+    return this.ack(g, c.replication.ackableFrom(g.node, g.epoch, c.ledger.appliedFrom(g.node, g.epoch)))
   }
 
   /**

@@ -109,6 +109,12 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
     }
     return undefined
   })
+  // A seed whose copies do not yet hold a credit it applied (durable-acks.ts), killed for good.
+  crashWhen(f.seedCrashReceiving ?? 0, 1, () => {
+    const c = [...vc.cores.values()].find(x => !gone.has(x.node) && vc.seeds.includes(x.node) && x.replication.acksWaiting > 0)
+    if (c !== undefined) gone.add(c.node)
+    return c?.node
+  })
   if (f.heirCrashRestartMs !== undefined) {
     // Watch for the first read of a dead seed's copies; kill its reader then.
     const watch = (): void => {

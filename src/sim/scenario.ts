@@ -64,6 +64,12 @@ export interface FaultSpec {
    */
   crashReceiverMidTransfer?: number
   /**
+   * Crashes (kill -9) of seeds, for good, caught while credits they applied
+   * are not yet at a quorum of their journal copies (durable-acks.ts): their
+   * heirs inherit them.
+   */
+  seedCrashReceiving?: number
+  /**
    * One long cut, from `atFraction` of the run for `reclaims` x reclaimMs:
    * `minority`, the last seed in name order (never the tie-breaker) and
    * every joiner against the other seeds; `no-quorum`, the seeds in three
@@ -153,6 +159,15 @@ export const SCENARIOS: readonly Scenario[] = [
     summary: 'Zipf load; a seed is killed (kill -9) early and never comes back: once a quorum attests it, its heir reads its journal copies and credits its books',
     load: 'zipf',
     faults: { seedCrashesForever: 1 },
+    tuning: { inheritSeeds: true },
+    minGossips: 80
+  },
+  {
+    ...base,
+    name: 'seed-crash-receiving',
+    summary: 'Zipf load; a seed is killed (kill -9) for good while credits it applied are not yet in a quorum of its journal copies: their givers still hold those grants, and its heir\'s copy says which to take back',
+    load: 'zipf',
+    faults: { seedCrashReceiving: 1, restartAfterMs: Infinity },
     tuning: { inheritSeeds: true },
     minGossips: 80
   },

@@ -125,7 +125,10 @@ test('a member returning several keys to the seed that lent them pushes one gran
   t.is(g.to, 's0')
   t.deepEqual(g.items.map(i => [i[0], i[1]]).sort(), [['a', 5], ['b', 5], ['c', 5]])
   const ack = seed.onGrant(g, 'id:m0', vc.mono('s0'))
-  t.is(ack.applied, g.seq)
+  t.is(seed.ledger.appliedFrom('m0', member.epoch), g.seq, 'applied')
+  // A replicating seed acks it once a quorum of its journal copies holds the credit (durable-acks.ts): not yet.
+  t.true(seed.replication.enabled)
+  t.is(ack.applied, g.seq - 1)
   t.not(ack.refused, true)
   const after = ['a', 'b', 'c'].map(k => (seed.limiter.existing(k) as never as { bucket: { held: number } }).bucket.held)
   t.deepEqual(after, before.map(h => h + 5), 'every key back at the seed')

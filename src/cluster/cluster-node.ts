@@ -31,7 +31,7 @@ import { checkOwner } from './state-schema.js'
 import { clusterHash } from './cluster-hash.js'
 import { ReclaimLog } from './reclaim-log.js'
 import { GossipInbox } from './gossip-inbox.js'
-import { sendForward, sendRequest, serveRequest, type RequestContext } from './node-requests.js'
+import { forwardAcquire, sendRequest, serveRequest, type RequestContext } from './node-requests.js'
 import { ForwardSlots } from './forward-slots.js'
 import type { AcquireResult, Decision } from '../core/types.js'
 import { DEFAULT_BOUNDS, gossipTopic, membersTopic, seedsTopic, type Gossip, type Grant, type MessageBounds } from './messages.js'
@@ -194,24 +194,7 @@ export class ClusterNode {
    * this node decides it (a seed, another rule, no seed to ask).
    */
   forward (key: string, count: number, waitMs: number): Promise<Decision> | null {
-    const t = this.transport
-    if (t === null) return null
-    const clock = this.opts.clock
-    const t0 = clock.mono()
-    const r = this.core.forwarding.route(key, count, waitMs, t0)
-    if (r === null) return null
-    // The seed may hold it up to waitMs for tokens; then the answer's way back. A forward queued for a slot
-    // (forward-slots.ts) spends that time from both.
-    const budget = waitMs + this.core.tuning.forwardTimeoutMs
-    return new Promise<Decision>(resolve => {
-      this.slots.run(r.to, budget, async () => {
-        const spent = clock.mono() - t0
-        const msg = { ...r.msg }
-        if ((msg.wait ?? 0) - spent >= 1) msg.wait = Math.floor((msg.wait ?? 0) - spent)
-        else delete msg.wait
-        resolve(await sendForward(this.requests, t, r.to, msg, Math.max(1, Math.floor(budget - spent))))
-      }, () => { resolve(this.core.forwarding.failed(r.msg)) })
-    })
+    return this.transport === null ? null : forwardAcquire(this.requests, this.transport, this.slots, key, count, waitMs)
   }
 
   /** Forwards in flight per seed, the rest queued (forward-slots.ts). */

@@ -15,6 +15,7 @@ import { isWaitHandle, type AcquireResult, type Decision } from '../core/types.j
 import type { NodeDisk } from './node-disk.js'
 import type { Transport } from './transport/types.js'
 import { decodeRequest, encodeRequest } from './request-codec.js'
+import type { ForwardSlots } from './forward-slots.js'
 
 /** What both directions use of the node. */
 export interface RequestContext {
@@ -97,6 +98,29 @@ export async function sendRequest (x: RequestContext, t: Transport, to: string, 
     x.core.onRequestFailed(msg, clock.mono())
     x.log.debug('request failed', { to, type: msg.t, err })
   }
+}
+
+/**
+ * A member's acquire of a `decide: "seeds"` rule (forward.ts): the seed's
+ * decision, or a denial after waitMs + forwardTimeoutMs; null when this
+ * node decides it (a seed, another rule, no seed to ask).
+ */
+export function forwardAcquire (x: RequestContext, t: Transport, slots: ForwardSlots, key: string, count: number, waitMs: number): Promise<Decision> | null {
+  const t0 = x.clock.mono()
+  const r = x.core.forwarding.route(key, count, waitMs, t0)
+  if (r === null) return null
+  // The seed may hold it up to waitMs for tokens; then the answer's way back. A forward queued for a slot
+  // (forward-slots.ts) spends that time from both.
+  const budget = waitMs + x.core.tuning.forwardTimeoutMs
+  return new Promise<Decision>(resolve => {
+    slots.run(r.to, budget, async () => {
+      const spent = x.clock.mono() - t0
+      const msg = { ...r.msg }
+      if ((msg.wait ?? 0) - spent >= 1) msg.wait = Math.floor((msg.wait ?? 0) - spent)
+      else delete msg.wait
+      resolve(await sendForward(x, t, r.to, msg, Math.max(1, Math.floor(budget - spent))))
+    }, () => { resolve(x.core.forwarding.failed(r.msg)) })
+  })
 }
 
 /**

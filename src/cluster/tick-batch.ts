@@ -55,7 +55,7 @@ export class TickBatch {
       const [[key, want], ...more] = items
       const w: Want = { v: CLUSTER_VERSION, t: 'want', node: c.node, epoch: c.epoch, inc: c.incarnation, key, want }
       if (more.length > 0) w.more = more
-      c.transfers.noteWant(donor, w, nowMs)
+      c.transfers.checks.noteWant(donor, w, nowMs)
       c.request(out, donor, w)
     }
     this.wants.clear()

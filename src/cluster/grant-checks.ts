@@ -1,0 +1,110 @@
+/**
+ * Whether an incoming grant is one an honest giver sends (Transfers.onGrant
+ * credits only those; the rest are refused, and an honest giver that was
+ * refused takes its tokens back). Apart from transfers.ts because it is a
+ * trust boundary of its own: what a member's word about its custody is
+ * allowed to move (the threat model in operations.md).
+ *
+ * It remembers the wants this node sent lately, by (peer, key), because a
+ * grant that answers one may come back as a resend after its first reply
+ * was lost, and is then judged as that answer.
+ */
+import type { ClusterCore } from './cluster-core.js'
+import { wantItems, type Grant, type Want } from './messages.js'
+import { lentTo } from './no-relay.js'
+
+/** A pushed grant may exceed what its giver last said it had by this fraction of the stock. */
+export const PUSH_TOLERANCE = 0.25
+/** How long a sent want may be answered by a resent grant. */
+const RESEND_WINDOW_MS = 30_000
+
+export class GrantChecks {
+  private readonly core: ClusterCore
+
+  constructor (core: ClusterCore) {
+    this.core = core
+  }
+
+  /**
+   * Why a grant can't be what an honest giver sends, or null. Every amount is
+   * a whole number from 1 to the key's stock. A grant that answers our want
+   * gives that key and at most what we asked. A pushed grant (a handoff, a
+   * return home, a resend) gives no more than the giver last said it had in
+   * custody (held, outstanding, deferred and in its unacked grants: a
+   * gossip sent after the push may arrive first and show the pushed tokens
+   * in transit), plus a tolerance of a quarter of the stock (tokens it may
+   * have received since) and what we lent it and did not get back, unless
+   * it matches a want we sent it lately
+   * (a reply that was lost and resent). So a member that lies about grants
+   * can give away no more than it claims to hold; what it claims is its own
+   * word (see the threat model in operations.md).
+   */
+  implausible (g: Grant, asked: Want | undefined, nowMs: number): string | null {
+    const c = this.core
+    for (const [key, amount] of g.items) {
+      const rule = c.limiter.existing(key)?.rule ?? c.limiter.ruleFor(key)
+      if (!Number.isSafeInteger(amount) || amount < 1) return `amount ${amount} is not a whole number of tokens`
+      if (rule !== undefined && amount > rule.stock) return `amount ${amount} is over the stock of ${rule.stock}`
+    }
+    if (asked !== undefined) return overAsked(g, new Map(wantItems(asked)))
+    // A resent answer to a want of ours (its first reply was lost) is judged as that answer: every key in it
+    // asked of that giver lately, none over what was asked.
+    const resent = new Map<string, number>()
+    for (const [key] of g.items) {
+      const want = this.recentWant(g.node, key, nowMs)
+      if (want !== undefined) resent.set(key, want)
+    }
+    if (resent.size > 0 && overAsked(g, resent) === null) return null
+    const p = c.peers.get(g.node)
+    for (const [key, amount] of g.items) {
+      const ks = c.limiter.existing(key)
+      const e = p?.keys.get(key)
+      const stock = ks?.rule.stock ?? c.limiter.ruleFor(key)?.stock ?? 0
+      // What it said in gossip, or, never having said, the share it would create the key with; or this node's
+      // belief since, if higher: a belief rises only by what this node pushed it (which it may push straight back).
+      const believed = e === undefined ? 0 : e.held + e.outstanding + e.deferred + e.inTransitOut
+      const said = Math.max(believed, e !== undefined && !Number.isNaN(e.said) ? e.said : (p !== undefined && ks !== undefined ? c.view.peerShare(p, ks) : stock))
+      // Plus what this node lent it and did not get back: it may return those at once, before a gossip says it has them
+      // (a want's grant can reach it after the gossip this node last heard, the more so while a seed's grant waits
+      // for its journal to be copied: replication.ts).
+      const lent = p === undefined ? 0 : lentTo(c, p, key)
+      if (amount > said + lent + Math.max(1, Math.ceil(PUSH_TOLERANCE * stock))) {
+        // The line it was judged by, so that a refusal in a log says which gossip it trusted.
+        const line = e === undefined ? 'never said' : `gossip ${e.seq} of epoch ${p?.epoch ?? '?'}: held ${e.held}, outstanding ${e.outstanding}, deferred ${e.deferred}, in transit ${e.inTransitOut}`
+        return `pushes ${amount}, said it had ${said} (${line})`
+      }
+    }
+    return null
+  }
+
+  /** What this node asked for lately, by (peer, key): a grant that answers a want may come back as a resend. */
+  private readonly wants = new Map<string, { want: number, at: number }>()
+
+  noteWant (to: string, w: Want, nowMs: number): void {
+    for (const [key, want] of wantItems(w)) {
+      if (this.wants.size >= 4096) this.wants.delete(this.wants.keys().next().value as string)
+      this.wants.set(`${to}\u0000${key}`, { want, at: nowMs })
+    }
+  }
+
+  private recentWant (from: string, key: string, nowMs: number): number | undefined {
+    const k = `${from}\u0000${key}`
+    const r = this.wants.get(k)
+    if (r === undefined) return undefined
+    if (nowMs - r.at > RESEND_WINDOW_MS) { this.wants.delete(k); return undefined }
+    return r.want
+  }
+}
+
+/** Why a grant is not an answer to what was asked (`asked`: key -> how many), or null: every key in it asked, none over. */
+function overAsked (g: Grant, asked: ReadonlyMap<string, number>): string | null {
+  const given = new Map<string, number>()
+  for (const [key, amount] of g.items) {
+    const want = asked.get(key)
+    if (want === undefined) return `gives ${key}, which was not asked for`
+    const total = (given.get(key) ?? 0) + amount
+    if (total > want) return `gives ${total} of ${key}, ${want} were asked`
+    given.set(key, total)
+  }
+  return null
+}

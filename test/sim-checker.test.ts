@@ -31,6 +31,16 @@ test('an honest cluster passes', t => {
   const mean = r.traffic.gossip.bytesPerNodeSec / r.traffic.gossip.messagesPerNodeSec
   t.true(r.gossipFields.keys > 0 && r.gossipFields.epoch > 0, JSON.stringify(r.gossipFields))
   t.true(fields < mean && fields > mean / 2, `fields ${fields} against a mean gossip of ${mean}`)
+  // Every node a seed: no members' copy is published.
+  t.deepEqual(r.copyFields, {})
+})
+
+test('a seed\'s members\' copy by field: the lease echoes of the members, which each member reads one of', t => {
+  const r = runSim(spec({ nodes: 8, seedNodes: 3 }))
+  t.true(r.ok, r.failures.join('; '))
+  t.true(r.copyFields.heard > 0 && r.copyFields.epoch > 0, JSON.stringify(r.copyFields))
+  // The copy goes to the members; the seeds' whole gossip (and the members' own) are in gossipFields.
+  t.true(r.gossipFields.keys > 0, JSON.stringify(r.gossipFields))
 })
 
 test('a token created out of thin air fails conservation, and spending it fails the oracle', t => {

@@ -36,7 +36,7 @@ export const SIMULATE_HELP = `usage: quotad simulate [options]
   --decide D         local or seeds, over the rules' own "decide": with seeds, members send each acquire to a seed
                      (with --seed-nodes; default: each rule's own)
   --property         replay one case of the CI property test (with --scenario, --mode, --seed)
-  --json             print every run's result as JSON lines (with "traffic": sent per node per second by message type, and "gossipFields": a gossip's mean bytes by field)
+  --json             print every run's result as JSON lines (with "traffic": sent per node per second by message type, "gossipFields": a gossip's mean bytes by field, and "copyFields": the same for the seeds' copies to members)
 `
 
 interface Target { rules: RuleConfig[], nodes: number, gossipMs: number, limits: LimitsConfig, voters: number, configPath?: string }

@@ -16,7 +16,8 @@
  *   once, as published), per node per second of the run; and the same per
  *   message type (`traffic`: want, grant, none, jrep, jack, gossip, ...), so
  *   that a change aimed at one kind of message can be judged by it; and a
- *   gossip's bytes by field (`gossipFields`).
+ *   gossip's bytes by field (`gossipFields`), and of the seeds' members'
+ *   copies (`copyFields`).
  */
 import type { Arrival, HotMove } from './types.js'
 import type { VirtualCluster } from './virtual-cluster.js'
@@ -49,6 +50,11 @@ export interface Figures {
    * ...), which every node receives from every other.
    */
   gossipFields: Record<string, number>
+  /**
+   * The same for the seeds' members' copies (member-gossip.ts; empty when
+   * no seed published one): what each member receives from each seed.
+   */
+  copyFields: Record<string, number>
   stranded: number
   /** Tokens moved by applied grants. */
   transferred: number
@@ -148,6 +154,7 @@ export function figures (inp: FigureInput): Figures {
     traffic: Object.fromEntries([...inp.vc.traffic].sort((a, b) => b[1].bytes - a[1].bytes)
       .map(([t, e]) => [t, { messagesPerNodeSec: e.messages / nodes / seconds, bytesPerNodeSec: e.bytes / nodes / seconds }])),
     gossipFields: inp.vc.gossipFields.means(),
+    copyFields: inp.vc.copyFields.means(),
     stranded,
     transferred: inp.vc.audit.applied
   }

@@ -40,6 +40,7 @@ export function dispatch (vc: VirtualCluster, replication: SimReplication, from:
       // gossip reaches the seeds; its members' copy, published apart, the members (member-gossip.ts).
       const seedsOnly = gossipAudience(from, core.seeds) === 'seeds'
       const copy = seedsOnly || o.members === undefined ? null : o.members === o.msg ? whole : published(vc, from, o.members)
+      if (copy !== null && o.members !== undefined) vc.copyFields.sample(o.members)
       for (const [to, target] of vc.nodes) {
         if (to === from || target.core === null) continue
         const seed = core.msums.isSeed(to)

@@ -333,6 +333,8 @@ export class VirtualCluster {
 
   /** A gossip's bytes by field (the figures' `gossipFields`). */
   readonly gossipFields = new GossipFields()
+  /** A seed's members' copy's bytes by field (the figures' `copyFields`). */
+  readonly copyFields = new GossipFields()
 
   /** What the nodes sent, per message type (`t`): the figures' traffic breakdown. */
   readonly traffic = new Map<string, { messages: number, bytes: number }>()

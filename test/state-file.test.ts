@@ -39,7 +39,8 @@ const bad: Array<[string, (s: Record<string, unknown>) => void, RegExp]> = [
   ['a negative count', s => { (s.keys as Array<Record<string, unknown>>)[0].tokens = -5 }, /keys\[0\]\.tokens/],
   ['another node\'s file', s => { s.node = 'b' }, /belongs to node "b"/],
   ['another cluster\'s file', s => { s.cluster = 'other' }, /belongs to cluster "other"/],
-  ['an unknown version', s => { s.version = 9 }, /version/]
+  ['an unknown version', s => { s.version = 9 }, /version/],
+  ['a clean stop\'s marks without their seq', s => { s.marks = [['b', 'b.1']] }, /marks\[0\]: must be \[giver, giverEpoch, seq\]/]
 ]
 
 for (const [what, edit, path] of bad) {

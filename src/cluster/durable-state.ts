@@ -78,6 +78,13 @@ export interface SavedState {
   inherited?: Array<[node: string, inc: number, calMs: number]>
   /** Other seeds' inheritances heard here (heir.ts `known`): [dead seed, its heir, the incarnation inherited]. */
   estates?: Array<[node: string, home: string, inc: number]>
+  /**
+   * A clean stop's applied marks: per giver's epoch, the highest grant seq
+   * these books hold. Final (a stopped node credits nothing), so the restart
+   * gossips them and the givers settle their grants in flight to the stopped
+   * epoch by them (estate-marks.ts, "own marks").
+   */
+  marks?: Array<[giver: string, giverEpoch: string, seq: number]>
   keys: SavedKey[]
 }
 

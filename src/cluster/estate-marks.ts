@@ -48,10 +48,14 @@
  * above it the giver takes it back at the horizon. Before, those grants were
  * lost for good: a kill -9 while tokens moved to a member shrank the limit
  * until the whole cluster restarted (crash-recovery.test.ts saw 33 of 100).
- * Only a member's own marks are read this way: a restarted seed's own
- * journal can be shorter than the copy its heir credits (a write lost with
- * the machine), and a seed that was inherited drops what it recovers, so
- * for a seed only its heir speaks. A member that is settled instead
+ * A seed's restart from its journal announces nothing: that journal can be
+ * shorter than the copy its heir credits (a write lost with the machine),
+ * and a seed that was inherited drops what it recovers, so after a seed's
+ * crash only its heir speaks. A clean stop's snapshot is different (any
+ * node's, seed or member): it is final, no copy holds more, so its restart
+ * announces its marks too (persist.ts), and a heir's marks for the same
+ * epoch are never above them: whichever come first, no grant a heir
+ * credited is taken back. A member that is settled instead
  * (reclaim-settle.ts) takes these grants back from here (`release`), and
  * its restart drops what it recovered.
  */
@@ -156,13 +160,14 @@ export class EstateMarks {
 
   /**
    * A gossip's marks from `from` (at its epoch `fromEpoch`): those for this incarnation, if `from` is the dead
-   * seed's heir here, or the member itself speaking of an earlier epoch of its own.
+   * seed's heir here, or the node itself speaking of an earlier epoch of its own (a seed does only after a clean
+   * stop: persist.ts).
    */
   onMarks (from: string, fromEpoch: string, entries: readonly EstateMark[], nowMs: number): void {
     const c = this.c
     for (const [dead, epoch, giver, giverEpoch, seq] of entries) {
       if (giver !== c.node || giverEpoch !== c.epoch) continue
-      const own = dead === from && epoch !== fromEpoch && !c.seeds.includes(dead)
+      const own = dead === from && epoch !== fromEpoch
       if (!own && c.heir.homes.get(dead) !== from) continue
       this.mark(dead, epoch, seq, nowMs)
     }

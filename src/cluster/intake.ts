@@ -13,8 +13,8 @@
  * want, grant, ack or none, from a newer incarnation than the one known
  * (Peers.newer: a higher `inc`, or the same under another epoch once the
  * known one fell silent) ends the old epoch at once: grants to it can never
- * be applied (a seed's are stranded, a member's wait for its journal's
- * marks: estate-marks.ts), and its applied marks go. Without
+ * be applied (they wait for its restart's marks, or are stranded without
+ * them: estate-marks.ts), and its applied marks go. Without
  * the requests' evidence, a giver kept resending to a receiver's dead epoch,
  * and a receiver kept answering `old-epoch` to a restarted giver, until a
  * gossip came (reclaim-design.md §1, findings 2 and 3).
@@ -70,15 +70,15 @@ function evidence (c: ClusterCore, m: { node: string, epoch: string, inc: number
 
 /**
  * Peer `node` is now `epoch`: grants to its older epochs can never be
- * applied. A seed's are stranded; a member's wait for its marks, which its
- * restart from a journal gossips (estate-marks.ts: those it had applied are
- * in its recovered books, the rest come back at the horizon; without marks
+ * applied. They wait for its marks, which its restart gossips: a member's
+ * restart from a journal, and any node's from a clean stop's snapshot
+ * (estate-marks.ts: those it had applied are in its restored books, the
+ * rest come back at the horizon; without marks, as after a seed's crash,
  * they are stranded after `waitMs`). The marks of its older epochs as a
  * giver go, and it gets every key from us.
  */
 function endedEpoch (c: ClusterCore, node: string, epoch: string, nowMs: number): void {
-  if (c.seeds.includes(node)) strand(c, c.ledger.peerEpoch(node, epoch))
-  else for (const e of c.ledger.epochsOf(node)) if (e !== epoch) c.reclaim.marks.hold(node, e, c.ledger.takeOutbox(node, e), undefined, nowMs)
+  for (const e of c.ledger.epochsOf(node)) if (e !== epoch) c.reclaim.marks.hold(node, e, c.ledger.takeOutbox(node, e), undefined, nowMs)
   c.ledger.giverEpoch(node, epoch)
   c.gossip.requestFullSync()
 }

@@ -50,6 +50,7 @@ export function saveState (core: ClusterCore, nowMs: number, status: 'running' |
     s.peers = core.reclaim.held()
     s.inherited = core.heir.saved()
     s.estates = core.heir.known()
+    s.marks = core.ledger.acks(core.currentEpochs())
     s.keys = snapshotKeys(core, nowMs)
   }
   return s
@@ -164,6 +165,11 @@ export function startCore (base: CoreBase, rules: RuleConfig[], saved: SavedStat
   restoreCaution(core, saved)
   restoreKeys(core, saved.keys, r, nowMs)
   restorePeers(core, saved.peers ?? [])
+  // The stopped epoch's givers settle their grants in flight to it by these marks (estate-marks.ts): the snapshot
+  // holds every grant at or below them, and the stopped process credited nothing after it. A seed's too: its marks
+  // are at least those of any copy of its journal, so a heir that inherited it anyway never credits a grant they
+  // send back. A file without them (an older build) announces nothing: such grants wait out the marks, as before.
+  if (saved.marks !== undefined) core.reclaim.marks.announceOwn(saved.epoch, new Map(saved.marks.map(([g, e, n]) => [`${g}\u0000${e}`, n])), nowMs)
   return finish(core, rules, r, nowMs)
 }
 

@@ -64,7 +64,7 @@ export function settleSeed (c: ClusterCore, r: Reclaim, node: string, inc: numbe
   // A newer incarnation's own epoch is not the dead one's (what it carries is dropped when it learns: aboutMe).
   const p = c.peers.get(node)
   const live = p !== undefined && p.inc > inc ? p.epoch : undefined
-  const epochs = new Set<string>([...c.positions.accounts(node).keys(), ...c.ledger.epochsOf(node), ...(r.restored.get(node)?.keys() ?? [])])
+  const epochs = new Set<string>([...c.positions.accounts(node).keys(), ...c.ledger.epochsOf(node), ...r.marks.epochsOf(node), ...(r.restored.get(node)?.keys() ?? [])])
   epochs.delete(live as string)
   // Our applied marks of its grants are final from now on (they are refused): its heir takes back those above them.
   r.returns.settled(node, p !== undefined && p.inc <= inc ? p.epoch : undefined, nowMs)
@@ -73,7 +73,8 @@ export function settleSeed (c: ClusterCore, r: Reclaim, node: string, inc: numbe
     for (const [k, n] of c.positions.accounts(node).get(e) ?? []) held.set(k, (held.get(k) ?? 0) + n)
     for (const [k, n] of r.restored.get(node)?.get(e) ?? []) held.set(k, (held.get(k) ?? 0) + n)
     // Counted as returned to it here; they wait for its heir's marks, which tell which to take back (estate-marks.ts).
-    const unacked = c.ledger.takeOutbox(node, e)
+    // (Its restart may have been heard first: then they wait for its own marks already, and move to the heir's.)
+    const unacked = [...c.ledger.takeOutbox(node, e), ...r.marks.release(node, e)]
     for (const g of unacked) for (const [k, n] of g.items) held.set(k, (held.get(k) ?? 0) - n)
     c.positions.forgetAccount(node, e)
     r.restored.get(node)?.delete(e)

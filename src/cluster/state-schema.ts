@@ -153,6 +153,13 @@ function state (raw: unknown): SavedState {
       return [str(e[0], `${path}[0]`, 64), str(e[1], `${path}[1]`, 64), int(e[2], `${path}[2]`)] as [string, string, number]
     })
   }
+  if (o.marks !== undefined) {
+    s.marks = arr(o.marks, 'marks', 1_000_000).map((e, i) => {
+      const path = `marks[${i}]`
+      if (!Array.isArray(e) || e.length !== 3) throw new Bad(path, 'must be [giver, giverEpoch, seq]')
+      return [str(e[0], `${path}[0]`, 256), str(e[1], `${path}[1]`, 256), int(e[2], `${path}[2]`)] as [string, string, number]
+    })
+  }
   if (o.peers !== undefined) {
     s.peers = arr(o.peers, 'peers', 1_000_000).map((e, i) => {
       const path = `peers[${i}]`

@@ -274,7 +274,8 @@ export class TokenAudit {
     // A member's own marks (its restart from its journal): a grant it never applied leaves `stranded` for its
     // giver's books; one it applied was in its crash books, which the restart's recovery took out of `stranded`
     // already (what it did not recover is the lost part). One it recovered shows as created.
-    if (!this.seeds.includes(g.to)) { this.grants.estateReturn(g.epoch, g.toEpoch, g.seq); return }
+    // A seed's own marks come only from a clean stop's snapshot (persist.ts), whose books the restart restored: the
+    // same as a member's, unless a heir inherited that epoch (then the heir's copy is what was credited).
     for (const c of this.everCores) {
       for (const e of c.heir.log) {
         if (e.node !== g.to || e.epoch !== g.toEpoch) continue
@@ -283,6 +284,7 @@ export class TokenAudit {
         return
       }
     }
+    this.grants.estateReturn(g.epoch, g.toEpoch, g.seq)
   }
 
   /** The share a node would create `key` with under `rules`. */

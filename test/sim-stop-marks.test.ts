@@ -1,0 +1,47 @@
+/**
+ * Grants in flight to a node that stops cleanly (estate-marks.ts, "own
+ * marks"), in the simulator: its snapshot saves its applied marks, which are
+ * final (a stopped node credits nothing), and its restart gossips them; each
+ * giver counts its unacked grants to the stopped epoch at or below the mark
+ * as delivered (they are in the restored books) and takes back those above
+ * it, at the horizon. Seeds too: a clean stop's marks are at least those of
+ * any copy of its journal. Before, a seed's givers stranded them at once and
+ * a member's waited out the marks: `stops` (three graceful stops restarted
+ * 0.5 s later, their gossip unheard) lost up to 82 tokens of 1000 for good.
+ */
+import test from 'ava'
+import { runSim } from '../src/sim/run.js'
+import { scenario } from '../src/sim/scenario.js'
+import type { VirtualCluster } from '../src/sim/virtual-cluster.js'
+
+const RULE = { name: 'api', match: 'api', limit: 1000, perMs: 1000, per: '1000ms', algorithm: 'fixed-window', burst: 1000, mode: 'hard', onPartition: 'local-share', maxDebt: 100 } as const
+const SEEDS = Array.from({ length: 20 }, (_, i) => i + 1)
+
+interface Outcome { ok: boolean, failures: string[], lost: number, back: number, delivered: number, expired: number }
+
+function run (name: string, seed: number): Outcome {
+  let vc: VirtualCluster | undefined
+  const r = runSim({ scenario: scenario(name), nodes: 10, seedNodes: 3, seed, mode: 'hard', rule: RULE, durationMs: 10_000, gossipIntervalMs: 250, sabotage: v => { vc = v } })
+  const o: Outcome = { ok: r.ok && r.overshoot === 0, failures: r.failures, lost: r.stranded, back: 0, delivered: 0, expired: 0 }
+  for (const c of (vc as VirtualCluster).cores.values()) {
+    o.back += c.reclaim.marks.counters.tokensTakenBack
+    o.delivered += c.reclaim.marks.counters.tokensDelivered
+    o.expired += c.reclaim.marks.counters.tokensExpired
+  }
+  return o
+}
+
+for (const name of ['stops', 'slow-streams']) {
+  test(`${name}: grants in flight to a node that stops cleanly are settled by its snapshot's marks; nothing is lost for good`, t => {
+    const runs = SEEDS.map(s => run(name, s))
+    for (const [i, o] of runs.entries()) {
+      t.true(o.ok, `seed ${SEEDS[i]}: ${o.failures.join('; ')}`)
+      t.is(o.lost, 0, `seed ${SEEDS[i]}: lost for good`)
+      t.is(o.expired, 0, `seed ${SEEDS[i]}: no grant waited out the marks`)
+    }
+    const back = runs.reduce((a, o) => a + o.back, 0)
+    const delivered = runs.reduce((a, o) => a + o.delivered, 0)
+    t.log(`over ${SEEDS.length} runs: ${back} tokens taken back, ${delivered} delivered`)
+    t.true(back + delivered > 0, 'some grant was in flight at a stop')
+  })
+}

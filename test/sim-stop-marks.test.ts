@@ -1,13 +1,16 @@
 /**
- * Grants in flight to a node that stops cleanly (estate-marks.ts, "own
- * marks"), in the simulator: its snapshot saves its applied marks, which are
- * final (a stopped node credits nothing), and its restart gossips them; each
- * giver counts its unacked grants to the stopped epoch at or below the mark
- * as delivered (they are in the restored books) and takes back those above
- * it, at the horizon. Seeds too: a clean stop's marks are at least those of
- * any copy of its journal. Before, a seed's givers stranded them at once and
- * a member's waited out the marks: `stops` (three graceful stops restarted
- * 0.5 s later, their gossip unheard) lost up to 82 tokens of 1000 for good.
+ * Grants in flight to a node that stops cleanly or crashes, and restarts
+ * (estate-marks.ts, "own marks"), in the simulator. A clean stop's snapshot
+ * saves its applied marks, which are final (a stopped node credits
+ * nothing), and its restart gossips them; a journal restart gossips its
+ * journal's (a seed's only once no heir can inherit the crashed epoch:
+ * `announceOwnOnceSafe`). Each giver counts its unacked grants to the ended
+ * epoch at or below the mark as delivered (they are in the restored books)
+ * and takes back those above it, at the horizon. Before, a seed's givers
+ * stranded them at once and a member's waited out the marks after a stop:
+ * `stops` (three graceful stops restarted 0.5 s later, their gossip
+ * unheard) lost up to 82 tokens of 1000 for good, `crash-restart` (two
+ * seeds and two members killed and restarted) up to 49.
  */
 import test from 'ava'
 import { runSim } from '../src/sim/run.js'
@@ -31,8 +34,8 @@ function run (name: string, seed: number): Outcome {
   return o
 }
 
-for (const name of ['stops', 'slow-streams']) {
-  test(`${name}: grants in flight to a node that stops cleanly are settled by its snapshot's marks; nothing is lost for good`, t => {
+for (const name of ['stops', 'slow-streams', 'crash-restart', 'churn']) {
+  test(`${name}: grants in flight to a node that stops or crashes and restarts are settled by its marks; nothing is lost for good`, t => {
     const runs = SEEDS.map(s => run(name, s))
     for (const [i, o] of runs.entries()) {
       t.true(o.ok, `seed ${SEEDS[i]}: ${o.failures.join('; ')}`)

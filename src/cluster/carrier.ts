@@ -45,6 +45,11 @@ export class Carrier {
     if (quorum.isVoter(me)) this.clear.add(me)
   }
 
+  /** The carried books are this incarnation's for good: no quorum can ever attest a carried incarnation now. */
+  get isSafe (): boolean {
+    return this.safe
+  }
+
   /** Voter `voter` attests a carried incarnation: true once a quorum does (the caller drops the books, once). */
   attested (voter: string): boolean {
     if (this.dropped || this.safe) return false

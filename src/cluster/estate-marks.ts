@@ -48,14 +48,15 @@
  * above it the giver takes it back at the horizon. Before, those grants were
  * lost for good: a kill -9 while tokens moved to a member shrank the limit
  * until the whole cluster restarted (crash-recovery.test.ts saw 33 of 100).
- * A seed's restart from its journal announces nothing: that journal can be
- * shorter than the copy its heir credits (a write lost with the machine),
- * and a seed that was inherited drops what it recovers, so after a seed's
- * crash only its heir speaks. A clean stop's snapshot is different (any
- * node's, seed or member): it is final, no copy holds more, so its restart
- * announces its marks too (persist.ts), and a heir's marks for the same
- * epoch are never above them: whichever come first, no grant a heir
- * credited is taken back. A member that is settled instead
+ * A seed's restart from its journal announces them only once no heir can
+ * inherit the crashed epoch (`announceOwnOnceSafe`): that journal can be
+ * shorter than the copy a heir would credit (a write the replicas had and
+ * this disk did not), and a seed that was inherited drops what it recovers,
+ * so until then only a heir may speak for it. A clean stop's snapshot is
+ * different (any node's, seed or member): it is final, no copy holds more,
+ * so its restart announces its marks at once (persist.ts), and a heir's
+ * marks for the same epoch are never above them: whichever come first, no
+ * grant a heir credited is taken back. A member that is settled instead
  * (reclaim-settle.ts) takes these grants back from here (`release`), and
  * its restart drops what it recovered.
  */
@@ -159,6 +160,22 @@ export class EstateMarks {
   }
 
   /**
+   * A seed restarted from its journal: its crashed epoch's marks, announced
+   * only once its carried books are its own for good (carrier.ts `isSafe`:
+   * a quorum of voters echoed this incarnation without attesting the
+   * crashed one, so none ever will, and no heir inherits it). Until then a
+   * heir might still credit a copy of that epoch that is longer than this
+   * journal (a write the replicas had and this disk did not), and these
+   * marks would take back grants the copy holds. If a quorum attests it
+   * instead, the books are dropped and only the heir's marks count.
+   */
+  announceOwnOnceSafe (epoch: string, marks: ReadonlyMap<string, number>): void {
+    this.ownOnceSafe = { epoch, marks }
+  }
+
+  private ownOnceSafe: { epoch: string, marks: ReadonlyMap<string, number> } | null = null
+
+  /**
    * A gossip's marks from `from` (at its epoch `fromEpoch`): those for this incarnation, if `from` is the dead
    * seed's heir here, or the node itself speaking of an earlier epoch of its own (a seed does only after a clean
    * stop: persist.ts).
@@ -217,6 +234,11 @@ export class EstateMarks {
 
   /** Housekeeping: grants that waited too long are dropped, stranded (the heir read no copy, or died; a member came back without its journal). */
   update (nowMs: number): void {
+    const own = this.ownOnceSafe
+    if (own !== null && (this.c.reclaim.carrier.isSafe || this.c.reclaim.carrier.dropped)) {
+      this.ownOnceSafe = null
+      if (!this.c.reclaim.carrier.dropped) this.announceOwn(own.epoch, own.marks, nowMs)
+    }
     for (const [id, h] of this.held) {
       if (nowMs < h.until) continue
       this.held.delete(id)

@@ -70,11 +70,10 @@ function evidence (c: ClusterCore, m: { node: string, epoch: string, inc: number
 
 /**
  * Peer `node` is now `epoch`: grants to its older epochs can never be
- * applied. They wait for its marks, which its restart gossips: a member's
- * restart from a journal, and any node's from a clean stop's snapshot
- * (estate-marks.ts: those it had applied are in its restored books, the
- * rest come back at the horizon; without marks, as after a seed's crash,
- * they are stranded after `waitMs`). The marks of its older epochs as a
+ * applied. They wait for its marks, which its restart gossips, from its
+ * journal or a clean stop's snapshot (estate-marks.ts: those it had applied
+ * are in its restored books, the rest come back at the horizon; without
+ * marks they are stranded after `waitMs`). The marks of its older epochs as a
  * giver go, and it gets every key from us.
  */
 function endedEpoch (c: ClusterCore, node: string, epoch: string, nowMs: number): void {

@@ -207,10 +207,14 @@ function recoverCore (base: CoreBase, rules: RuleConfig[], saved: SavedState, jo
   recovery.restoredTokens = r.tokens
   // What it held of each peer's tokens: it gives each peer no more than that (no relay, reclaim.ts).
   for (const [node, byEpoch] of journal.peers) core.reclaim.restored.set(node, byEpoch)
-  // A member tells its givers which of their grants to the crashed epoch these books hold (estate-marks.ts). Only
-  // from a journal whose checkpoint has `marks`: one an older build wrote without them would read as "none applied",
-  // and its givers would take back grants these books hold. (Such grants then wait out the marks and are stranded.)
-  if (!core.seeds.includes(core.node) && cp.marks !== undefined) core.reclaim.marks.announceOwn(cp.epoch, journal.marks, nowMs)
+  // It tells its givers which of their grants to the crashed epoch these books hold (estate-marks.ts). Only from a
+  // journal whose checkpoint has `marks`: one an older build wrote without them would read as "none applied", and
+  // its givers would take back grants these books hold. (Such grants then wait out the marks and are stranded.) A
+  // seed only once no heir can inherit the crashed epoch (announceOwnOnceSafe).
+  if (cp.marks !== undefined) {
+    if (!core.seeds.includes(core.node)) core.reclaim.marks.announceOwn(cp.epoch, journal.marks, nowMs)
+    else core.reclaim.marks.announceOwnOnceSafe(cp.epoch, journal.marks)
+  }
   return finish(core, rules, r, nowMs)
 }
 

@@ -177,8 +177,8 @@ export class EstateMarks {
 
   /**
    * A gossip's marks from `from` (at its epoch `fromEpoch`): those for this incarnation, if `from` is the dead
-   * seed's heir here, or the node itself speaking of an earlier epoch of its own (a seed does only after a clean
-   * stop: persist.ts).
+   * seed's heir here, or the node itself speaking of an earlier epoch of its own (a seed only after a clean stop,
+   * or once no heir can inherit the crashed epoch: announceOwnOnceSafe).
    */
   onMarks (from: string, fromEpoch: string, entries: readonly EstateMark[], nowMs: number): void {
     const c = this.c

@@ -3,8 +3,8 @@
  * (docs/operations.md, "Logs"): this node's own incarnation attested dead,
  * the books a restart carried dropped, each settlement of a dead
  * incarnation, each inheritance of a dead seed, and how the grants this
- * node had in flight to a crashed incarnation were settled by its marks (a
- * dead seed's heir's, or a restarted member's own). The
+ * node had in flight to an ended incarnation were settled by its marks (a
+ * dead seed's heir's, or the restarted node's own). The
  * driver (cluster-node.ts) calls `tick` after each core tick; each event is
  * logged once.
  */
@@ -56,10 +56,10 @@ export class ReclaimLog {
     const m = r.marks.counters
     const was = this.marks
     if (m.tokensTakenBack !== was.tokensTakenBack || m.tokensDelivered !== was.tokensDelivered) {
-      this.log.info('grants in flight to a crashed incarnation settled by its marks (a dead seed\'s heir, or a member\'s restart from its journal)', { delivered: m.tokensDelivered - was.tokensDelivered, takenBack: m.tokensTakenBack - was.tokensTakenBack })
+      this.log.info('grants in flight to an ended incarnation settled by its marks (a dead seed\'s heir, or the node\'s restart)', { delivered: m.tokensDelivered - was.tokensDelivered, takenBack: m.tokensTakenBack - was.tokensTakenBack })
     }
     if (m.tokensExpired !== was.tokensExpired) {
-      this.log.warn('no marks came in time for grants in flight to a crashed incarnation (from a dead seed\'s heir, or a member\'s restart): they are lost', { tokens: m.tokensExpired - was.tokensExpired })
+      this.log.warn('no marks came in time for grants in flight to an ended incarnation (from a dead seed\'s heir, or the node\'s restart): they are lost', { tokens: m.tokensExpired - was.tokensExpired })
     }
     if (m.tokensTakenBack !== was.tokensTakenBack || m.tokensDelivered !== was.tokensDelivered || m.tokensExpired !== was.tokensExpired) this.marks = { ...m }
     return attested

@@ -112,7 +112,7 @@ export class EstateMarks {
 
   /**
    * Survivor, at the settlement of dead seed `node`: our unacked grants to its `epoch` wait for its heir's marks;
-   * or at a member's new epoch (intake.ts), for the member's own.
+   * or at any node's new epoch (intake.ts), for the restart's own.
    */
   hold (node: string, epoch: string, grants: Grant[], heir: readonly [string, string] | undefined, nowMs: number): void {
     if (grants.length === 0) return
@@ -152,8 +152,9 @@ export class EstateMarks {
   }
 
   /**
-   * A member restarted from its journal: its crashed epoch's marks (`${giver}\0${giverEpoch}` -> seq), gossiped to
-   * its givers for `waitMs` so they settle their grants in flight to that epoch (see the header).
+   * This node restarted (a member from its journal, any node from a clean stop's snapshot, a seed's journal once
+   * safe): its ended epoch's marks (`${giver}\0${giverEpoch}` -> seq), gossiped to its givers for `waitMs` so they
+   * settle their grants in flight to that epoch (see the header).
    */
   announceOwn (epoch: string, marks: ReadonlyMap<string, number>, nowMs: number): void {
     this.announced.push({ dead: this.c.node, epoch, marks, until: nowMs + this.waitMs })
@@ -232,7 +233,7 @@ export class EstateMarks {
     c.journal.checkpointNeeded = true
   }
 
-  /** Housekeeping: grants that waited too long are dropped, stranded (the heir read no copy, or died; a member came back without its journal). */
+  /** Housekeeping: a seed's own marks once safe; grants that waited too long are dropped, stranded (the heir read no copy, or died; the node came back without marks). */
   update (nowMs: number): void {
     const own = this.ownOnceSafe
     if (own !== null && (this.c.reclaim.carrier.isSafe || this.c.reclaim.carrier.dropped)) {

@@ -71,11 +71,12 @@ test.serial('a member\'s acquires are decided at the seeds: with all the demand,
   } finally { await q.close() }
 })
 
-test.serial('more concurrent acquires at a member than a seed takes streams from it: queued for a slot, none denied for the limit', async t => {
+test.serial('more concurrent acquires at a member than a seed holds of its session: queued for a slot, none denied for the limit', async t => {
   t.timeout(180_000)
   const { c, m } = await proxyCluster(t, [{ name: 'many', match: 'many', limit: 1_000_000, per: '1d', algorithm: 'fixed-window', decide: 'seeds' }])
-  // 300 at once: each is a stream to a seed, and a seed takes 64 at once from one peer (measured before the slots:
-  // 100 at once had 36 denied, 300 had 236).
+  // 300 at once: a seed holds 256 calls of one session at once (transport/calls.ts); the member sends 128 at a time
+  // (forward-slots.ts). Before the slots, when each was a stream of its own and a seed took 64 at once from one peer,
+  // 100 at once had 36 denied, 300 had 236.
   const rs = await Promise.all(Array.from({ length: 300 }, async () => await m.acquire('many', { waitMs: 20_000 })))
   t.is(rs.filter(r => r.allowed).length, 300)
   const mine = await counters(c.sockets.m1)

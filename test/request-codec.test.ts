@@ -9,7 +9,7 @@ import test from 'ava'
 import { decodeRequest, encodeRequest } from '../src/cluster/request-codec.js'
 import { CLUSTER_VERSION, parseMessage, type Ack, type Grant, type None, type Want } from '../src/cluster/messages.js'
 import type { Jack, Jrep } from '../src/cluster/replica-messages.js'
-import type { Fans, Fwd } from '../src/cluster/forward-messages.js'
+import { decisionOf, decodeFans, decodeFwd, encodeFans, encodeFwd, type Fans, type Fwd } from '../src/cluster/forward-messages.js'
 import { wire } from '../src/cluster/wire.js'
 import { ErrorCodes } from '../src/errors.js'
 
@@ -71,21 +71,29 @@ test('an array that is not a compact want, grant, ack or none is E_BAD_FRAME, an
   t.throws(() => decodeRequest(arr([])), badFrame)
 })
 
-test('a forwarded acquire and its answer go as arrays and read back as the same message; their fields are checked', t => {
-  const fwd: Fwd = { ...head, t: 'fwd', id: 7, key: 'api:k20', count: 2 }
-  const fans: Fans = { ...head, t: 'fans', id: 7, allowed: true, remaining: 11, limit: 100, resetMs: 420, retryAfterMs: 0, rule: 'api' }
-  const refusal: Fans = { ...head, t: 'fans', id: 8, allowed: false, remaining: 0, limit: 0, resetMs: 0, retryAfterMs: -1, rule: '', code: 'E_NOT_SEED' }
-  for (const m of [fwd, fans, refusal]) {
-    const bytes = encodeRequest(m)
-    t.true(Array.isArray(wire.unpack(bytes)), m.t)
-    t.deepEqual(decodeRequest(bytes), m, m.t)
-  }
-  t.deepEqual(wire.unpack(encodeRequest(fwd)), [CLUSTER_VERSION, 'fwd', 'n21', '3e89ee96a3298645', 4, 7, 'api:k20', 2], 'the documented order')
+test('a forwarded acquire and its answer go as compact arrays without what either end knows, and read back the same; their fields are checked', t => {
+  const fwd: Fwd = { node: 'n21', key: 'api:k20', count: 2 }
+  const waited: Fwd = { node: 'n21', key: 'api:k20', count: 1, wait: 250 }
+  const fans: Fans = { allowed: true, remaining: 11, resetMs: 420, retryAfterMs: 0 }
+  const refusal: Fans = { allowed: false, remaining: 0, resetMs: 0, retryAfterMs: -1, code: 'E_NOT_SEED' }
+  for (const f of [fwd, waited]) t.deepEqual(decodeFwd(encodeFwd(f), 'n21'), f)
+  t.deepEqual(decodeFwd(encodeFwd(fwd), ''), { ...fwd, node: '' }, 'the name is the one bound to the session, never sent')
+  for (const a of [fans, refusal]) t.deepEqual(decodeFans(encodeFans(a)), a)
+  t.deepEqual(wire.unpack(encodeFwd(fwd)), [CLUSTER_VERSION, 'api:k20', 2], 'the documented order')
+  t.deepEqual(wire.unpack(encodeFans(refusal)), [CLUSTER_VERSION, false, 0, 0, -1, 'E_NOT_SEED'], 'the documented order')
+  t.true(encodeFwd({ node: 'n21', key: 'k:57', count: 1 }).byteLength <= 8, 'a one-token forward of a short key is a few bytes')
+  t.true(encodeFans({ allowed: true, remaining: 57, resetMs: 430, retryAfterMs: 0 }).byteLength <= 8)
+  t.deepEqual(decisionOf(fans, 100, 'api'), { allowed: true, remaining: 11, limit: 100, resetMs: 420, retryAfterMs: 0, rule: 'api' }, "the member's own rule fills in its name and limit")
   const arr = (a: unknown[]): Uint8Array => wire.pack(a)
-  const f = [CLUSTER_VERSION, 'fwd', 'n21', 'e', 1, 7]
-  t.throws(() => decodeRequest(arr([...f, 'k', 0])), badFrame, 'count 0')
-  t.throws(() => decodeRequest(arr([...f, 'k', 1.5])), badFrame, 'a fractional count')
-  t.throws(() => decodeRequest(arr([...f, 'x'.repeat(300), 1])), badFrame, 'a key over the bound')
-  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'fans', 'n21', 'e', 1, 7, 'yes', 0, 1, 0, 0, 'api'])), badFrame, 'allowed not a boolean')
-  t.throws(() => decodeRequest(arr([CLUSTER_VERSION, 'fans', 'n21', 'e', 1, 7, true, 0, 1, 0, -5, 'api'])), badFrame, 'retryAfterMs below -1')
+  t.throws(() => decodeFwd(arr([CLUSTER_VERSION, 'k', 0]), 'n21'), badFrame, 'count 0')
+  t.throws(() => decodeFwd(arr([CLUSTER_VERSION, 'k', 1.5]), 'n21'), badFrame, 'a fractional count')
+  t.throws(() => decodeFwd(arr([CLUSTER_VERSION, 'x'.repeat(300), 1]), 'n21'), badFrame, 'a key over the bound')
+  t.throws(() => decodeFwd(arr([CLUSTER_VERSION, 'k']), 'n21'), badFrame, 'no count')
+  t.throws(() => decodeFwd(arr([CLUSTER_VERSION, 'k', 1, 5, 'extra']), 'n21'), badFrame, 'too many fields')
+  t.throws(() => decodeFwd(arr([CLUSTER_VERSION - 1, 'k', 1]), 'n21'), badFrame, 'another version')
+  t.throws(() => decodeFwd(wire.pack({ key: 'k', count: 1 }), 'n21'), badFrame, 'a map')
+  t.throws(() => decodeFwd(new Uint8Array([0xc1]), 'n21'), badFrame, 'not msgpack')
+  t.throws(() => decodeFans(arr([CLUSTER_VERSION, 'yes', 0, 0, 0])), badFrame, 'allowed not a boolean')
+  t.throws(() => decodeFans(arr([CLUSTER_VERSION, true, 0, 0, -5])), badFrame, 'retryAfterMs below -1')
+  t.throws(() => decodeFans(arr([CLUSTER_VERSION, false, 0, 0, -1, 'bad code!'])), badFrame, 'a code that is not a name')
 })

@@ -61,6 +61,15 @@ async function startNode (t: ExecutionContext, psk: Uint8Array | null, seeds: Ar
     if (text.startsWith('big:')) return new Uint8Array(Number(text.slice(4)))
     return Buffer.from(`${text}<-${tr.peerId.slice(-4)}`)
   }
+  tr.onCall = async (_from, data) => {
+    const text = Buffer.from(data).toString()
+    if (text === 'throw') throw new Error('handler failed')
+    if (text === 'hang') return await new Promise<Uint8Array>(() => {})
+    // 'slow:N:x' answers after N ms, so later calls can be answered first
+    const slow = /^slow:(\d+):/.exec(text)
+    if (slow !== null) await new Promise(resolve => setTimeout(resolve, Number(slow[1])))
+    return Buffer.from(`${text}<=${tr.peerId.slice(-4)}`)
+  }
   await tr.start()
   t.teardown(async () => { await tr.stop() })
   return node
@@ -136,6 +145,39 @@ test('three nodes with one key connect, gossip and make requests both ways', asy
   await waitFor('b to count the failed requests', () => b.t.stats().requestsInFailed >= 2)
   t.like(b.t.stats(), { requestsIn: 6, handlerErrors: 1 })
   t.true(b.t.stats().received >= 2)
+})
+
+test('calls go on one session per peer, answered in any order; a timeout keeps the session, a handler that throws ends it and the next call opens another', async t => {
+  const psk = randomBytes(32)
+  const a = await startNode(t, psk, [])
+  const b = await startNode(t, psk, [a])
+  await waitFor('a and b connected', () => a.t.connectedPeers().length === 1 && b.t.connectedPeers().length === 1)
+  const text = async (p: Promise<Uint8Array>): Promise<string> => Buffer.from(await p).toString()
+  const tail = a.t.peerId.slice(-4)
+  // 40 at once, the early ones answered last: each answer reaches its own call
+  const said = Array.from({ length: 40 }, (_, i) => `slow:${(40 - i) * 5}:${i}`)
+  t.deepEqual(await Promise.all(said.map(async m => await text(b.t.call(a.t.peerId, Buffer.from(m), OK_MS)))), said.map(m => `${m}<=${tail}`))
+  t.like(b.t.stats(), { callsOut: 40, callSessionsOpened: 1, callErrors: 0 })
+  await waitFor('a to count the calls', () => a.t.stats().callsIn === 40)
+  t.like(a.t.stats(), { callSessionsServed: 1, callsInFailed: 0 })
+
+  const hung = await t.throwsAsync<QuotadError>(b.t.call(a.t.peerId, Buffer.from('hang'), 300))
+  t.is(hung?.code, 'E_TIMEOUT')
+  t.is(await text(b.t.call(a.t.peerId, Buffer.from('after'), OK_MS)), `after<=${tail}`)
+  t.is(b.t.stats().callSessionsOpened, 1, 'a timed-out call leaves its session open')
+
+  const tooBig = await t.throwsAsync<QuotadError>(b.t.call(a.t.peerId, new Uint8Array(5000), OK_MS))
+  t.is(tooBig?.code, 'E_FRAME_TOO_LARGE', 'a call frame is bounded')
+  // A handler that throws resets the session: the calls on it fail, and the next call opens a new one
+  const slowOne = b.t.call(a.t.peerId, Buffer.from('slow:2000:x'), OK_MS)
+  const threw = await t.throwsAsync<QuotadError>(b.t.call(a.t.peerId, Buffer.from('throw'), OK_MS))
+  t.is(threw?.code, 'E_CONNECTION')
+  t.is((await t.throwsAsync<QuotadError>(slowOne))?.code, 'E_CONNECTION', 'a call in flight on the reset session fails')
+  t.is(await text(b.t.call(a.t.peerId, Buffer.from('again'), OK_MS)), `again<=${tail}`)
+  t.is(b.t.stats().callSessionsOpened, 2)
+  // both ways: a calls b on a session of its own
+  t.is(await text(a.t.call(b.t.peerId, Buffer.from('back'), OK_MS)), `back<=${b.t.peerId.slice(-4)}`)
+  t.is(a.t.stats().callSessionsOpened, 1)
 })
 
 test('the peer identity is created once (mode 0600) and reused on restart; a corrupt key file is refused', async t => {

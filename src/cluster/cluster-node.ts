@@ -31,7 +31,7 @@ import { checkOwner } from './state-schema.js'
 import { clusterHash } from './cluster-hash.js'
 import { ReclaimLog } from './reclaim-log.js'
 import { GossipInbox } from './gossip-inbox.js'
-import { forwardAcquire, sendRequest, serveRequest, type RequestContext } from './node-requests.js'
+import { forwardAcquire, sendRequest, serveCall, serveRequest, type RequestContext } from './node-requests.js'
 import { ForwardSlots } from './forward-slots.js'
 import type { AcquireResult, Decision } from '../core/types.js'
 import { DEFAULT_BOUNDS, gossipTopic, membersTopic, seedsTopic, type Gossip, type Grant, type MessageBounds } from './messages.js'
@@ -174,6 +174,7 @@ export class ClusterNode {
     })
     t.onGossip = (from, data) => this.inbox.push(from, data)
     t.onRequest = async (from, data) => await serveRequest(this.requests, from, data)
+    t.onCall = async (from, data) => await serveCall(this.requests, from, data)
     t.onPeer = (peerId, connected) => log.info(connected ? 'peer connected' : 'peer disconnected', { peerId, node: this.core.membership.nameOf(peerId) ?? null })
     await t.start()
     this.transport = t

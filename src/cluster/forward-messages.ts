@@ -1,47 +1,48 @@
 /**
  * A member's request decided at a seed (rules with `"decide": "seeds"`,
- * forward.ts), and the seed's answer.
+ * forward.ts), and the seed's answer, as they go on a call session
+ * (`/quotad/forward/1.0.0`, transport/calls.ts): msgpack arrays, fields in
+ * this order, trailing optional fields left off.
  *
- * - fwd (request, member -> seed): "decide this acquire of `count` of `key`
- *   as your own" (waiting up to `wait` ms for tokens, as the client asked).
- *   `id` is the member's, echoed in the answer.
- * - fans (its answer): the seed's decision, as it would answer its own
- *   client. `allowed` false with `code` set: the seed did not decide (not a
- *   seed, not running, no rule for the key).
+ * - fwd (member -> seed): `[v, key, count, wait]`: "decide this acquire of
+ *   `count` of `key` as your own", waiting up to `wait` ms for tokens, as
+ *   the client asked (left off when 0).
+ * - fans (the answer): `[v, allowed, remaining, resetMs, retryAfterMs, code]`:
+ *   the seed's decision, as it would answer its own client. With `code`
+ *   (E_NOT_MEMBER, E_NOT_SEED, E_NOT_RUNNING, E_NO_RULE, ...) the seed did
+ *   not decide.
  *
- * Both go as msgpack arrays (request-codec.ts LAYOUT), fields in this order.
+ * What either end knows already is not sent (before version 9's calls, a
+ * fwd and its fans were 75 bytes on their own stream; now 16 to 20 with
+ * the call ids):
+ * - who asks: the seed reads the member's name from the session's peer id
+ *   (membership.ts, the name bound to it); the call id pairs the answer;
+ * - the rule's name and `limit`: the member routes a key only to seeds that
+ *   agree on its rule's hash (forward.ts `route`), so its own rule's are the
+ *   seed's.
  */
 import type { Decision } from '../core/types.js'
-import { bad, key, name, num, seq, type MessageBounds } from './message-fields.js'
+import { bad, DEFAULT_BOUNDS, key, name, num, seq, type MessageBounds } from './message-fields.js'
+import { CLUSTER_VERSION } from './messages.js'
+import { wire } from './wire.js'
 
+/** A member's acquire. `node`: the member (at the seed, the name bound to the session's peer id; never sent). */
 export interface Fwd {
-  v: number
-  t: 'fwd'
   node: string
-  epoch: string
-  inc: number
-  id: number
   key: string
   count: number
   /** The client's `waitMs`: the seed may hold the acquire this long for tokens, as for its own client. Absent: 0. */
   wait?: number
 }
 
-/** The seed's decision, with the fields of an `acquire` reply (the client package's Decision). */
-export interface Fans extends Decision {
-  v: number
-  t: 'fans'
-  node: string
-  epoch: string
-  inc: number
-  id: number
-  /** Why the seed did not decide (E_NOT_SEED, E_NO_RULE, E_NOT_RUNNING); absent when it did. */
+/** The seed's answer: a decision without the rule's name and limit (the member's own), or a refusal with `code`. */
+export interface Fans {
+  allowed: boolean
+  remaining: number
+  resetMs: number
+  retryAfterMs: number
+  /** Why the seed did not decide (E_NOT_SEED, E_NO_RULE, E_NOT_RUNNING, E_NOT_MEMBER); absent when it did. */
   code?: string
-}
-
-/** The decision an answer carries, as the member's client gets it. */
-export function decisionOf (f: Fans): Decision {
-  return { allowed: f.allowed, remaining: f.remaining, limit: f.limit, resetMs: f.resetMs, retryAfterMs: f.retryAfterMs, rule: f.rule }
 }
 
 /** Longest wait a forwarded acquire may ask of a seed: the largest `limits.maxWaitMs` (the seed's own bound applies too). */
@@ -50,21 +51,54 @@ export const MAX_FORWARD_WAIT_MS = 2_147_483_647
 /** Most tokens one forwarded acquire may ask for: the socket protocol's own bound on `count`. */
 export const MAX_FORWARD_COUNT = 1_000_000_000
 
-export function parseFwd (m: Record<string, unknown>, b: MessageBounds, v: number, node: string, epoch: string): Fwd {
-  const count = seq(m.count, 'count')
-  if (count < 1 || count > MAX_FORWARD_COUNT) bad(`count must be 1..${MAX_FORWARD_COUNT}`)
-  const wait = m.wait === undefined ? 0 : seq(m.wait, 'wait')
-  if (wait > MAX_FORWARD_WAIT_MS) bad(`wait must be at most ${MAX_FORWARD_WAIT_MS}`)
-  return { v, t: 'fwd', node, epoch, inc: seq(m.inc, 'inc'), id: seq(m.id, 'id'), key: key(m.key, b), count, ...(wait > 0 ? { wait } : {}) }
+export function encodeFwd (f: Fwd): Uint8Array {
+  return wire.pack(f.wait !== undefined && f.wait > 0 ? [CLUSTER_VERSION, f.key, f.count, f.wait] : [CLUSTER_VERSION, f.key, f.count])
 }
 
-export function parseFans (m: Record<string, unknown>, v: number, node: string, epoch: string): Fans {
-  if (typeof m.allowed !== 'boolean') bad('allowed must be a boolean')
-  const retryAfterMs = m.retryAfterMs === -1 ? -1 : num(m.retryAfterMs, 'retryAfterMs')
-  const rule = m.rule === '' ? '' : name(m.rule, 'rule')
-  const code = m.code === undefined ? undefined : name(m.code, 'code')
+/** A fwd's payload, from member `node` (the name bound to the sender; '' when none is). Throws E_BAD_FRAME. */
+export function decodeFwd (data: Uint8Array, node: string, b: MessageBounds = DEFAULT_BOUNDS): Fwd {
+  const a = array(data, 3, 4, 'fwd')
+  const count = seq(a[2], 'count')
+  if (count < 1 || count > MAX_FORWARD_COUNT) bad(`count must be 1..${MAX_FORWARD_COUNT}`)
+  const wait = a[3] === undefined ? 0 : seq(a[3], 'wait')
+  if (wait > MAX_FORWARD_WAIT_MS) bad(`wait must be at most ${MAX_FORWARD_WAIT_MS}`)
+  return { node, key: key(a[1], b), count, ...(wait > 0 ? { wait } : {}) }
+}
+
+export function encodeFans (f: Fans): Uint8Array {
+  const a: unknown[] = [CLUSTER_VERSION, f.allowed, f.remaining, f.resetMs, f.retryAfterMs]
+  if (f.code !== undefined) a.push(f.code)
+  return wire.pack(a)
+}
+
+export function decodeFans (data: Uint8Array): Fans {
+  const a = array(data, 5, 6, 'fans')
+  if (typeof a[1] !== 'boolean') bad('allowed must be a boolean')
+  const retryAfterMs = a[4] === -1 ? -1 : num(a[4], 'retryAfterMs')
   return {
-    v, t: 'fans', node, epoch, inc: seq(m.inc, 'inc'), id: seq(m.id, 'id'), allowed: m.allowed, remaining: num(m.remaining, 'remaining'),
-    limit: num(m.limit, 'limit'), resetMs: num(m.resetMs, 'resetMs'), retryAfterMs, rule, ...(code === undefined ? {} : { code })
+    allowed: a[1], remaining: num(a[2], 'remaining'), resetMs: num(a[3], 'resetMs'), retryAfterMs,
+    ...(a[5] === undefined ? {} : { code: name(a[5], 'code') })
   }
+}
+
+/** The seed's answer to its own decision `d`. */
+export function answerOf (d: Decision): Fans {
+  return { allowed: d.allowed, remaining: d.remaining, resetMs: d.resetMs, retryAfterMs: d.retryAfterMs }
+}
+
+/** The decision an answer carries, as the member's client gets it: the rule's `limit` and name are the member's own. */
+export function decisionOf (f: Fans, limit: number, rule: string): Decision {
+  return { allowed: f.allowed, remaining: f.remaining, limit, resetMs: f.resetMs, retryAfterMs: f.retryAfterMs, rule }
+}
+
+function array (data: Uint8Array, min: number, max: number, what: string): unknown[] {
+  let raw: unknown
+  try {
+    raw = wire.unpack(data)
+  } catch (err) {
+    bad(`${what}: not msgpack (${(err as Error).message})`)
+  }
+  if (!Array.isArray(raw) || raw.length < min || raw.length > max) bad(`${what} must be an array of ${min} to ${max} fields`)
+  if (raw[0] !== CLUSTER_VERSION) bad(`unsupported version ${String(raw[0])}`)
+  return raw
 }

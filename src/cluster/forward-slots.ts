@@ -1,17 +1,20 @@
 /**
  * How many forwarded acquires (forward.ts) a member has in flight to one
- * seed. Each is a transfer stream of its own, and a node takes at most
- * MAX_INBOUND_REQUEST_STREAMS (64) inbound transfer streams from one peer
- * at once: measured on real processes, 100 concurrent acquires at a member
- * had 36 refused at the stream limit and denied. So a member sends at most
- * FORWARDS_PER_SEED at once to a seed (the rest of the 64 left to wants,
- * grants and acks) and queues the others, in order, each until its own
- * deadline: a queued acquire is sent when a slot frees, or denied when its
- * time is up, never refused for the stream limit.
+ * seed. They go on one call session (transport/calls.ts), and a seed holds
+ * at most MAX_CALLS_IN_FLIGHT (256) calls of a session at once, dropping
+ * the rest unanswered. (Before the sessions each forward was a transfer
+ * stream of its own, of which a seed takes 64 at once from one peer:
+ * measured on real processes, 100 concurrent acquires at a member had 36
+ * refused and denied.) So a member sends at most FORWARDS_PER_SEED at once
+ * to a seed, half the bound (a call that timed out here may still be held
+ * there), and queues the others, in order, each until its own deadline: a
+ * queued acquire is sent when a slot frees, or denied when its time is up,
+ * never dropped for the bound.
  */
+import { MAX_CALLS_IN_FLIGHT } from './transport/calls.js'
 
-/** Forwards in flight to one seed at most; the other 16 of the 64 inbound streams stay for the rest. */
-export const FORWARDS_PER_SEED = 48
+/** Forwards in flight to one seed at most: half of what a seed holds of one session. */
+export const FORWARDS_PER_SEED = MAX_CALLS_IN_FLIGHT / 2
 
 interface Queued { start: () => void, timer: NodeJS.Timeout | null }
 

@@ -6,7 +6,9 @@
  * and no way of moving tokens ahead of the requests fixes that (protocol.md,
  * "Members as proxies"). For such a rule a member holds none of the key: it
  * sends each acquire to a seed (`fwd`), which decides it as its own request,
- * with its own tokens, fence and lease, and answers (`fans`).
+ * with its own tokens, fence and lease, and answers (`fans`). Both go on
+ * the member's call session with that seed (transport/calls.ts), compact
+ * (forward-messages.ts).
  *
  * Invariants:
  * - A forwarded acquire is decided once, at one seed, by the same
@@ -24,8 +26,7 @@ import { fmix32 } from '../core/hash.js'
 import { hash32 } from '../core/share.js'
 import { QuotadError } from '../errors.js'
 import type { ClusterCore } from './cluster-core.js'
-import { decisionOf, type Fans, type Fwd } from './forward-messages.js'
-import { CLUSTER_VERSION } from './messages.js'
+import { answerOf, decisionOf, type Fans, type Fwd } from './forward-messages.js'
 
 /** Counters for status: a member's forwarded acquires, and a seed's served ones. */
 export interface ForwardCounters {
@@ -37,9 +38,13 @@ export interface ForwardCounters {
   forwardServed: number
 }
 
+/** Peer ids whose member names a seed remembers (forwards come at client rates; membership.nameOf scans every binding). */
+const MAX_NAMES = 4096
+
 export class Forwarding {
   readonly counters: ForwardCounters = { forwarded: 0, forwardAllowed: 0, forwardFailed: 0, forwardServed: 0 }
-  private nextId = 1
+  /** At a seed: peer id -> the name last bound to it (checked again at each forward: `admit`). */
+  private readonly names = new Map<string, string>()
 
   constructor (private readonly c: ClusterCore) {}
 
@@ -69,7 +74,18 @@ export class Forwarding {
     if (seeds.length === 0) return null
     const to = seeds[fmix32(hash32(key) ^ hash32(c.node)) % seeds.length]
     this.counters.forwarded++
-    return { to, msg: { v: CLUSTER_VERSION, t: 'fwd', node: c.node, epoch: c.epoch, inc: c.incarnation, id: this.nextId++, key, count, ...(waitMs > 0 ? { wait: waitMs } : {}) } }
+    return { to, msg: { node: c.node, key, count, ...(waitMs > 0 ? { wait: waitMs } : {}) } }
+  }
+
+  /** At a seed: the member name bound to peer id `from` ('' when none is), which a forward on its session speaks for. */
+  memberOf (from: string): string {
+    const known = this.names.get(from)
+    if (known !== undefined) return known
+    const name = this.c.membership.nameOf(from)
+    if (name === undefined) return ''
+    if (this.names.size >= MAX_NAMES) this.names.clear()
+    this.names.set(from, name)
+    return name
   }
 
   /**
@@ -79,19 +95,22 @@ export class Forwarding {
    */
   admit (m: Fwd, from: string): Fans | null {
     const c = this.c
-    if (c.membership.check(m.node, from) !== 'ok') return this.refuse(m, 'E_NOT_MEMBER')
-    if (!c.seeds.includes(c.node)) return this.refuse(m, 'E_NOT_SEED')
-    if (c.phase !== 'running') return this.refuse(m, 'E_NOT_RUNNING')
+    if (m.node === '' || c.membership.check(m.node, from) !== 'ok') {
+      // The binding may have moved since it was remembered: look it up afresh next time.
+      this.names.delete(from)
+      return this.refuse('E_NOT_MEMBER')
+    }
+    if (!c.seeds.includes(c.node)) return this.refuse('E_NOT_SEED')
+    if (c.phase !== 'running') return this.refuse('E_NOT_RUNNING')
     return null
   }
 
   /** At a seed: the answer to `m`, decided here as `d` (or, thrown while deciding, `err`). */
-  decided (m: Fwd, d: Decision | { error: unknown }): Fans {
-    const c = this.c
+  decided (d: Decision | { error: unknown }): Fans {
     // A key no rule here matches, or the key table full: the member's client hears a denial, this node goes on.
-    if ('error' in d) return this.refuse(m, d.error instanceof QuotadError ? d.error.code : 'E_INTERNAL')
+    if ('error' in d) return this.refuse(d.error instanceof QuotadError ? d.error.code : 'E_INTERNAL')
     this.counters.forwardServed++
-    return { v: CLUSTER_VERSION, t: 'fans', node: c.node, epoch: c.epoch, inc: c.incarnation, id: m.id, ...d }
+    return answerOf(d)
   }
 
   /** At a seed: a member's acquire decided at once (a `wait` is the driver's to honour: see node-requests.ts). */
@@ -99,17 +118,19 @@ export class Forwarding {
     const refusal = this.admit(m, from)
     if (refusal !== null) return refusal
     try {
-      return this.decided(m, this.c.acquire(m.key, m.count, nowMs))
+      return this.decided(this.c.acquire(m.key, m.count, nowMs))
     } catch (error) {
-      return this.decided(m, { error })
+      return this.decided({ error })
     }
   }
 
   /** At the member: the decision an answer carries (a refusal or a mismatched answer is a denial). */
   answered (req: Fwd, reply: Fans): Decision {
-    if (reply.id !== req.id || reply.code !== undefined) return this.failed(req)
+    if (reply.code !== undefined) return this.failed(req)
     if (reply.allowed) this.counters.forwardAllowed++
-    return decisionOf(reply)
+    // route() sent it only to a seed agreeing on this rule's hash: its name and limit are the seed's.
+    const rule = this.c.limiter.ruleFor(req.key)
+    return decisionOf(reply, rule?.stock ?? 0, rule?.name ?? '')
   }
 
   /** At the member: no answer in time (or none that decided): denied, as a central limiter out of reach would. */
@@ -119,8 +140,7 @@ export class Forwarding {
     return { allowed: false, remaining: 0, limit: rule?.stock ?? 0, resetMs: 0, retryAfterMs: -1, rule: rule?.name ?? '' }
   }
 
-  private refuse (m: Fwd, code: string): Fans {
-    const c = this.c
-    return { v: CLUSTER_VERSION, t: 'fans', node: c.node, epoch: c.epoch, inc: c.incarnation, id: m.id, allowed: false, remaining: 0, limit: 0, resetMs: 0, retryAfterMs: -1, rule: '', code }
+  private refuse (code: string): Fans {
+    return { allowed: false, remaining: 0, resetMs: 0, retryAfterMs: -1, code }
   }
 }

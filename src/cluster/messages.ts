@@ -24,7 +24,6 @@ import type { HeardEntry } from './lease.js'
 import { parseGossip } from './gossip-parse.js'
 import { bad, DEFAULT_BOUNDS, key, list, name, num, seq, tuple, type MessageBounds } from './message-fields.js'
 import { parseJack, parseJcopy, parseJget, parseJrep, type Jack, type Jcopy, type Jget, type Jrep } from './replica-messages.js'
-import { parseFans, parseFwd, type Fans, type Fwd } from './forward-messages.js'
 
 /**
  * The cluster protocol version. 3: want, grant, ack and none carry their
@@ -42,9 +41,12 @@ import { parseFans, parseFwd, type Fans, type Fwd } from './forward-messages.js'
  * against the text before it. 9: a seed publishes its gossip on the seeds'
  * topic, which only seeds subscribe to, and the members' copy (less the
  * lines of `decide: "seeds"` rules' keys, member-gossip.ts) on the gossip
- * topic, which only members subscribe to (`seedsTopic`).
+ * topic, which only members subscribe to (`seedsTopic`). 10: a member's
+ * forwarded acquires and their answers go on a call session
+ * (`/quotad/forward/1.0.0`, transport/calls.ts) as compact arrays
+ * (forward-messages.ts), no longer as `fwd` and `fans` on transfer streams.
  */
-export const CLUSTER_VERSION = 9
+export const CLUSTER_VERSION = 10
 
 /**
  * The gossip topic of a cluster, where seeds publish what members hear of their gossip (member-gossip.ts) and
@@ -298,8 +300,7 @@ export interface None {
   inc: number
 }
 
-export type ClusterMessage = Gossip | Want | Grant | Ack | None | Jrep | Jack | Jget | Jcopy | Fwd | Fans
-export type { Fans, Fwd }
+export type ClusterMessage = Gossip | Want | Grant | Ack | None | Jrep | Jack | Jget | Jcopy
 
 export { DEFAULT_BOUNDS, KEY_LINE_FIELDS, MAX_CARRIES, MAX_REFUSED, type MessageBounds } from './message-fields.js'
 
@@ -337,10 +338,6 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
       return parseJget(m, CLUSTER_VERSION, node, epoch)
     case 'jcopy':
       return parseJcopy(m, CLUSTER_VERSION, node, epoch)
-    case 'fwd':
-      return parseFwd(m, b, CLUSTER_VERSION, node, epoch)
-    case 'fans':
-      return parseFans(m, CLUSTER_VERSION, node, epoch)
     default:
       return bad(`unknown type ${String(m.t)}`)
   }

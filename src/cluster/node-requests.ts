@@ -10,7 +10,8 @@ import type { Clock } from '../clock.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
 import type { Logger } from '../util/log.js'
 import type { ClusterCore } from './cluster-core.js'
-import type { Ack, Fans, Fwd, Grant, MessageBounds, Want } from './messages.js'
+import type { Ack, Grant, MessageBounds, Want } from './messages.js'
+import { decodeFans, decodeFwd, encodeFans, encodeFwd, type Fans, type Fwd } from './forward-messages.js'
 import { isWaitHandle, type AcquireResult, type Decision } from '../core/types.js'
 import type { NodeDisk } from './node-disk.js'
 import type { Transport } from './transport/types.js'
@@ -68,16 +69,29 @@ export async function serveRequest (x: RequestContext, from: string, data: Uint8
     await x.disk.persistJournal()
     return encodeRequest(ack)
   }
-  // A member's acquire of a `decide: "seeds"` rule (forward.ts): decided here as this node's own, answered at once.
-  if (m.t === 'fwd') {
-    const reply = await serveForward(x, m, from, now)
-    void x.disk.persistJournal()
-    return encodeRequest(reply)
-  }
   // An ack as a request of its own (a reply has no toEpoch): its giver's grants applied so far.
   if (m.t === 'ack' && m.toEpoch !== undefined) return encodeRequest(x.core.onAck(m, from, now))
   x.core.onBadMessage()
   throw new Error(`unexpected request ${m.t}`)
+}
+
+/**
+ * A member's acquire of a `decide: "seeds"` rule (forward.ts), a call on the
+ * session from peer id `from`: decided here as this node's own, and the
+ * answer's bytes; a payload that does not parse throws (the session is reset).
+ */
+export async function serveCall (x: RequestContext, from: string, data: Uint8Array): Promise<Uint8Array> {
+  let m: Fwd
+  try {
+    m = decodeFwd(data, x.core.forwarding.memberOf(from), x.bounds)
+  } catch (err) {
+    x.core.onBadMessage()
+    x.log.debug('dropped a malformed forwarded acquire', { err })
+    throw err
+  }
+  const reply = await serveForward(x, m, from, x.clock.mono())
+  void x.disk.persistJournal()
+  return encodeFans(reply)
 }
 
 /** Send one request; settles the core's count of it exactly once (onReply or onRequestFailed). */
@@ -132,10 +146,8 @@ export async function sendForward (x: RequestContext, t: Transport, to: string, 
   const peerId = x.core.membership.idOf(to)
   if (peerId === undefined) return x.core.forwarding.failed(msg)
   try {
-    const raw = await t.request(peerId, encodeRequest(msg), timeoutMs)
-    const reply = decodeRequest(raw, x.bounds)
-    if (reply.t !== 'fans') throw new Error(`unexpected reply ${reply.t}`)
-    if (reply.node !== to) throw new Error(`reply from ${reply.node}, asked ${to}`)
+    // The session goes to the peer id bound to `to` (noise proves it): its answers are `to`'s.
+    const reply = decodeFans(await t.call(peerId, encodeFwd(msg), timeoutMs))
     return x.core.forwarding.answered(msg, reply)
   } catch (err) {
     x.log.debug('forwarded acquire failed', { to, err })
@@ -156,8 +168,8 @@ async function serveForward (x: RequestContext, m: Fwd, from: string, now: numbe
   try {
     const r = x.acquire(m.key, m.count, m.wait)
     if (r === undefined) return f.serve(m, from, now)
-    return f.decided(m, isWaitHandle(r) ? await r.promise : r)
+    return f.decided(isWaitHandle(r) ? await r.promise : r)
   } catch (error) {
-    return f.decided(m, { error })
+    return f.decided({ error })
   }
 }

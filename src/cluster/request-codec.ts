@@ -29,9 +29,7 @@ const LAYOUT: Readonly<Record<string, readonly string[]>> = {
   ack: ['applied', 'refused', 'toEpoch'],
   none: [],
   jrep: ['gen', 'offset', 'data', 'z', 'd'],
-  jack: ['gen', 'have', 'durable', 'z'],
-  fwd: ['id', 'key', 'count', 'wait'],
-  fans: ['id', 'allowed', 'remaining', 'limit', 'resetMs', 'retryAfterMs', 'rule', 'code']
+  jack: ['gen', 'have', 'durable', 'z']
 }
 const COMMON = ['v', 't', 'node', 'epoch', 'inc'] as const
 

@@ -7,13 +7,14 @@
  * exactly one onReply or onRequestFailed.
  */
 import type { ClusterCore } from '../cluster/cluster-core.js'
-import type { Ack, Fans, Fwd, Grant, None, Want } from '../cluster/messages.js'
+import type { Ack, Grant, None, Want } from '../cluster/messages.js'
 import type { Decision } from '../core/types.js'
 import { idOf, type SimNode } from './sim-node.js'
 import type { SimReplication } from './sim-replication.js'
 import type { VirtualCluster } from './virtual-cluster.js'
 import { decodeRequest, encodeRequest } from '../cluster/request-codec.js'
-import { decisionOf } from '../cluster/forward-messages.js'
+import { decisionOf, decodeFans, decodeFwd, encodeFans, encodeFwd, type Fans, type Fwd } from '../cluster/forward-messages.js'
+import { CALL_ID_BYTES, encodeCallFrame, FRAME_HEADER_BYTES } from '../cluster/transport/framing.js'
 
 
 export function sendRequest (vc: VirtualCluster, replication: SimReplication, sender: SimNode, core: ClusterCore, to: string, msg: Want | Grant | Ack): void {
@@ -63,10 +64,11 @@ export function sendRequest (vc: VirtualCluster, replication: SimReplication, se
 
 /**
  * A member's acquire of a `decide: "seeds"` rule (forward.ts), as the
- * daemon carries it: the `fwd` to the seed over the virtual network, decided
- * there by the seed's core when it arrives (`decided`: the seed and its
- * decision, at that moment: what the oracle counts), the `fans` back; `late`
- * gets the member's answer (the seed's decision, or a denial at the
+ * daemon carries it: the `fwd` to the seed over the virtual network, on the
+ * member's call session (counted with its call id, transport/calls.ts),
+ * decided there by the seed's core when it arrives (`decided`: the seed and
+ * its decision, at that moment: what the oracle counts), the `fans` back;
+ * `late` gets the member's answer (the seed's decision, or a denial at the
  * member's timeout). Nothing is answered to a member that crashed meanwhile.
  */
 export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterCore, to: string, msg: Fwd,
@@ -79,40 +81,48 @@ export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterC
   }
   // The seed may hold it up to its wait for tokens; then the answer's way back (as cluster-node.ts forward).
   vc.at(vc.now + (msg.wait ?? 0) + core.tuning.forwardTimeoutMs, () => { if (settle()) late(core.forwarding.failed(msg)) })
-  const bytes = encodeRequest(msg)
+  const bytes = onSession(encodeFwd(msg))
   vc.count(sender.name, bytes.length, 'fwd')
   vc.transmit(sender.name, to, bytes, () => {
     const target = vc.nodes.get(to)
     const tc = target?.core
     if (target === undefined || tc == null || target.state !== 'up') return
-    const m = decodeRequest(bytes)
-    if (m.t !== 'fwd') return
+    const f = tc.forwarding
+    const from = idOf(sender.name)
+    const m = decodeFwd(bytes.subarray(CALL_ID_BYTES), f.memberOf(from))
     const answer = (reply: Fans): void => {
-      if (reply.code === undefined) decided(to, decisionOf(reply))
-      const back = encodeRequest(reply)
+      if (reply.code === undefined) {
+        const rule = tc.limiter.ruleFor(m.key)
+        decided(to, decisionOf(reply, rule?.stock ?? 0, rule?.name ?? ''))
+      }
+      const back = onSession(encodeFans(reply))
       vc.count(to, back.length, 'fans')
       vc.transmit(to, sender.name, back, () => {
-        const r = decodeRequest(back)
-        if (r.t !== 'fans' || !settle()) return
+        const r = decodeFans(back.subarray(CALL_ID_BYTES))
+        if (!settle()) return
         late(core.forwarding.answered(msg, r))
       })
     }
-    const f = tc.forwarding
     // With a wait, as the seed's own client's (node-requests.ts serveForward): held for tokens, answered when decided.
-    const refusal = m.wait === undefined ? null : f.admit(m, idOf(sender.name))
+    const refusal = m.wait === undefined ? null : f.admit(m, from)
     if (m.wait === undefined || refusal !== null) {
-      answer(refusal ?? f.serve(m, idOf(sender.name), vc.mono(to)))
+      answer(refusal ?? f.serve(m, from, vc.mono(to)))
       vc.persist(target, tc)
       return
     }
     let d: ReturnType<VirtualCluster['acquire']>
     try {
-      d = vc.acquire(to, m.key, m.count, late2 => { answer(f.decided(m, late2)) }, undefined, m.wait)
+      d = vc.acquire(to, m.key, m.count, late2 => { answer(f.decided(late2)) }, undefined, m.wait)
     } catch (error) {
-      answer(f.decided(m, { error }))
+      answer(f.decided({ error }))
       return
     }
-    if (d !== undefined && d !== 'waiting' && d !== 'forwarded') answer(f.decided(m, d))
+    if (d !== undefined && d !== 'waiting' && d !== 'forwarded') answer(f.decided(d))
     vc.persist(target, tc)
   })
+}
+
+/** A call's payload as its session carries it: after its call id (transport/framing.ts; the id's bytes are sent too). */
+function onSession (payload: Uint8Array): Uint8Array {
+  return encodeCallFrame(0, payload).subarray(FRAME_HEADER_BYTES)
 }

@@ -14,7 +14,8 @@
  *   before decoding them, and our topic validator rejects single messages
  *   above `maxMessageBytes` (not delivered, not forwarded, counted).
  *   A watchdog resets connections on which gossipsub silently gave up.
- * - Requests: `/quotad/transfer/1.0.0`, see `transfer.ts` and `framing.ts`.
+ * - Requests: `/quotad/transfer/1.0.0`, see `transfer.ts` and `framing.ts`;
+ *   calls on long-lived sessions: `/quotad/forward/1.0.0`, see `calls.ts`.
  * - Seeds: `redialer.ts` keeps every seed connected.
  * - Identity: `identity.ts`; option checks: `options.ts`.
  *
@@ -43,7 +44,8 @@ import { Redialer } from './redialer.js'
 import { stripPeer, validateOptions } from './options.js'
 import type { ResolvedOptions as Resolved } from './options.js'
 import { callTransfer, classify, serveTransfer } from './transfer.js'
-import { TRANSFER_PROTOCOL } from './types.js'
+import { CallSessions, callCounters } from './calls.js'
+import { CALL_PROTOCOL, TRANSFER_PROTOCOL } from './types.js'
 import type { Transport, TransportOptions } from './types.js'
 
 /** Room for signature, key, seqno, topic and protobuf overhead around one message's data. */
@@ -51,6 +53,8 @@ const RPC_OVERHEAD_BYTES = 16 * 1024
 /** One RPC may carry several messages (IWANT replies); allow a few full ones per frame. */
 const MESSAGES_PER_RPC = 4
 const MAX_INBOUND_REQUEST_STREAMS = 64
+/** A peer needs one call session at a time; a few more cover one being replaced. */
+const MAX_INBOUND_CALL_STREAMS = 4
 /** How often to look for connected peers that gossipsub has silently dropped. */
 const GOSSIP_CHECK_INTERVAL_MS = 1000
 /** A new connection gets this long to show up in gossipsub (identify, then topology). */
@@ -116,9 +120,12 @@ async function buildNode (o: Resolved, privateKey: PeerPrivateKey): Promise<Node
 export class Libp2pTransport implements Transport {
   onGossip: Transport['onGossip'] = () => {}
   onRequest: Transport['onRequest'] = () => { throw new Error('no request handler') }
+  onCall: Transport['onCall'] = () => { throw new Error('no call handler') }
   onPeer: Transport['onPeer'] = () => {}
 
   private readonly o: Resolved
+  private readonly callStats = callCounters()
+  private readonly calls: CallSessions
   private readonly node: Node
   private readonly redialer: Redialer
   private readonly ownAddrs = new Set<string>()
@@ -153,6 +160,13 @@ export class Libp2pTransport implements Transport {
     this.o = o
     this.node = node
     this.ownAddrs.add(stripPeer(o.listen))
+    this.calls = new CallSessions({
+      open: async (peerId, signal) => await this.node.dialProtocol(parsePeerId(peerId), CALL_PROTOCOL, { signal }),
+      handler: async (from, data) => await this.onCall(from, data),
+      inboundTimeoutMs: o.inboundTimeoutMs,
+      counters: this.callStats,
+      emit: (name, fields) => { this.emit(name, fields) }
+    })
     this.redialer = new Redialer({
       seeds: o.seeds.map(stripPeer),
       dial: async (addr, peerId) => await this.dialSeed(addr, peerId),
@@ -188,6 +202,9 @@ export class Libp2pTransport implements Transport {
     await node.handle(TRANSFER_PROTOCOL, data => { void this.serve(data) }, {
       maxInboundStreams: MAX_INBOUND_REQUEST_STREAMS
     })
+    await node.handle(CALL_PROTOCOL, ({ stream, connection }) => { void this.calls.serve(stream, connection.remotePeer.toString()) }, {
+      maxInboundStreams: MAX_INBOUND_CALL_STREAMS
+    })
     try {
       await node.start()
     } catch (err) {
@@ -216,6 +233,7 @@ export class Libp2pTransport implements Transport {
     const wasStarted = this.state === 'started'
     this.state = 'stopped'
     this.redialer.stop()
+    this.calls.stop()
     clearInterval(this.gossipCheck)
     if (wasStarted) await this.node.stop()
     this.emit('stopped', {})
@@ -252,12 +270,17 @@ export class Libp2pTransport implements Transport {
     }
   }
 
+  async call (peerId: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
+    this.assertStarted()
+    return await this.calls.call(peerId, data, timeoutMs)
+  }
+
   connectedPeers (): string[] {
     return this.node.getPeers().map(String)
   }
 
   stats (): Record<string, number> {
-    return { ...this.counters, peers: this.state === 'started' ? this.node.getPeers().length : 0 }
+    return { ...this.counters, ...this.callStats, peers: this.state === 'started' ? this.node.getPeers().length : 0 }
   }
 
   async dial (addr: string): Promise<void> {

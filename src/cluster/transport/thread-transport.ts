@@ -39,6 +39,7 @@ export async function createTransport (opts: TransportOptions): Promise<Transpor
 export class ThreadTransport implements Transport {
   onGossip: Transport['onGossip'] = () => {}
   onRequest: Transport['onRequest'] = () => { throw new Error('no request handler') }
+  onCall: Transport['onCall'] = () => { throw new Error('no call handler') }
   onPeer: Transport['onPeer'] = () => {}
   peerId = ''
   listenAddrs: string[] = []
@@ -84,7 +85,8 @@ export class ThreadTransport implements Transport {
       case 'peer': this.handle(() => { this.onPeer(m.peerId as string, m.connected as boolean) }); break
       case 'event': emitTransportEvent(this.onEvent, m.name as string, m.fields as Record<string, unknown>); break
       case 'stats': this.lastStats = m.stats as Record<string, number>; this.peers = m.peers as string[]; break
-      case 'req': void this.serve(m.id as number, m.from as string, m.data as Uint8Array); break
+      case 'req': void this.serve(m.id as number, m.from as string, m.data as Uint8Array, this.onRequest); break
+      case 'creq': void this.serve(m.id as number, m.from as string, m.data as Uint8Array, this.onCall); break
       case 'done': case 'fail': {
         const c = this.calls.get(m.id as number)
         this.calls.delete(m.id as number)
@@ -98,9 +100,9 @@ export class ThreadTransport implements Transport {
     try { fn() } catch { this.handlerErrors++ }
   }
 
-  private async serve (id: number, from: string, data: Uint8Array): Promise<void> {
+  private async serve (id: number, from: string, data: Uint8Array, handler: Transport['onRequest']): Promise<void> {
     try {
-      const reply = await this.onRequest(from, data)
+      const reply = await handler(from, data)
       this.worker.postMessage({ t: 'reply', id, data: reply })
     } catch (err) {
       // The worker counts it as a handler error and resets the stream, as in-thread.
@@ -108,7 +110,7 @@ export class ThreadTransport implements Transport {
     }
   }
 
-  private async call<T> (msg: Record<string, unknown>): Promise<T> {
+  private async ask<T> (msg: Record<string, unknown>): Promise<T> {
     if (this.exited !== null) throw new QuotadError(ErrorCodes.SHUTTING_DOWN, this.exited.message)
     const id = ++this.nextId
     return await new Promise<T>((resolve, reject) => {
@@ -121,7 +123,7 @@ export class ThreadTransport implements Transport {
     if (this.state !== 'new') throw new QuotadError(ErrorCodes.INTERNAL, `transport cannot start: it is ${this.state}`)
     this.state = 'started'
     try {
-      this.listenAddrs = await this.call<string[]>({ t: 'start' })
+      this.listenAddrs = await this.ask<string[]>({ t: 'start' })
     } catch (err) {
       this.state = 'stopped'
       await this.worker.terminate()
@@ -133,7 +135,7 @@ export class ThreadTransport implements Transport {
     if (this.state === 'stopped') return
     this.state = 'stopped'
     try {
-      this.lastStats = await this.call<Record<string, number>>({ t: 'stop' })
+      this.lastStats = await this.ask<Record<string, number>>({ t: 'stop' })
     } catch {
       // already gone: nothing to stop
     }
@@ -143,17 +145,22 @@ export class ThreadTransport implements Transport {
 
   async publish (data: Uint8Array, topic?: string): Promise<number> {
     this.assertStarted()
-    return await this.call<number>({ t: 'publish', data, ...(topic === undefined ? {} : { topic }) })
+    return await this.ask<number>({ t: 'publish', data, ...(topic === undefined ? {} : { topic }) })
   }
 
   async request (peerId: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
     this.assertStarted()
-    return await this.call<Uint8Array>({ t: 'request', peerId, data, timeoutMs })
+    return await this.ask<Uint8Array>({ t: 'request', peerId, data, timeoutMs })
+  }
+
+  async call (peerId: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array> {
+    this.assertStarted()
+    return await this.ask<Uint8Array>({ t: 'call', peerId, data, timeoutMs })
   }
 
   async dial (addr: string): Promise<void> {
     this.assertStarted()
-    await this.call<undefined>({ t: 'dial', addr })
+    await this.ask<undefined>({ t: 'dial', addr })
   }
 
   connectedPeers (): string[] {

@@ -5,9 +5,10 @@
  * message (pnet and noise decryption, yamux, gossipsub's protobuf decoding
  * and signature checks, heartbeats) runs here, off the daemon's event loop.
  *
- * Messages in: start, stop, publish, request, dial (each with an `id`, answered
+ * Messages in: start, stop, publish, request, call, dial (each with an `id`, answered
  * by `done` or `fail`), and `reply` / `replyFail` to a relayed inbound request.
- * Messages out: `created`, `gossip`, `peer`, `event`, `req`, `stats`, and the
+ * Messages out: `created`, `gossip`, `peer`, `event`, `req` (`creq` for a
+ * call), `stats`, and the
  * answers. Errors cross as { code, message } (QuotadError's), rebuilt there.
  */
 import { parentPort, workerData } from 'node:worker_threads'
@@ -54,6 +55,11 @@ async function main (): Promise<void> {
     waiting.set(id, { resolve, reject })
     port.postMessage({ t: 'req', id, from, data })
   })
+  tr.onCall = async (from, data) => await new Promise<Uint8Array>((resolve, reject) => {
+    const id = ++nextReq
+    waiting.set(id, { resolve, reject })
+    port.postMessage({ t: 'creq', id, from, data })
+  })
   const sendStats = (): void => port.postMessage({ t: 'stats', stats: tr.stats(), peers: tr.connectedPeers() })
   const timer = setInterval(sendStats, STATS_EVERY_MS)
   const answer = (id: number, run: () => Promise<unknown>): void => {
@@ -65,6 +71,7 @@ async function main (): Promise<void> {
       case 'stop': answer(m.id, async () => { clearInterval(timer); await tr.stop(); return tr.stats() }); break
       case 'publish': answer(m.id, async () => await tr.publish(m.data as Uint8Array, m.topic)); break
       case 'request': answer(m.id, async () => await tr.request(m.peerId as string, m.data as Uint8Array, m.timeoutMs as number)); break
+      case 'call': answer(m.id, async () => await tr.call(m.peerId as string, m.data as Uint8Array, m.timeoutMs as number)); break
       case 'dial': answer(m.id, async () => { await tr.dial(m.addr as string) }); break
       case 'reply': waiting.get(m.id)?.resolve(m.data as Uint8Array); waiting.delete(m.id); break
       case 'replyFail': waiting.get(m.id)?.reject(new Error(m.message)); waiting.delete(m.id); break

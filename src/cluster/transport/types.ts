@@ -8,6 +8,9 @@
 /** The direct request/response protocol: one length-prefixed request, one response, close. */
 export const TRANSFER_PROTOCOL = '/quotad/transfer/1.0.0'
 
+/** Calls on a long-lived session per peer: many length-prefixed frames each way, each with a call id (calls.ts). */
+export const CALL_PROTOCOL = '/quotad/forward/1.0.0'
+
 export const TRANSPORT_DEFAULTS = {
   maxMessageBytes: 64 * 1024,
   maxRequestBytes: 64 * 1024,
@@ -106,12 +109,23 @@ export interface Transport {
    */
   request(peerId: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array>
   /**
+   * One call to a peer over `/quotad/forward/1.0.0`: on this node's session
+   * with the peer (one long-lived stream, opened at the first call and again
+   * after it ends), framed with a call id, answered in any order (calls.ts).
+   * Rejects with E_TIMEOUT after `timeoutMs` (the session stays),
+   * E_FRAME_TOO_LARGE above the call frame bound, E_CONNECTION when the
+   * session ends first.
+   */
+  call(peerId: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array>
+  /**
    * Handlers; set before start(). Gossip from ourselves is never delivered.
    * Oversized messages are dropped and counted (never delivered). A handler
    * that throws is counted and the transport carries on.
    */
   onGossip: (from: string, data: Uint8Array) => void
   onRequest: (from: string, data: Uint8Array) => Promise<Uint8Array> | Uint8Array
+  /** An inbound call's answer. A throw resets the caller's session (no error answer: see calls.ts). */
+  onCall: (from: string, data: Uint8Array) => Promise<Uint8Array> | Uint8Array
   onPeer: (peerId: string, connected: boolean) => void
   /** Currently connected peer ids. */
   connectedPeers(): string[]

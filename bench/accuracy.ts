@@ -187,7 +187,9 @@ async function main (): Promise<void> {
       if (s === undefined) continue
       const sent = s.bytesPerNodeSec * 8 / 1000
       const recv = s.recvBytesPerNodeSec * 8 / 1000
-      lines.push(`control traffic ${name} N=${n}: ${sent.toFixed(1)} kbit/s sent per node (${s.messagesPerNodeSec.toFixed(0)} msg/s) + ${recv.toFixed(1)} kbit/s received (goal <= 50 kbit/s together) ${sent + recv <= 50 ? 'MET' : 'MISSED'}`)
+      // The goal is judged on the mean over all nodes; by role, where seeds are few, the seeds carry most of it.
+      const roles = Number.isNaN(s.memberBytesPerSec) ? '' : `; by role, sent + received: a member ${(s.memberBytesPerSec * 8 / 1000).toFixed(1)}, a seed ${(s.seedBytesPerSec * 8 / 1000).toFixed(1)}`
+      lines.push(`control traffic ${name} N=${n}: ${sent.toFixed(1)} kbit/s sent per node (${s.messagesPerNodeSec.toFixed(0)} msg/s) + ${recv.toFixed(1)} kbit/s received (goal <= 50 kbit/s together) ${sent + recv <= 50 ? 'MET' : 'MISSED'}${roles}`)
     }
   }
   for (const n of sizes) {

@@ -35,6 +35,14 @@ test('uniform load over 97 members holding 2 tokens a window each: forwarded, th
   t.is(sum(seeds, c => c.forwarded), 0, 'seeds decide their own')
   // Every answer that came back was served by a seed (some answers may be in flight at the end).
   t.true(sum(seeds, c => c.forwardServed) >= sum(members, c => c.forwardAllowed))
+  // Traffic by role: 3 seeds and 97 members, whose means make up the mean over all nodes.
+  const { seeds: rs, members: rm } = fwd.roles
+  t.is(rs.nodes, 3)
+  t.is(rm?.nodes, 97)
+  const mean = (f: (r: typeof rs) => number): number => (3 * f(rs) + 97 * f(rm ?? rs)) / 100
+  t.true(Math.abs(mean(r => r.sentBytesPerNodeSec) - fwd.bytesPerNodeSec) < 1e-6 * fwd.bytesPerNodeSec)
+  t.true(Math.abs(mean(r => r.recvBytesPerNodeSec) - fwd.recvBytesPerNodeSec) < 1e-6 * fwd.recvBytesPerNodeSec)
+  t.true(rs.recvBytesPerNodeSec > (rm?.recvBytesPerNodeSec ?? Infinity), 'a seed hears every member; a member hears the seeds')
   t.true(fwd.cluster.utilization >= 0.97, `forwarded ${fwd.cluster.utilization}`)
   t.true(fwd.cluster.utilization > local.cluster.utilization + 0.1, `forwarded ${fwd.cluster.utilization} against ${local.cluster.utilization} decided at the members`)
 })

@@ -42,6 +42,13 @@ export interface Figures {
   messagesPerNodeSec: number
   /** Bytes each node received per second (every peer's gossip reaches it). */
   recvBytesPerNodeSec: number
+  /**
+   * Bytes a seed and a member sent and received per second, each the mean
+   * over nodes of that role (crashed and joined nodes by their name's role):
+   * where members are many and seeds few, the mean over all nodes above is
+   * mostly the seeds' load spread thin. `members` is absent without members.
+   */
+  roles: { seeds: RoleTraffic, members?: RoleTraffic }
   /** Sent per node per second, by message type (`t`); the types' sums are the two figures above. */
   traffic: Record<string, { messagesPerNodeSec: number, bytesPerNodeSec: number }>
   /**
@@ -58,6 +65,12 @@ export interface Figures {
   stranded: number
   /** Tokens moved by applied grants. */
   transferred: number
+}
+
+export interface RoleTraffic {
+  nodes: number
+  sentBytesPerNodeSec: number
+  recvBytesPerNodeSec: number
 }
 
 export interface FigureInput {
@@ -130,7 +143,13 @@ export function figures (inp: FigureInput): Figures {
   let bytes = 0
   let msgs = 0
   let recv = 0
-  for (const n of inp.vc.nodes.values()) { bytes += n.sentBytes; msgs += n.sentMessages; recv += n.recvBytes }
+  const role = { seeds: { nodes: 0, sent: 0, recv: 0 }, members: { nodes: 0, sent: 0, recv: 0 } }
+  for (const [name, n] of inp.vc.nodes) {
+    bytes += n.sentBytes; msgs += n.sentMessages; recv += n.recvBytes
+    const r = inp.vc.seeds.includes(name) ? role.seeds : role.members
+    r.nodes++; r.sent += n.sentBytes; r.recv += n.recvBytes
+  }
+  const perNode = (r: typeof role.seeds): RoleTraffic => ({ nodes: r.nodes, sentBytesPerNodeSec: r.sent / Math.max(1, r.nodes) / seconds, recvBytesPerNodeSec: r.recv / Math.max(1, r.nodes) / seconds })
   const nodes = Math.max(1, inp.vc.nodes.size)
   let stranded = 0
   for (const k of inp.keys) stranded += inp.vc.audit.account(k).stranded
@@ -151,6 +170,7 @@ export function figures (inp: FigureInput): Figures {
     bytesPerNodeSec: bytes / nodes / seconds,
     messagesPerNodeSec: msgs / nodes / seconds,
     recvBytesPerNodeSec: recv / nodes / seconds,
+    roles: role.members.nodes > 0 ? { seeds: perNode(role.seeds), members: perNode(role.members) } : { seeds: perNode(role.seeds) },
     traffic: Object.fromEntries([...inp.vc.traffic].sort((a, b) => b[1].bytes - a[1].bytes)
       .map(([t, e]) => [t, { messagesPerNodeSec: e.messages / nodes / seconds, bytesPerNodeSec: e.bytes / nodes / seconds }])),
     gossipFields: inp.vc.gossipFields.means(),

@@ -29,6 +29,10 @@ export interface Summary {
   bytesPerNodeSec: number
   messagesPerNodeSec: number
   recvBytesPerNodeSec: number
+  /** A member's sent + received bytes per second (the median run's mean over members); NaN without members. */
+  memberBytesPerSec: number
+  /** The same for a seed. */
+  seedBytesPerSec: number
   stranded: number
   /** The first failures, each with its replay command. */
   failures: Array<{ seed: number, reasons: string[], replay: string }>
@@ -67,6 +71,8 @@ export function summarize (rs: readonly SimResult[]): Summary {
     bytesPerNodeSec: median(rs.map(r => r.bytesPerNodeSec)),
     messagesPerNodeSec: median(rs.map(r => r.messagesPerNodeSec)),
     recvBytesPerNodeSec: median(rs.map(r => r.recvBytesPerNodeSec)),
+    memberBytesPerSec: median(rs.flatMap(r => r.roles.members === undefined ? [] : [r.roles.members.sentBytesPerNodeSec + r.roles.members.recvBytesPerNodeSec])),
+    seedBytesPerSec: median(rs.map(r => r.roles.seeds.sentBytesPerNodeSec + r.roles.seeds.recvBytesPerNodeSec)),
     stranded: median(rs.map(r => r.stranded)),
     failures: failed.slice(0, 5).map(r => ({ seed: r.seed, reasons: r.failures, replay: r.replay }))
   }

@@ -88,6 +88,39 @@ test('members hear the seeds\' gossip without the key lines of a `decide: "seeds
   }
 })
 
+test('a member that needs no lease gossips every quietGossipMs, not every gossipIntervalMs, and every seed reads it alive all along; one that needs a lease gossips at the usual pace', t => {
+  for (const decide of [true, false]) {
+    let vc: VirtualCluster | null = null
+    const flaps: string[] = []
+    const seeds = ['n01', 'n02', 'n03']
+    const r = runSim({
+      ...spec('zipf', decide, 3, 10),
+      sabotage: (v, startMs) => {
+        vc = v
+        // From 1 s in, every 10 ms: each member alive in each seed's view (no flap at the switch to the quiet pace).
+        for (let at = startMs + 1000; at < startMs + 4000; at += 10) {
+          v.at(at, () => {
+            for (const s of seeds) {
+              const c = v.nodes.get(s)?.core
+              if (c == null) continue
+              for (const p of c.peers.all()) if (!seeds.includes(p.name) && !c.peers.isAlive(p, v.mono(s))) flaps.push(`${p.name} dead at ${s} at ${at - startMs} ms`)
+            }
+          })
+        }
+      }
+    })
+    t.true(r.ok, r.failures.join('; '))
+    t.deepEqual(flaps, [])
+    const v = vc as unknown as VirtualCluster
+    for (const [name, core] of v.cores) {
+      // 4 s at 250 ms is 16 gossips; at 1000 ms, 4 (and one or two more at the start, before the first said nolease)
+      const quiet = decide && !seeds.includes(name)
+      if (quiet) t.true(core.gossip.sent <= 7, `${name} gossiped ${core.gossip.sent} times`)
+      else t.true(core.gossip.sent >= 15, `${name} gossiped ${core.gossip.sent} times`)
+    }
+  }
+})
+
 test('a member that decides no rule itself and holds nothing asks for no lease: no voter echoes it, and it is served all the same; with a rule of its own it holds a lease', t => {
   for (const decide of [true, false]) {
     let vc: VirtualCluster | null = null

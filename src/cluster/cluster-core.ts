@@ -138,7 +138,7 @@ export class ClusterCore {
       cfg: this.clusterHash,
       known: k => this.limiter.existing(k) !== undefined,
       maxKeys: opts.limits.maxKeys
-    })
+    }, 4 * this.tuning.quietGossipMs)
     this.view = new ClusterView(this.node, this.seeds, this.peers, this.tuning, this.calendar)
     this.heir = new Heir(this, opts.inherited ?? [], opts.estates ?? [])
     this.view.homes = this.heir.homes

@@ -25,6 +25,7 @@ import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore } from './cluster-core.js'
 import { buildGossip } from './gossip-builder.js'
 import { ext } from './key-ext.js'
+import { needsLease } from './member-gossip.js'
 import type { Gossip } from './messages.js'
 
 /** Gossips that carry the `sync` mark after it moved (one lost gossip does not delay it to the next full sync). */
@@ -35,6 +36,10 @@ const ACK_REPEATS = 2
 export class GossipSchedule {
   private readonly core: ClusterCore
   private last = -Infinity
+  /** The last gossip said `nolease`: peers read this node alive for longer (peers.ts isAlive). */
+  private saidQuiet = false
+  /** Until then no quiet pace: a seed came (back) into view, and should hear this node soon (`seedReturned`). */
+  private loudUntil = -Infinity
   private count = 0
   private seq = 0
   private fullSync = true
@@ -63,9 +68,23 @@ export class GossipSchedule {
     for (const r of rules) this.announcing.add(r)
   }
 
-  /** The gossip due at `nowMs`, if the interval has passed. */
+  /**
+   * The gossip due at `nowMs`, if the interval has passed: `gossipIntervalMs`,
+   * or `quietGossipMs` at a member that needs no lease (it has nothing to
+   * say but that it lives; peers give it as much longer to be alive). Only
+   * after a gossip that said so (`nolease`): until peers have heard it, they
+   * give it the usual time; not while a full-sync pass is under way; not
+   * while some seed is silent in its view (cut off, or forgotten: once back
+   * it must hear this node soon, and a seed that forgot its members
+   * publishes no members' copy until it hears one); and not for
+   * `aliveTimeoutMs` after a seed came into view (new, restarted, or back).
+   * Once it needs one, the next tick past the usual interval sends.
+   */
   due (nowMs: number): Gossip | null {
-    if (nowMs - this.last < this.core.tuning.gossipIntervalMs) return null
+    const t = this.core.tuning
+    if (nowMs - this.last < t.gossipIntervalMs) return null
+    // A pass under way (lines left over, keys not reached) goes at the usual pace: peers wait on it (`pending`).
+    if (nowMs - this.last < t.quietGossipMs && this.quiet(nowMs)) return null
     if ((this.fullSync || ++this.count % this.core.tuning.fullSyncEvery === 0) && this.cursor === null) {
       this.cursor = this.core.limiter.states()
       this.passFrom = this.changes
@@ -77,11 +96,38 @@ export class GossipSchedule {
     return this.now(nowMs)
   }
 
+  /** Whether this node may wait quietGossipMs for its next gossip (see `due`). */
+  private quiet (nowMs: number): boolean {
+    const c = this.core
+    if (!this.saidQuiet || nowMs < this.loudUntil || this.carry !== null || this.cursor !== null || !this.hearsEverySeed(nowMs)) return false
+    return !needsLease(c, nowMs)
+  }
+
+  /** Every seed alive in this node's view: none cut off, or forgotten, that must hear this node soon once back. */
+  private hearsEverySeed (nowMs: number): boolean {
+    const c = this.core
+    for (const s of c.seeds) {
+      if (s === c.node) continue
+      const p = c.peers.get(s)
+      if (p === undefined || !c.peers.isAlive(p, nowMs)) return false
+    }
+    return true
+  }
+
+  /** A seed came (back) into view: the usual pace for `aliveTimeoutMs`. */
+  seedReturned (nowMs: number): void {
+    this.loudUntil = nowMs + this.core.tuning.aliveTimeoutMs
+  }
+
+  /** Gossips built so far by this incarnation (its last seq). */
+  get sent (): number { return this.seq }
+
   /** A gossip now, outside the schedule (a stop's announcements). */
   now (nowMs: number): Gossip {
     this.last = nowMs
     const { msg, leftover } = buildGossip(this.core, this.candidates(nowMs), nowMs)
     this.carry = leftover
+    this.saidQuiet = msg.nolease === true
     this.syncStart = false
     if (this.passDone && this.carry === null && this.passFrom === this.changes) {
       this.announcing.clear()

@@ -50,6 +50,8 @@ export function onGossip (c: ClusterCore, g: Gossip, from: string, nowMs: number
   if (o.restartedFrom !== undefined) endedEpoch(c, g.node, g.epoch, nowMs)
   // A peer we have not heard in this epoch needs every key, not just a delta.
   else if (o.isNew) c.gossip.requestFullSync()
+  // A seed new here, restarted or back (a healed cut) may not have heard this node lately: gossip at the usual pace a while.
+  if (c.seeds.includes(g.node) && (o.isNew || o.cameBack === true || o.restartedFrom !== undefined)) c.gossip.seedReturned(nowMs)
   c.positions.acked(c.ledger.ack(g.node, g.epoch, p.appliedFromMe))
   // Attestations first: a voter that attests carried books does not lease this incarnation (reclaim.ts).
   if (g.attest !== undefined && p.sameCluster) c.reclaim.onAttest(g.node, g.attest, nowMs)

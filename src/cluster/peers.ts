@@ -108,6 +108,8 @@ export interface Observed {
   isNew: boolean
   /** The peer's previous epoch, when this gossip is from a new incarnation. */
   restartedFrom?: string
+  /** A fresh gossip from a peer known here but not alive (silent, or cut off and healed). */
+  cameBack?: boolean
 }
 
 const NO_PENDING: ReadonlySet<string> = new Set()
@@ -125,6 +127,8 @@ export interface KeepPolicy {
 export class Peers {
   private readonly byName = new Map<string, Peer>()
   private readonly aliveTimeoutMs: number
+  /** How long a peer whose last gossip said `nolease` stays alive (it gossips every quietGossipMs: tuning.ts). */
+  private readonly quietAliveMs: number
   private readonly keep: KeepPolicy
   /** Entries with owed > 0 or debts > 0, plus legacy debts, over all peers: 0 lets caution skip its sums. */
   owingEntries = 0
@@ -137,8 +141,9 @@ export class Peers {
    */
   version = 0
 
-  constructor (aliveTimeoutMs: number, keep: KeepPolicy) {
+  constructor (aliveTimeoutMs: number, keep: KeepPolicy, quietAliveMs = aliveTimeoutMs) {
     this.aliveTimeoutMs = aliveTimeoutMs
+    this.quietAliveMs = Math.max(aliveTimeoutMs, quietAliveMs)
     this.keep = keep
   }
 
@@ -161,9 +166,13 @@ export class Peers {
     }
     const fresh = g.seq > p.seq
     track(p, g.seq)
+    let cameBack = false
     if (fresh) {
       p.seq = g.seq
-      if (!this.isAlive(p, nowMs)) this.changed()
+      if (!this.isAlive(p, nowMs)) {
+        this.changed()
+        cameBack = !isNew
+      }
       p.lastHeard = nowMs
       p.leaving = g.leaving === true
       p.fenced = g.fenced === true
@@ -212,6 +221,7 @@ export class Peers {
     }
     const out: Observed = { fresh, isNew }
     if (restartedFrom !== undefined) out.restartedFrom = restartedFrom
+    if (cameBack) out.cameBack = true
     return out
   }
 
@@ -351,7 +361,7 @@ export class Peers {
   }
 
   isAlive (p: Peer, nowMs: number): boolean {
-    return nowMs - p.lastHeard <= this.aliveTimeoutMs
+    return nowMs - p.lastHeard <= (p.nolease ? this.quietAliveMs : this.aliveTimeoutMs)
   }
 
   all (): IterableIterator<Peer> {

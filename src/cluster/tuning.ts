@@ -8,6 +8,15 @@ export interface ClusterTuning extends LeaseSettings {
   tickMs: number
   /** A peer is alive while its last gossip is younger than this. @default max(1000, 4 x gossip) */
   aliveTimeoutMs: number
+  /**
+   * How often a member that needs no lease gossips (member-gossip.ts
+   * `needsLease`: it decides no rule itself and holds nothing), instead of
+   * every `gossipIntervalMs`: its gossip only says that it lives, and the
+   * seeds hear every member's. Peers read such a member alive for 4 times
+   * this after its last gossip. It gossips at the usual interval again as
+   * soon as it needs a lease. @default aliveTimeoutMs
+   */
+  quietGossipMs: number
   /** A node asks for tokens when it would run out within this horizon at its rate. @default 1000 */
   horizonMs: number
   /** Half-life of the demand-rate EWMA. @default 500 */
@@ -73,6 +82,7 @@ export function defaultTuning (gossipIntervalMs = 250): ClusterTuning {
     gossipIntervalMs,
     tickMs: Math.min(50, gossipIntervalMs),
     aliveTimeoutMs: Math.max(1000, 4 * gossipIntervalMs),
+    quietGossipMs: Math.max(1000, 4 * gossipIntervalMs),
     horizonMs: 1000,
     rateHalfLifeMs: 500,
     lowWater: 0.2,

@@ -8,6 +8,7 @@
  */
 import test from 'ava'
 import { needsLease } from '../src/cluster/member-gossip.js'
+import { homeOf } from '../src/core/share.js'
 import type { RuleConfig } from '../src/config/types.js'
 import { runSim, type SimSpec } from '../src/sim/run.js'
 import { scenario } from '../src/sim/scenario.js'
@@ -85,6 +86,30 @@ test('members hear the seeds\' gossip without the key lines of a `decide: "seeds
     t.true(alive, `${name} hears every seed`)
     if (seeds.includes(name)) t.true(lines.every(x => x), `seed ${name} has the other seeds' lines of api`)
     else t.true(lines.every(x => !x), `member ${name} heard no seed's line of api`)
+  }
+})
+
+test('a glob key is forwarded to its home and the seed after it, never another; an exact key to every seed; both admit what a central limiter does', t => {
+  for (const glob of [true, false]) {
+    let vc: VirtualCluster | null = null
+    const rule: RuleConfig = glob ? { ...RULE, name: 'g', match: 'k:*', limit: 100, burst: 100, maxDebt: 10, decide: 'seeds' } : { ...RULE, decide: 'seeds' }
+    const r = runSim({ scenario: scenario(glob ? 'keys100' : 'zipf'), nodes: 20, seedNodes: 5, seed: 1, mode: 'hard', rule, durationMs: 3000, gossipIntervalMs: 250, sabotage: v => { vc = v } })
+    t.true(r.ok, r.failures.join('; '))
+    t.true(r.cluster.utilization >= 0.95, `${glob ? 'glob' : 'exact'} ${r.cluster.utilization}`)
+    const v = vc as unknown as VirtualCluster
+    const seeds = ['n01', 'n02', 'n03', 'n04', 'n05']
+    const members = [...v.cores].filter(([n]) => !seeds.includes(n))
+    const keys = glob ? Array.from({ length: 30 }, (_, i) => `k:${i}`) : ['api']
+    for (const key of keys) {
+      const to = new Set(members.map(([n, c]) => c.forwarding.route(key, 1, 0, v.mono(n))?.to))
+      if (glob) {
+        const home = homeOf(key, seeds) as string
+        const next = seeds[(seeds.indexOf(home) + 1) % seeds.length]
+        t.deepEqual([...to].sort(), [home, next].sort(), key)
+      } else {
+        t.deepEqual([...to].sort(), seeds, 'an exact key spreads over every seed')
+      }
+    }
   }
 })
 

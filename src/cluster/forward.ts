@@ -23,7 +23,7 @@
  */
 import type { Decision } from '../core/types.js'
 import { fmix32 } from '../core/hash.js'
-import { hash32 } from '../core/share.js'
+import { hash32, homeOf } from '../core/share.js'
 import { QuotadError } from '../errors.js'
 import type { ClusterCore } from './cluster-core.js'
 import { answerOf, decisionOf, type Fans, type Fwd } from './forward-messages.js'
@@ -37,6 +37,9 @@ export interface ForwardCounters {
   /** At a seed: members' acquires decided here. */
   forwardServed: number
 }
+
+/** A glob key's members go to its home and the seeds after it, this many in all (see `route`). */
+const PAIR = 2
 
 /** Peer ids whose member names a seed remembers (forwards come at client rates; membership.nameOf scans every binding). */
 const MAX_NAMES = 4096
@@ -56,10 +59,20 @@ export class Forwarding {
 
   /**
    * At a member, for a key of a `decide: "seeds"` rule: the `fwd` to send and
-   * the seed to send it to; else null (decide here). The seed is drawn by
-   * (key, this node) among the seeds alive, agreeing on the rule, not
-   * leaving and not fenced in this node's view, so one key's members spread
-   * over the seeds and each seed's own rate estimate sees its part.
+   * the seed to send it to; else null (decide here). Among the seeds alive,
+   * agreeing on the rule, not leaving and not fenced in this node's view:
+   * - a glob rule's key goes to its home (share.ts `homeOf`), where its whole
+   *   stock starts, or to the seed after it (of these, in seed order), one
+   *   or the other by (key, this node): two seeds decide a key's members'
+   *   requests, so few of its tokens move between seeds for them, and when
+   *   one dies the other holds part of the stock until the heir inherits.
+   *   (Its home alone moved none, as gubernator shards keys over its peers,
+   *   but left every key of a dead home dark until then: protocol.md,
+   *   "Which seed".)
+   * - an exact key, whose stock starts split over the seeds, and a glob key
+   *   whose home is not such a seed, go to a seed drawn by (key, this
+   *   node) among them all, so one key's members spread over the seeds and
+   *   each seed's own rate estimate sees its part.
    */
   route (key: string, count: number, waitMs: number, nowMs: number): { to: string, msg: Fwd } | null {
     const c = this.c
@@ -72,7 +85,10 @@ export class Forwarding {
       seeds.push(s)
     }
     if (seeds.length === 0) return null
-    const to = seeds[fmix32(hash32(key) ^ hash32(c.node)) % seeds.length]
+    const draw = fmix32(hash32(key) ^ hash32(c.node))
+    const home = rule.glob ? homeOf(key, c.seeds, c.view.homes) : undefined
+    const at = home === undefined ? -1 : seeds.indexOf(home)
+    const to = at < 0 ? seeds[draw % seeds.length] : seeds[(at + draw % Math.min(PAIR, seeds.length)) % seeds.length]
     this.counters.forwarded++
     return { to, msg: { node: c.node, key, count, ...(waitMs > 0 ? { wait: waitMs } : {}) } }
   }

@@ -7,7 +7,7 @@
  *
  * Messages in: start, stop, publish, request, call, dial (each with an `id`, answered
  * by `done` or `fail`), and `reply` / `replyFail` to a relayed inbound request.
- * Messages out: `created`, `gossip`, `peer`, `event`, `req` (`creq` for a
+ * Messages out: `created`, `gossips` (a batch of [from, data]), `peer`, `event`, `req` (`creq` for a
  * call), `stats`, and the
  * answers. Errors cross as { code, message } (QuotadError's), rebuilt there.
  */
@@ -17,6 +17,8 @@ import type { TransportOptions } from './types.js'
 
 /** How often the counters and the connected peers are sent over (the main side's `stats()` is synchronous). */
 const STATS_EVERY_MS = 200
+/** Gossip received within this long goes over as one port message (a gossip interval is 250 ms). */
+const GOSSIP_BATCH_MS = 10
 
 interface Failure { code: string, message: string }
 
@@ -48,7 +50,19 @@ async function main (): Promise<void> {
   const tr = t
   let nextReq = 0
   const waiting = new Map<number, { resolve: (b: Uint8Array) => void, reject: (e: Error) => void }>()
-  tr.onGossip = (from, data) => port.postMessage({ t: 'gossip', from, data })
+  // Gossip goes over in batches, at most one port message per GOSSIP_BATCH_MS: each port message wakes the
+  // event loop that answers the socket, and at 200 nodes a seed hears hundreds of gossips a second.
+  let batch: Array<[string, Uint8Array]> = []
+  let flush: NodeJS.Timeout | null = null
+  tr.onGossip = (from, data) => {
+    batch.push([from, data])
+    flush ??= setTimeout(() => {
+      flush = null
+      const b = batch
+      batch = []
+      port.postMessage({ t: 'gossips', batch: b })
+    }, GOSSIP_BATCH_MS)
+  }
   tr.onPeer = (peerId, connected) => port.postMessage({ t: 'peer', peerId, connected })
   tr.onRequest = async (from, data) => await new Promise<Uint8Array>((resolve, reject) => {
     const id = ++nextReq

@@ -61,7 +61,7 @@ async function stableStock (c: TestCluster, names: string[], toDead = false): Pr
   }, 60_000)
 }
 
-async function killAndRecover (t: import('ava').ExecutionContext, c: TestCluster, victim: string, member: boolean): Promise<void> {
+async function killAndRecover (t: import('ava').ExecutionContext, c: TestCluster, victim: string): Promise<void> {
   const all = c.names
   const survivors = all.filter(n => n !== victim)
   // The victim is the busy one: tokens move to it. It is killed while busy (idle, a member would give back
@@ -91,10 +91,11 @@ async function killAndRecover (t: import('ava').ExecutionContext, c: TestCluster
   t.log(`${victim} recovered ${restored} of the ${had} the survivors lack`)
   t.true(restored >= 0 && restored <= had, `never more than it had: ${restored} of ${had}`)
   await waitForPeers(c, all, all.length - 1, 60_000)
-  // A member's restart gossips its journal's marks: each grant that was on its way to it is in its recovered books
-  // (delivered) or back at its giver (taken back, from the horizon) (estate-marks.ts). A seed's are lost.
+  // The restart gossips its journal's marks (a seed's once no heir can inherit the crashed incarnation: carrier.ts):
+  // each grant that was on its way to it is in its recovered books (delivered) or back at its giver (taken back,
+  // from the horizon) (estate-marks.ts). Seen under load: 61 on their way to the seed c, all taken back.
   let back = 0
-  if (member) {
+  {
     const settled = await eventually(`the survivors to settle the ${onTheWay} tokens on their way to ${victim}`, async () => {
       let delivered = 0
       let takenBack = 0
@@ -129,8 +130,8 @@ test.serial('kill -9 of a member, then of a seed: each restarts and recovers wha
   for (const n of c.names) await c.start(n)
   await waitForPeers(c, c.names, 3, 60_000)
   await wholeStock(c, c.names, 100)
-  await killAndRecover(t, c, 'm', true)
-  await killAndRecover(t, c, 'c', false)
+  await killAndRecover(t, c, 'm')
+  await killAndRecover(t, c, 'c')
 })
 
 test.serial('kill -9 of a member that never comes back: the seeds attest it after reclaimMs, the survivors settle what they lent it, and the whole stock is back', async t => {

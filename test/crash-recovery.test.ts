@@ -61,11 +61,25 @@ async function stableStock (c: TestCluster, names: string[], toDead = false): Pr
   }, 60_000)
 }
 
+/** Tokens of grants to ended incarnations the survivors have settled so far: delivered (in the restart's books) and taken back. */
+async function settledSoFar (c: TestCluster, survivors: readonly string[]): Promise<{ delivered: number, takenBack: number }> {
+  let delivered = 0
+  let takenBack = 0
+  for (const n of survivors) {
+    const r = (await nodeStatus(c.sockets[n]) as unknown as { cluster: { reclaim: { inFlightToDeadSeeds: { tokensDelivered: number, tokensTakenBack: number } } } }).cluster.reclaim.inFlightToDeadSeeds
+    delivered += r.tokensDelivered
+    takenBack += r.tokensTakenBack
+  }
+  return { delivered, takenBack }
+}
+
 async function killAndRecover (t: import('ava').ExecutionContext, c: TestCluster, victim: string): Promise<void> {
   const all = c.names
   const survivors = all.filter(n => n !== victim)
   // The victim is the busy one: tokens move to it. It is killed while busy (idle, a member would give back
   // what it does not use to its lenders: rebalance.ts).
+  // The survivors' counts of settled grants are since their start: this kill's are what they add.
+  const before = await settledSoFar(c, survivors)
   t.true(await busy(c, victim, 1500) > 0)
   c.procs[victim].child.kill('SIGKILL')
   await c.procs[victim].exited
@@ -97,13 +111,9 @@ async function killAndRecover (t: import('ava').ExecutionContext, c: TestCluster
   let back = 0
   {
     const settled = await eventually(`the survivors to settle the ${onTheWay} tokens on their way to ${victim}`, async () => {
-      let delivered = 0
-      let takenBack = 0
-      for (const n of survivors) {
-        const r = (await nodeStatus(c.sockets[n]) as unknown as { cluster: { reclaim: { inFlightToDeadSeeds: { tokensDelivered: number, tokensTakenBack: number } } } }).cluster.reclaim.inFlightToDeadSeeds
-        delivered += r.tokensDelivered
-        takenBack += r.tokensTakenBack
-      }
+      const now = await settledSoFar(c, survivors)
+      const delivered = now.delivered - before.delivered
+      const takenBack = now.takenBack - before.takenBack
       return Math.abs(delivered + takenBack - onTheWay) < 1e-6 ? { delivered, takenBack } : undefined
     }, 60_000)
     back = settled.takenBack

@@ -26,6 +26,7 @@
  *   nothing, and the caller's call times out. (The forward handler answers
  *   its refusals as answers: forward.ts.)
  */
+import { performance } from 'node:perf_hooks'
 import type { Stream } from '@libp2p/interface'
 import { ErrorCodes, QuotadError } from '../../errors.js'
 import { encodeCallFrame, readCallFrames } from './framing.js'
@@ -172,9 +173,9 @@ export class CallSessions {
     const deadline = AbortSignal.timeout(timeoutMs)
     try {
       if (data.byteLength + 4 > MAX_CALL_BYTES) throw new QuotadError(ErrorCodes.FRAME_TOO_LARGE, `call of ${data.byteLength} bytes is above ${MAX_CALL_BYTES - 4}`)
-      const started = Date.now()
+      const started = performance.now()
       const s = await this.session(peerId, deadline)
-      const answer = await s.call(data, Math.max(1, timeoutMs - (Date.now() - started)), what)
+      const answer = await s.call(data, Math.max(1, timeoutMs - (performance.now() - started)), what)
       c.callBytesOut += data.byteLength + answer.byteLength
       return answer
     } catch (err) {

@@ -5,7 +5,7 @@
  * envelope that is not a bounded deflate of one gossip is a bad message.
  */
 import test from 'ava'
-import { deflateRawSync } from 'node:zlib'
+import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import { decodeGossip, encodeGossip, GOSSIP_DICTIONARY, GOSSIP_MAX_INFLATED } from '../src/cluster/gossip-codec.js'
 import { CLUSTER_VERSION, parseMessage, type Gossip, type GossipKey } from '../src/cluster/messages.js'
 import { wire } from '../src/cluster/wire.js'
@@ -38,8 +38,30 @@ test('a gossip never goes in more bytes than plain, and plain bytes (an older en
 })
 
 test('the dictionary is the fixed bytes both ends use: field names as msgpack fixstrs', t => {
-  t.deepEqual([...GOSSIP_DICTIONARY.subarray(0, 12)], [0xab, ...Buffer.from('estateMarks')])
+  t.deepEqual([...GOSSIP_DICTIONARY.subarray(0, 17)], [0xa4, ...Buffer.from('prev'), 0xab, ...Buffer.from('estateMarks')])
   t.true(GOSSIP_DICTIONARY.includes(Buffer.from([0xa4, ...Buffer.from('keys')])))
+})
+
+test('empty pending, carries, keys and acks are left out on the wire and read back as empty; a quiet gossip is smaller for it', t => {
+  const g = gossip([])
+  const bytes = encodeGossip(g)
+  const outer = wire.unpack(bytes) as Record<string, unknown>
+  const sent = (outer.t === 'gz' ? wire.unpack(inflateRawSync(outer.z as Uint8Array, { dictionary: GOSSIP_DICTIONARY })) : outer) as Record<string, unknown>
+  t.is(sent.t, 'gossip')
+  for (const f of ['pending', 'carries', 'keys', 'acks']) t.false(f in sent, `${f} is not on the wire`)
+  t.deepEqual(decodeGossip(bytes), parseMessage(wire.unpack(wire.pack(g))), 'the receiver gets the same message')
+  t.true(bytes.length < wire.pack(g).length)
+  // A list that is not empty still goes; one that is not a list is still refused.
+  const busy = { ...g, pending: ['api'], acks: [['n002', 'n002.1.aa', 3]] as Gossip['acks'] }
+  t.deepEqual(decodeGossip(encodeGossip(busy)), parseMessage(wire.unpack(wire.pack(busy))))
+  t.throws(() => decodeGossip(wire.pack({ ...g, carries: 'x' })), badFrame)
+})
+
+test('a members\' copy\'s prev must be a seq before its own', t => {
+  t.is((decodeGossip(encodeGossip({ ...gossip([]), prev: 37 })) as Gossip).prev, 37)
+  t.throws(() => decodeGossip(wire.pack({ ...gossip([]), prev: 42 })), badFrame, 'its own seq')
+  t.throws(() => decodeGossip(wire.pack({ ...gossip([]), prev: -1 })), badFrame)
+  t.throws(() => decodeGossip(wire.pack({ ...gossip([]), prev: 'x' })), badFrame)
 })
 
 test('an envelope that is not a bounded deflate of one gossip is E_BAD_FRAME', t => {

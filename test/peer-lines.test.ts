@@ -64,3 +64,29 @@ test('a peer counts as all heard only once every message from its named pass on 
   const p = peers.get('b')
   t.true(p !== undefined && heardAll(p), "the new epoch's first message is its pass's first")
 })
+
+test('a seed\'s members\' copy that names the copy before it (prev) leaves no gap for the seqs it skipped, and keeps the seed alive for the quiet time', t => {
+  // aliveTimeoutMs 1000; the quiet time 4000 (a member that said nolease, or a seed whose copy said prev).
+  const peers = new Peers(1000, keep, 4000)
+  const at = (seq: number, nowMs: number, extra: Partial<Gossip> = {}): boolean => {
+    peers.observe({ ...gossip(seq, 'v', []), ...extra }, 'a', 'ea', nowMs, 0)
+    const p = peers.get('b')
+    if (p === undefined) throw new Error('no peer')
+    return heardAll(p)
+  }
+  t.true(at(1, 0, { sync: 1 }))
+  t.true(at(2, 250, { prev: 1 }), 'at the quiet pace from here')
+  // Seqs 3-5 said nothing new to the members, and the seed published no copy of them.
+  t.true(at(6, 1250, { prev: 2 }), 'nothing missing: 3-5 were never sent here')
+  const b = peers.get('b')
+  t.true(b !== undefined && peers.isAlive(b, 1250 + 3900), 'alive for the quiet time after a copy that said prev')
+  t.false(b !== undefined && peers.isAlive(b, 1250 + 4100))
+  // A copy lost: 7 was published, then skips to 10, which names 7: 7 is missing, 8-9 are not.
+  t.false(at(10, 2250, { prev: 7 }), '7 is missing')
+  t.deepEqual(b?.missing, [7])
+  t.true(at(7, 2260, { prev: 6 }), 'the late copy fills it')
+  // Back at the usual pace (no prev): alive for aliveTimeoutMs only.
+  at(11, 2500)
+  t.true(b !== undefined && peers.isAlive(b, 2500 + 900))
+  t.false(b !== undefined && peers.isAlive(b, 2500 + 1100))
+})

@@ -7,6 +7,7 @@
  * limiter does.
  */
 import test from 'ava'
+import { heardAll } from '../src/cluster/heard.js'
 import { needsLease } from '../src/cluster/member-gossip.js'
 import { homeOf } from '../src/core/share.js'
 import type { RuleConfig } from '../src/config/types.js'
@@ -163,6 +164,53 @@ test('a member that decides no rule itself and holds nothing asks for no lease: 
       } else {
         t.true(needsLease(core, v.mono(name)), name)
         t.true(echoes.length > 0, `voters echo ${name}`)
+      }
+    }
+  }
+})
+
+test('where every member is quiet, a seed publishes its members\' copy every quietGossipMs, not every gossipIntervalMs; no member reads a seed dead, and each holds a whole run of every seed\'s messages', t => {
+  for (const decide of [true, false]) {
+    let vc: VirtualCluster | null = null
+    const flaps: string[] = []
+    const copies = new Map<string, number>()
+    const seeds = ['n01', 'n02', 'n03']
+    const r = runSim({
+      ...spec('zipf', decide, 4, 10),
+      sabotage: (v, startMs) => {
+        vc = v
+        const transmit = v.transmit.bind(v)
+        v.transmit = (from, to, bytes, deliver, grant, gossip = false) => {
+          if (gossip && seeds.includes(from) && !seeds.includes(to) && v.now >= startMs + 2000) copies.set(`${from}>${to}`, (copies.get(`${from}>${to}`) ?? 0) + 1)
+          transmit(from, to, bytes, deliver, grant, gossip)
+        }
+        // From 1 s in, every 10 ms: each seed alive in each member's view (no flap at the switch to the quiet pace).
+        for (let at = startMs + 1000; at < startMs + 4000; at += 10) {
+          v.at(at, () => {
+            for (const [name, c] of v.cores) {
+              if (seeds.includes(name)) continue
+              for (const s of seeds) {
+                const p = c.peers.get(s)
+                if (p === undefined || !c.peers.isAlive(p, v.mono(name))) flaps.push(`${s} dead at ${name} at ${at - startMs} ms`)
+              }
+            }
+          })
+        }
+      }
+    })
+    t.true(r.ok, r.failures.join('; '))
+    t.deepEqual(flaps, [])
+    const v = vc as unknown as VirtualCluster
+    const counts = [...copies.values()]
+    t.is(counts.length, 3 * 7, 'every seed reached every member')
+    // The last 2 s: 8 gossips at 250 ms; quiet, 2 (3 with one that carried something).
+    if (decide) t.true(counts.every(n => n <= 3), `copies per seed and member in 2 s: ${counts.join(' ')}`)
+    else t.true(counts.every(n => n >= 7), `copies per seed and member in 2 s: ${counts.join(' ')}`)
+    for (const [name, c] of v.cores) {
+      if (seeds.includes(name)) continue
+      for (const s of seeds) {
+        const p = c.peers.get(s)
+        t.true(p !== undefined && heardAll(p), `${name} heard all of ${s}'s last pass`)
       }
     }
   }

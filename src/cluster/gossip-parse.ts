@@ -17,17 +17,20 @@ export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: nu
     if (typeof h !== 'string' || h.length > 64) bad('rule hash must be a string')
     rules[name(r, 'rule name')] = h as string
   }
-  const keys = list(m.keys, b.maxEntries, 'keys').map(e => {
+  // An empty list may be left out on the wire (gossip-codec.ts): absent reads as empty.
+  const keys = list(m.keys ?? [], b.maxEntries, 'keys').map(e => {
     const t = tuple(e, KEY_LINE_FIELDS, 'key entry')
     // debts -1: "unknown, spend nothing" (Infinity does not survive msgpack's integer paths).
     const debts = num(t[5], 'debts', -1)
     return [key(t[0], b), num(t[1], 'held'), num(t[2], 'outstanding'), num(t[3], 'rate'), num(t[4], 'owed'), debts < 0 ? Infinity : debts,
       num(t[6], 'deferred'), num(t[7], 'inTransitOut')] as GossipKey
   })
-  const pending = list(m.pending, b.maxRules, 'pending').map(r => name(r, 'pending rule'))
+  const pending = list(m.pending ?? [], b.maxRules, 'pending').map(r => name(r, 'pending rule'))
   const sync = m.sync === undefined || m.sync === null ? undefined : seq(m.sync, 'sync')
   if (sync !== undefined && sync > (m.seq as number)) bad('sync must not be after the message\'s own seq')
-  const carries = list(m.carries, MAX_CARRIES, 'carries').map(r => name(r, 'carried epoch'))
+  const prev = m.prev === undefined || m.prev === null ? undefined : seq(m.prev, 'prev')
+  if (prev !== undefined && prev >= (m.seq as number)) bad('prev must be before the message\'s own seq')
+  const carries = list(m.carries ?? [], MAX_CARRIES, 'carries').map(r => name(r, 'carried epoch'))
   const members = m.members === undefined || m.members === null
     ? undefined
     : list(m.members, b.maxMembers, 'members').map(e => {
@@ -46,7 +49,7 @@ export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: nu
     ? undefined
     : list(m.decay, keys.length, 'decay').map(i => seq(i, 'decay index') < keys.length ? i as number : bad('decay index must name a key line'))
   const cfg = typeof m.cfg === 'string' && m.cfg.length <= 64 ? m.cfg : bad('cfg must be a hash')
-  const acks = list(m.acks, b.maxPeers, 'acks').map(e => {
+  const acks = list(m.acks ?? [], b.maxPeers, 'acks').map(e => {
     const t = tuple(e, 3, 'ack entry')
     return [name(t[0], 'ack node'), name(t[1], 'ack epoch'), seq(t[2], 'applied')] as GossipAck
   })
@@ -92,7 +95,7 @@ export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: nu
     })
   return {
     v, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),
-    pending, ...(sync === undefined ? {} : { sync }), carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, ...(decay === undefined || decay.length === 0 ? {} : { decay }), acks, ...(m.leaving === true ? { leaving: true } : {}),
+    pending, ...(sync === undefined ? {} : { sync }), ...(prev === undefined ? {} : { prev }), carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, ...(decay === undefined || decay.length === 0 ? {} : { decay }), acks, ...(m.leaving === true ? { leaving: true } : {}),
     ...(m.fenced === true ? { fenced: true } : {}), ...(m.nolease === true ? { nolease: true } : {}), ...(heard === undefined ? {} : { heard }),
     ...(m.alloc === false ? { alloc: false as const } : {}), ...(attest === undefined || attest.length === 0 ? {} : { attest }),
     ...(estates === undefined || estates.length === 0 ? {} : { estates }),

@@ -25,6 +25,7 @@ import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore } from './cluster-core.js'
 import { buildGossip } from './gossip-builder.js'
 import { ext } from './key-ext.js'
+import { MemberCopies } from './member-copies.js'
 import { needsLease } from './member-gossip.js'
 import type { Gossip } from './messages.js'
 
@@ -35,6 +36,8 @@ const ACK_REPEATS = 2
 
 export class GossipSchedule {
   private readonly core: ClusterCore
+  /** At a seed: which gossips the members get a copy of (member-gossip.ts `gossipOut`). */
+  readonly copies = new MemberCopies()
   private last = -Infinity
   /** The last gossip said `nolease`: peers read this node alive for longer (peers.ts isAlive). */
   private saidQuiet = false

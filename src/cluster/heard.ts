@@ -23,8 +23,13 @@ export function heardAll (p: Peer): boolean {
 /** Most messages a run may be missing before it is given up (reordering is by a few; a loss is waited for). */
 const MAX_MISSING = 16
 
-/** Account for message `seq` of `p`'s epoch (before `p.seq` moves): extend, or restart, the run; fill a gap. */
-export function track (p: Peer, seq: number): void {
+/**
+ * Account for message `seq` of `p`'s epoch (before `p.seq` moves): extend,
+ * or restart, the run; fill a gap. `prev`: a seed's members' copy names the
+ * copy it published before (Gossip.prev); the seqs after it were never
+ * published to this node, so only those up to it can be missing.
+ */
+export function track (p: Peer, seq: number, prev?: number): void {
   if (seq <= p.seq) {
     const i = p.missing.indexOf(seq)
     if (i >= 0) p.missing.splice(i, 1)
@@ -32,10 +37,11 @@ export function track (p: Peer, seq: number): void {
   }
   // Seqs before the newest pass named can no longer matter (heardAll reads only from p.sync on).
   if (p.missing.length > 0) p.missing = p.missing.filter(s => s >= p.sync)
-  if (seq - p.seq - 1 + p.missing.length > MAX_MISSING) {
+  const last = prev === undefined ? seq - 1 : Math.min(prev, seq - 1)
+  if (last - p.seq + p.missing.length > MAX_MISSING) {
     p.runFrom = seq
     p.missing = []
     return
   }
-  for (let s = p.seq + 1; s < seq; s++) p.missing.push(s)
+  for (let s = p.seq + 1; s <= last; s++) p.missing.push(s)
 }

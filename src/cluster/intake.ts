@@ -51,7 +51,11 @@ export function onGossip (c: ClusterCore, g: Gossip, from: string, nowMs: number
   // A peer we have not heard in this epoch needs every key, not just a delta.
   else if (o.isNew) c.gossip.requestFullSync()
   // A seed new here, restarted or back (a healed cut) may not have heard this node lately: gossip at the usual pace a while.
-  if (c.seeds.includes(g.node) && (o.isNew || o.cameBack === true || o.restartedFrom !== undefined)) c.gossip.seedReturned(nowMs)
+  if (o.isNew || o.cameBack === true || o.restartedFrom !== undefined) {
+    if (c.seeds.includes(g.node)) c.gossip.seedReturned(nowMs)
+    // A member new here, restarted or back should hear this seed soon, to route its acquires (member-copies.ts).
+    else c.gossip.copies.memberReturned(nowMs + c.tuning.aliveTimeoutMs)
+  }
   c.positions.acked(c.ledger.ack(g.node, g.epoch, p.appliedFromMe))
   // Attestations first: a voter that attests carried books does not lease this incarnation (reclaim.ts).
   if (g.attest !== undefined && p.sameCluster) c.reclaim.onAttest(g.node, g.attest, nowMs)

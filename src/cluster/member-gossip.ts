@@ -38,9 +38,21 @@ function forMembersLine (core: ClusterCore, key: string, owed: number, debts: nu
   return owed !== 0 || debts !== 0 || core.limiter.ruleFor(key)?.config.decide !== 'seeds'
 }
 
+/** A voter's echoes of other seeds: a node reads only the entry that names it (intake.ts `echoed`), and no member is a seed. */
+function seedEchoes (core: ClusterCore, g: Gossip): boolean {
+  return g.heard?.some(([node]) => core.msums.isSeed(node)) === true
+}
+
 /** The members' copy of a seed's gossip `g` (see the header); `g` itself when nothing is left out. */
 export function forMembers (core: ClusterCore, g: Gossip): Gossip {
-  if (!core.limiter.rules.some(r => r.config.decide === 'seeds')) return g
+  let lessEchoes = g
+  if (seedEchoes(core, g)) {
+    const { heard: all, ...rest } = g
+    const heard = all?.filter(([node]) => !core.msums.isSeed(node)) ?? []
+    lessEchoes = heard.length === 0 ? rest : { ...rest, heard }
+  }
+  if (!core.limiter.rules.some(r => r.config.decide === 'seeds')) return lessEchoes
+  g = lessEchoes
   const keep = g.keys.map(([key, , , , owed, debts]) => forMembersLine(core, key, owed, debts))
   const msums = g.msums?.filter(([key]) => core.limiter.ruleFor(key)?.config.decide !== 'seeds')
   if (keep.every(k => k) && msums?.length === g.msums?.length) return g
@@ -62,9 +74,14 @@ export function hasMembers (core: ClusterCore, nowMs: number): boolean {
   return false
 }
 
-/** A gossip to publish: a seed with members alive also publishes the members' copy. */
+/**
+ * A gossip to publish: a seed with members alive also publishes the
+ * members' copy, unless it says nothing new to them yet (member-copies.ts).
+ */
 export function gossipOut (core: ClusterCore, msg: Gossip, nowMs: number): Outbound {
-  return hasMembers(core, nowMs) ? { kind: 'gossip', msg, members: forMembers(core, msg) } : { kind: 'gossip', msg }
+  if (!hasMembers(core, nowMs)) return { kind: 'gossip', msg }
+  const members = core.gossip.copies.next(forMembers(core, msg), nowMs, core.tuning.quietGossipMs)
+  return members === undefined ? { kind: 'gossip', msg } : { kind: 'gossip', msg, members }
 }
 
 /**

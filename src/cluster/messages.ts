@@ -45,8 +45,11 @@ import { parseJack, parseJcopy, parseJget, parseJrep, type Jack, type Jcopy, typ
  * forwarded acquires and their answers go on a call session
  * (`/quotad/forward/1.0.0`, transport/calls.ts) as compact arrays
  * (forward-messages.ts), no longer as `fwd` and `fans` on transfer streams.
+ * 11: a seed's members' copy may skip gossips that say nothing new to the
+ * members (`prev`, member-copies.ts), and a gossip leaves out its empty
+ * `pending`, `carries`, `keys` and `acks` on the wire (gossip-codec.ts).
  */
-export const CLUSTER_VERSION = 10
+export const CLUSTER_VERSION = 11
 
 /**
  * The gossip topic of a cluster, where seeds publish what members hear of their gossip (member-gossip.ts) and
@@ -158,6 +161,15 @@ export interface Gossip {
    * fenced, which costs it nothing).
    */
   nolease?: boolean
+  /**
+   * Only in a seed's members' copy (member-copies.ts): the seq of the copy
+   * it published before this one. The seqs between were gossips that said
+   * nothing new to the members, and the seed published no copy of them: a
+   * member does not wait on them (heard.ts `track`). Present also means the
+   * seed publishes copies at the quiet pace: the member reads it alive for
+   * as long as it reads a member that said `nolease` (peers.ts `isAlive`).
+   */
+  prev?: number
   /**
    * A voter's echoes (lease.ts): [node, inc, newest seq applied from that
    * incarnation], for part of its peers in each message. At most `maxPeers`.

@@ -79,6 +79,8 @@ export interface Peer {
   fenced: boolean
   /** It said it needs no lease (member-gossip.ts `needsLease`): voters do not echo it. */
   nolease: boolean
+  /** It gossips to this node at the quiet pace (it said `nolease`, or, a seed, its members' copy said `prev`): alive for longer. */
+  quiet: boolean
   /** Its account holds a pre-allocated share (gossip `alloc` absent): it may relay, and is never attested (reclaim.ts). */
   alloc: boolean
   /** Rules whose keys it has not all announced yet (see Gossip.pending). */
@@ -127,7 +129,7 @@ export interface KeepPolicy {
 export class Peers {
   private readonly byName = new Map<string, Peer>()
   private readonly aliveTimeoutMs: number
-  /** How long a peer whose last gossip said `nolease` stays alive (it gossips every quietGossipMs: tuning.ts). */
+  /** How long a peer at the quiet pace stays alive (`Peer.quiet`: it gossips every quietGossipMs, tuning.ts). */
   private readonly quietAliveMs: number
   private readonly keep: KeepPolicy
   /** Entries with owed > 0 or debts > 0, plus legacy debts, over all peers: 0 lets caution skip its sums. */
@@ -155,7 +157,7 @@ export class Peers {
     if (p === undefined) {
       p = {
         name: g.node, epoch: g.epoch, inc: g.inc, seq: 0, lastHeard: nowMs, clockOffsetMs: 0, rules: {}, keys: new Map(),
-        appliedFromMe: 0, leaving: false, fenced: false, nolease: false, alloc: true, pending: NO_PENDING, runFrom: 1, missing: [], sync: 0, carries: [], legacy: null, sameCluster: false
+        appliedFromMe: 0, leaving: false, fenced: false, nolease: false, quiet: false, alloc: true, pending: NO_PENDING, runFrom: 1, missing: [], sync: 0, carries: [], legacy: null, sameCluster: false
       }
       this.byName.set(g.node, p)
       this.changed()
@@ -165,7 +167,7 @@ export class Peers {
       this.restart(p, g.epoch, g.inc)
     }
     const fresh = g.seq > p.seq
-    track(p, g.seq)
+    track(p, g.seq, g.prev)
     let cameBack = false
     if (fresh) {
       p.seq = g.seq
@@ -177,6 +179,7 @@ export class Peers {
       p.leaving = g.leaving === true
       p.fenced = g.fenced === true
       p.nolease = g.nolease === true
+      p.quiet = p.nolease || g.prev !== undefined
       p.alloc = g.alloc !== false
       p.clockOffsetMs = g.now - myCalendarMs
       // A pass named under other rules says nothing of lines under these (the sender names its next one).
@@ -304,7 +307,7 @@ export class Peers {
     if (p === undefined) {
       p = {
         name, epoch, inc, seq: 0, lastHeard: -Infinity, clockOffsetMs: 0, rules: {}, keys: new Map(),
-        appliedFromMe: 0, leaving: false, fenced: false, nolease: false, alloc: true, pending: NO_PENDING, runFrom: 1, missing: [], sync: 0, carries: [], legacy: null, sameCluster: false
+        appliedFromMe: 0, leaving: false, fenced: false, nolease: false, quiet: false, alloc: true, pending: NO_PENDING, runFrom: 1, missing: [], sync: 0, carries: [], legacy: null, sameCluster: false
       }
       this.byName.set(name, p)
       this.changed()
@@ -361,7 +364,7 @@ export class Peers {
   }
 
   isAlive (p: Peer, nowMs: number): boolean {
-    return nowMs - p.lastHeard <= (p.nolease ? this.quietAliveMs : this.aliveTimeoutMs)
+    return nowMs - p.lastHeard <= (p.quiet ? this.quietAliveMs : this.aliveTimeoutMs)
   }
 
   all (): IterableIterator<Peer> {

@@ -6,7 +6,7 @@
 import test from 'ava'
 import type { Stream } from '@libp2p/interface'
 import type { QuotadError } from '../src/errors.js'
-import { CallSessions, callCounters, MAX_CALL_BYTES, MAX_CALLS_IN_FLIGHT, type CallOptions } from '../src/cluster/transport/calls.js'
+import { CallSessions, callCounters, MAX_CALL_BYTES, MAX_CALLS_IN_FLIGHT, MAX_LATE_CALLS, type CallOptions } from '../src/cluster/transport/calls.js'
 import { encodeCallFrame, readCallFrames } from '../src/cluster/transport/framing.js'
 
 /** An async queue of chunks; `end(err)` makes its reader throw err after what is queued. */
@@ -83,7 +83,13 @@ test('framing: call frames split across chunks and joined in one are read whole,
   t.deepEqual(await read([]), [], 'no frames')
   const code = async (chunks: Uint8Array[], max = 64): Promise<string | undefined> => (await t.throwsAsync<QuotadError>(read(chunks, max)))?.code
   t.is(await code([encodeCallFrame(1, new Uint8Array(100))]), 'E_FRAME_TOO_LARGE', 'refused from the header alone')
-  t.is(await code([Uint8Array.of(0, 0, 0, 2, 9, 9)]), 'E_BAD_FRAME', 'too short for its id')
+  t.is(await code([Uint8Array.of(0)]), 'E_BAD_FRAME', 'too short for its id')
+  t.is(await code([Uint8Array.of(2, 0x80, 0x80)]), 'E_BAD_FRAME', 'an id that runs past its frame')
+  t.is(await code([Uint8Array.of(0x80, 0x80, 0x80, 0x80, 0x80, 0x01)]), 'E_BAD_FRAME', 'a length longer than a 32-bit varint')
+  t.is(await code([Uint8Array.of(0x88, 0x27)], 4096), 'E_FRAME_TOO_LARGE', 'a header of 5000 bytes, before its body')
+  // Small ids and short payloads take a byte of header each.
+  t.is(encodeCallFrame(5, Buffer.from('abc')).byteLength, 5)
+  t.is(encodeCallFrame(300, new Uint8Array(200)).byteLength, 2 + 2 + 200)
   t.is(await code([all.subarray(0, all.byteLength - 2)]), 'E_BAD_FRAME', 'the source ends inside a frame')
 })
 
@@ -104,9 +110,54 @@ test('calls: answered by id in any order on one session; a timed-out call leaves
   t.is(caller.counters.callSessionsOpened, 1)
 })
 
+test('calls: a session reuses the lowest free id; a timed-out call\'s id waits for its late answer; past MAX_LATE_CALLS the session resets', async t => {
+  const seen: number[] = []
+  const inbox: Array<{ id: number, data: Uint8Array }> = []
+  let theirs: Stream | null = null
+  const back = new Chan()
+  const caller = sessions(() => new Uint8Array(0), async () => {
+    const [mine, other] = pipe()
+    theirs = other
+    void other.sink(back as never)
+    void (async () => { for await (const f of readCallFrames(other.source, MAX_CALL_BYTES)) { seen.push(f.id); inbox.push(f) } })().catch(() => {})
+    return mine
+  })
+  const answer = (id: number, body: string): void => { back.push(encodeCallFrame(id, Buffer.from(body))) }
+  const a = caller.call('p', Buffer.from('a'), 30_000)
+  await until('a', () => inbox.length === 1)
+  answer(inbox[0].id, 'A')
+  t.is(text(await a), 'A')
+  const b = caller.call('p', Buffer.from('b'), 30_000)
+  await until('b', () => inbox.length === 2)
+  answer(inbox[1].id, 'B')
+  t.is(text(await b), 'B')
+  t.deepEqual(seen, [0, 0], 'an answered call\'s id is the next call\'s')
+  // c times out unanswered: its id is not given to d, whose answer must never be c's.
+  t.is((await t.throwsAsync<QuotadError>(caller.call('p', Buffer.from('c'), 1)))?.code, 'E_TIMEOUT')
+  const d = caller.call('p', Buffer.from('d'), 30_000)
+  await until('d', () => inbox.length === 4)
+  t.deepEqual(seen, [0, 0, 0, 1])
+  answer(0, 'late C')
+  answer(1, 'D')
+  t.is(text(await d), 'D', 'the late answer to c settled nothing')
+  const e = caller.call('p', Buffer.from('e'), 30_000)
+  await until('e', () => inbox.length === 5)
+  t.is(seen[4], 0, 'c\'s id is free again once its late answer came')
+  answer(0, 'E')
+  t.is(text(await e), 'E')
+  t.is(caller.counters.callSessionsOpened, 1)
+  // MAX_LATE_CALLS + 1 calls time out unanswered: the session resets, and the next call opens a new one.
+  await Promise.all(Array.from({ length: MAX_LATE_CALLS + 1 }, async () => await caller.call('p', Buffer.from('x'), 1).catch(() => {})))
+  t.not(theirs, null)
+  const f = caller.call('p', Buffer.from('f'), 30_000).catch((err: QuotadError) => err.code)
+  await until('a new session', () => caller.counters.callSessionsOpened === 2)
+  void f
+})
+
 test('calls: a garbage frame or an oversized header resets that session only; the responder serves the others', async t => {
   const responder = sessions((_from, data) => Buffer.from(`ok:${text(data)}`))
-  for (const garbage of [Uint8Array.of(0, 0, 0, 1, 7), Uint8Array.of(0, 1, 0, 0)]) {
+  // A frame with no room for its id; a header announcing 5000 bytes (above MAX_CALL_BYTES).
+  for (const garbage of [Uint8Array.of(0), Uint8Array.of(0x88, 0x27)]) {
     const [mine, theirs, seen] = pipe()
     const served = responder.serve(theirs, 'rogue')
     const sink = mine.sink((async function * () { yield garbage; await new Promise(() => {}) })() as never).catch(() => {})

@@ -1,20 +1,23 @@
 /**
  * A member's request decided at a seed (rules with `"decide": "seeds"`,
  * forward.ts), and the seed's answer, as they go on a call session
- * (`/quotad/forward/1.0.0`, transport/calls.ts): msgpack arrays, fields in
+ * (`/quotad/forward/2.0.0`, transport/calls.ts): msgpack arrays, fields in
  * this order, trailing optional fields left off.
  *
- * - fwd (member -> seed): `[v, key, count, wait]`: "decide this acquire of
+ * - fwd (member -> seed): `[key, count, wait]`: "decide this acquire of
  *   `count` of `key` as your own", waiting up to `wait` ms for tokens, as
  *   the client asked (left off when 0).
- * - fans (the answer): `[v, allowed, remaining, resetMs, retryAfterMs, code]`:
+ * - fans (the answer): `[allowed, remaining, resetMs, retryAfterMs, code]`:
  *   the seed's decision, as it would answer its own client. With `code`
  *   (E_NOT_MEMBER, E_NOT_SEED, E_NOT_RUNNING, E_NO_RULE, ...) the seed did
  *   not decide.
  *
  * What either end knows already is not sent (before version 9's calls, a
- * fwd and its fans were 75 bytes on their own stream; now 16 to 20 with
- * the call ids):
+ * fwd and its fans were 75 bytes on their own stream; 16 to 20 with the
+ * call ids of `/quotad/forward/1.0.0`; now about 9 + 9 with their frame
+ * headers):
+ * - the version: the session's protocol id says it (`/quotad/forward/2.0.0`
+ *   drops the `v` each payload had in 1.0.0);
  * - who asks: the seed reads the member's name from the session's peer id
  *   (membership.ts, the name bound to it); the call id pairs the answer;
  * - the rule's name and `limit`: the member routes a key only to seeds that
@@ -23,7 +26,6 @@
  */
 import type { Decision } from '../core/types.js'
 import { bad, DEFAULT_BOUNDS, key, name, num, seq, type MessageBounds } from './message-fields.js'
-import { CLUSTER_VERSION } from './messages.js'
 import { wire } from './wire.js'
 
 /** A member's acquire. `node`: the member (at the seed, the name bound to the session's peer id; never sent). */
@@ -52,32 +54,32 @@ export const MAX_FORWARD_WAIT_MS = 2_147_483_647
 export const MAX_FORWARD_COUNT = 1_000_000_000
 
 export function encodeFwd (f: Fwd): Uint8Array {
-  return wire.pack(f.wait !== undefined && f.wait > 0 ? [CLUSTER_VERSION, f.key, f.count, f.wait] : [CLUSTER_VERSION, f.key, f.count])
+  return wire.pack(f.wait !== undefined && f.wait > 0 ? [f.key, f.count, f.wait] : [f.key, f.count])
 }
 
 /** A fwd's payload, from member `node` (the name bound to the sender; '' when none is). Throws E_BAD_FRAME. */
 export function decodeFwd (data: Uint8Array, node: string, b: MessageBounds = DEFAULT_BOUNDS): Fwd {
-  const a = array(data, 3, 4, 'fwd')
-  const count = seq(a[2], 'count')
+  const a = array(data, 2, 3, 'fwd')
+  const count = seq(a[1], 'count')
   if (count < 1 || count > MAX_FORWARD_COUNT) bad(`count must be 1..${MAX_FORWARD_COUNT}`)
-  const wait = a[3] === undefined ? 0 : seq(a[3], 'wait')
+  const wait = a[2] === undefined ? 0 : seq(a[2], 'wait')
   if (wait > MAX_FORWARD_WAIT_MS) bad(`wait must be at most ${MAX_FORWARD_WAIT_MS}`)
-  return { node, key: key(a[1], b), count, ...(wait > 0 ? { wait } : {}) }
+  return { node, key: key(a[0], b), count, ...(wait > 0 ? { wait } : {}) }
 }
 
 export function encodeFans (f: Fans): Uint8Array {
-  const a: unknown[] = [CLUSTER_VERSION, f.allowed, f.remaining, f.resetMs, f.retryAfterMs]
+  const a: unknown[] = [f.allowed, f.remaining, f.resetMs, f.retryAfterMs]
   if (f.code !== undefined) a.push(f.code)
   return wire.pack(a)
 }
 
 export function decodeFans (data: Uint8Array): Fans {
-  const a = array(data, 5, 6, 'fans')
-  if (typeof a[1] !== 'boolean') bad('allowed must be a boolean')
-  const retryAfterMs = a[4] === -1 ? -1 : num(a[4], 'retryAfterMs')
+  const a = array(data, 4, 5, 'fans')
+  if (typeof a[0] !== 'boolean') bad('allowed must be a boolean')
+  const retryAfterMs = a[3] === -1 ? -1 : num(a[3], 'retryAfterMs')
   return {
-    allowed: a[1], remaining: num(a[2], 'remaining'), resetMs: num(a[3], 'resetMs'), retryAfterMs,
-    ...(a[5] === undefined ? {} : { code: name(a[5], 'code') })
+    allowed: a[0], remaining: num(a[1], 'remaining'), resetMs: num(a[2], 'resetMs'), retryAfterMs,
+    ...(a[4] === undefined ? {} : { code: name(a[4], 'code') })
   }
 }
 
@@ -99,6 +101,5 @@ function array (data: Uint8Array, min: number, max: number, what: string): unkno
     bad(`${what}: not msgpack (${(err as Error).message})`)
   }
   if (!Array.isArray(raw) || raw.length < min || raw.length > max) bad(`${what} must be an array of ${min} to ${max} fields`)
-  if (raw[0] !== CLUSTER_VERSION) bad(`unsupported version ${String(raw[0])}`)
   return raw
 }

@@ -43,7 +43,7 @@ import { parseJack, parseJcopy, parseJget, parseJrep, type Jack, type Jcopy, typ
  * lines of `decide: "seeds"` rules' keys, member-gossip.ts) on the gossip
  * topic, which only members subscribe to (`seedsTopic`). 10: a member's
  * forwarded acquires and their answers go on a call session
- * (`/quotad/forward/1.0.0`, transport/calls.ts) as compact arrays
+ * (`/quotad/forward/2.0.0`, transport/calls.ts) as compact arrays
  * (forward-messages.ts), no longer as `fwd` and `fans` on transfer streams.
  * 11: a seed's members' copy may skip gossips that say nothing new to the
  * members (`prev`, member-copies.ts), and a gossip leaves out its empty

@@ -14,7 +14,8 @@ export interface ClusterTuning extends LeaseSettings {
    * every `gossipIntervalMs`: its gossip only says that it lives, and the
    * seeds hear every member's. Peers read such a member alive for 4 times
    * this after its last gossip. It gossips at the usual interval again as
-   * soon as it needs a lease. @default aliveTimeoutMs
+   * soon as it needs a lease. Also the pace of a seed's members' copies
+   * that say nothing new to them (member-copies.ts). @default aliveTimeoutMs
    */
   quietGossipMs: number
   /** A node asks for tokens when it would run out within this horizon at its rate. @default 1000 */

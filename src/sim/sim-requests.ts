@@ -14,7 +14,7 @@ import type { SimReplication } from './sim-replication.js'
 import type { VirtualCluster } from './virtual-cluster.js'
 import { decodeRequest, encodeRequest } from '../cluster/request-codec.js'
 import { decisionOf, decodeFans, decodeFwd, encodeFans, encodeFwd, type Fans, type Fwd } from '../cluster/forward-messages.js'
-import { CALL_ID_BYTES, encodeCallFrame, FRAME_HEADER_BYTES } from '../cluster/transport/framing.js'
+import { encodeCallFrame, splitCallFrame } from '../cluster/transport/framing.js'
 
 
 export function sendRequest (vc: VirtualCluster, replication: SimReplication, sender: SimNode, core: ClusterCore, to: string, msg: Want | Grant | Ack): void {
@@ -89,7 +89,7 @@ export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterC
     if (target === undefined || tc == null || target.state !== 'up') return
     const f = tc.forwarding
     const from = idOf(sender.name)
-    const m = decodeFwd(bytes.subarray(CALL_ID_BYTES), f.memberOf(from))
+    const m = decodeFwd(splitCallFrame(bytes).data, f.memberOf(from))
     const answer = (reply: Fans): void => {
       if (reply.code === undefined) {
         const rule = tc.limiter.ruleFor(m.key)
@@ -98,7 +98,7 @@ export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterC
       const back = onSession(encodeFans(reply))
       vc.count(to, back.length, 'fans')
       vc.transmit(to, sender.name, back, () => {
-        const r = decodeFans(back.subarray(CALL_ID_BYTES))
+        const r = decodeFans(splitCallFrame(back).data)
         if (!settle()) return
         late(core.forwarding.answered(msg, r))
       })
@@ -122,7 +122,12 @@ export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterC
   })
 }
 
-/** A call's payload as its session carries it: after its call id (transport/framing.ts; the id's bytes are sent too). */
+/**
+ * A call's payload as its session carries it, counted whole: a varint
+ * length, the call id and the payload (transport/framing.ts). The id is 0:
+ * a member's session reuses the lowest free id (calls.ts), below 128 while
+ * fewer than 128 calls are in flight on it, so one byte as here.
+ */
 function onSession (payload: Uint8Array): Uint8Array {
-  return encodeCallFrame(0, payload).subarray(FRAME_HEADER_BYTES)
+  return encodeCallFrame(0, payload)
 }

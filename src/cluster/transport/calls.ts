@@ -1,5 +1,5 @@
 /**
- * Call sessions (`/quotad/forward/1.0.0`): many request/answer exchanges on
+ * Call sessions (`/quotad/forward/2.0.0`): many request/answer exchanges on
  * one long-lived stream per peer, for what a node sends at the rate of its
  * clients' requests (a member's forwarded acquires, forward.ts).
  *
@@ -9,13 +9,17 @@
  * (bench/results/forward-9fd90ff.txt), 25 times a local decision.
  *
  * Wire: frames of framing.ts `encodeCallFrame`, both ways. The caller numbers
- * its calls; the responder answers each under its id, in any order (a call
- * may wait at the responder for tokens). Frames queued while a write was
+ * its calls (the lowest id free, so a 1-byte varint); the responder answers
+ * each under its id, in any order (a call may wait at the responder for
+ * tokens). Frames queued while a write was
  * under way go out together, as one write.
  *
  * Invariants:
  * - A call settles exactly once: with its answer; E_TIMEOUT at its deadline
  *   (the session stays); or E_CONNECTION when the session ends first.
+ * - An id names one call of the session until its answer came: a timed-out
+ *   call's id is not reused until its late answer comes (`late`), so no
+ *   answer settles another call; past MAX_LATE_CALLS the session resets.
  * - A responder holds at most MAX_CALLS_IN_FLIGHT calls of one session; one
  *   above that is dropped unanswered (counted: `callsDropped`), and times
  *   out at its caller. A frame above MAX_CALL_BYTES or too short for its id
@@ -108,11 +112,19 @@ interface Pending {
   timer: NodeJS.Timeout
 }
 
+/**
+ * Calls of one session that timed out and whose answers may still come: their
+ * ids are not reused until then (an answer to one must never settle another
+ * call). Past this many the session resets, and its successor starts afresh.
+ */
+export const MAX_LATE_CALLS = 1024
+
 /** The caller's end of one session. */
 class Session {
   readonly pending = new Map<number, Pending>()
+  /** Ids of calls that timed out, unanswered yet (see MAX_LATE_CALLS). */
+  private readonly late = new Set<number>()
   private readonly out = new Outbox()
-  private nextId = 0
   closed = false
 
   constructor (private readonly stream: Stream, private readonly onClose: (s: Session, err: Error) => void) {
@@ -120,14 +132,25 @@ class Session {
     this.read().then(() => { this.close(new Error('the peer ended the session')) }, err => { this.close(err as Error) })
   }
 
+  /**
+   * The lowest id no call holds (in flight, or timed out and unanswered): few
+   * calls are in flight at once, so ids stay below 128, a 1-byte varint
+   * (framing.ts). O(calls held), at most MAX_CALLS_IN_FLIGHT + MAX_LATE_CALLS.
+   */
+  private freeId (): number {
+    let id = 0
+    while (this.pending.has(id) || this.late.has(id)) id++
+    return id
+  }
+
   call (data: Uint8Array, timeoutMs: number, what: string): Promise<Uint8Array> {
-    let id = this.nextId
-    do id = (id + 1) >>> 0; while (this.pending.has(id))
-    this.nextId = id
+    const id = this.freeId()
     return new Promise<Uint8Array>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id)
+        this.late.add(id)
         reject(new QuotadError(ErrorCodes.TIMEOUT, `${what}: timed out`))
+        if (this.late.size > MAX_LATE_CALLS) this.close(new QuotadError(ErrorCodes.CONNECTION, `call session: ${this.late.size} calls unanswered`))
       }, timeoutMs)
       this.pending.set(id, { resolve, reject, timer })
       this.out.push(encodeCallFrame(id, data))
@@ -137,8 +160,8 @@ class Session {
   private async read (): Promise<void> {
     for await (const { id, data } of readCallFrames(this.stream.source, MAX_CALL_BYTES)) {
       const p = this.pending.get(id)
-      // An answer after its call timed out: nobody waits for it.
-      if (p === undefined) continue
+      // An answer after its call timed out: nobody waits for it, and its id is free again.
+      if (p === undefined) { this.late.delete(id); continue }
       this.pending.delete(id)
       clearTimeout(p.timer)
       p.resolve(data)
@@ -155,6 +178,7 @@ class Session {
       p.reject(err instanceof QuotadError ? err : new QuotadError(ErrorCodes.CONNECTION, `call session ended: ${err.message}`))
     }
     this.pending.clear()
+    this.late.clear()
     this.onClose(this, err)
   }
 }

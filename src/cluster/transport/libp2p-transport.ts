@@ -43,7 +43,7 @@ import type { PeerPrivateKey } from './identity.js'
 import { Redialer } from './redialer.js'
 import { stripPeer, validateOptions } from './options.js'
 import type { ResolvedOptions as Resolved } from './options.js'
-import { callTransfer, classify, serveTransfer } from './transfer.js'
+import { callTransfer, classify, serveRequest } from './transfer.js'
 import { CallSessions, callCounters } from './calls.js'
 import { CALL_PROTOCOL, TRANSFER_PROTOCOL } from './types.js'
 import type { Transport, TransportOptions } from './types.js'
@@ -362,32 +362,10 @@ export class Libp2pTransport implements Transport {
     }
   }
 
-  /** Serve one inbound request. Never throws: any failure resets the stream. */
+  /** Serve one inbound request (transfer.ts `serveRequest`). Never throws: any failure resets the stream. */
   private async serve ({ stream, connection }: IncomingStreamData): Promise<void> {
-    const from = connection.remotePeer.toString()
-    this.counters.requestsIn++
-    try {
-      await serveTransfer(stream, async req => await this.runRequestHandler(from, req),
-        this.o.maxRequestBytes, this.o.inboundTimeoutMs, `request from ${from}`)
-    } catch (err) {
-      const e = err as QuotadError
-      this.counters.requestsInFailed++
-      if (e.code === ErrorCodes.FRAME_TOO_LARGE) this.counters.requestsOversize++
-      this.emit('request-failed', { peerId: from, direction: 'in', code: e.code, error: e.message })
-    }
-  }
-
-  /** onRequest, with its failures counted as handler errors (the wire has no error reply: the stream is reset). */
-  private async runRequestHandler (from: string, req: Uint8Array): Promise<Uint8Array> {
-    try {
-      const reply = await this.onRequest(from, req)
-      this.counters.requestBytesIn += req.byteLength + reply.byteLength
-      return reply
-    } catch (err) {
-      this.counters.handlerErrors++
-      this.emit('handler-error', { handler: 'onRequest', peerId: from, error: (err as Error)?.message ?? String(err) })
-      throw new QuotadError(ErrorCodes.INTERNAL, `onRequest failed: ${(err as Error)?.message ?? String(err)}`)
-    }
+    await serveRequest(stream, connection.remotePeer.toString(), async (from, req) => await this.onRequest(from, req),
+      { maxBytes: this.o.maxRequestBytes, timeoutMs: this.o.inboundTimeoutMs }, this.counters, (name, fields) => { this.emit(name, fields) })
   }
 
   private callHandler (name: string, fn: () => void): void {

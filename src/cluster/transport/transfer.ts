@@ -79,3 +79,44 @@ export async function serveTransfer (
     signal.removeEventListener('abort', onAbort)
   }
 }
+
+/** What an inbound request moves of a transport's counters (libp2p-transport.ts). */
+export interface InboundCounters {
+  requestsIn: number
+  requestsInFailed: number
+  requestsOversize: number
+  requestBytesIn: number
+  handlerErrors: number
+}
+
+/**
+ * Serve one inbound request from peer `from` on `stream` with `handler`.
+ * Never throws: any failure resets the stream, and is counted and emitted.
+ * A handler that throws counts as a handler error: the wire has no error
+ * reply, so the stream is reset.
+ */
+export async function serveRequest (
+  stream: Stream, from: string, handler: (from: string, req: Uint8Array) => Promise<Uint8Array>,
+  o: { maxBytes: number, timeoutMs: number }, counters: InboundCounters, emit: (name: string, fields: Record<string, unknown>) => void
+): Promise<void> {
+  counters.requestsIn++
+  const run = async (req: Uint8Array): Promise<Uint8Array> => {
+    try {
+      const reply = await handler(from, req)
+      counters.requestBytesIn += req.byteLength + reply.byteLength
+      return reply
+    } catch (err) {
+      counters.handlerErrors++
+      emit('handler-error', { handler: 'onRequest', peerId: from, error: (err as Error)?.message ?? String(err) })
+      throw new QuotadError(ErrorCodes.INTERNAL, `onRequest failed: ${(err as Error)?.message ?? String(err)}`)
+    }
+  }
+  try {
+    await serveTransfer(stream, run, o.maxBytes, o.timeoutMs, `request from ${from}`)
+  } catch (err) {
+    const e = err as QuotadError
+    counters.requestsInFailed++
+    if (e.code === ErrorCodes.FRAME_TOO_LARGE) counters.requestsOversize++
+    emit('request-failed', { peerId: from, direction: 'in', code: e.code, error: e.message })
+  }
+}

@@ -215,3 +215,51 @@ test('where every member is quiet, a seed publishes its members\' copy every qui
     }
   }
 })
+
+test('a member stops sending acquires to a seed that crashed within a second, though it reads the seed alive for 4 s (its copies came at the quiet pace): forwards unanswered and it routes around it', t => {
+  const rule: RuleConfig = { ...RULE, name: 'g', match: 'k:*', limit: 100, burst: 100, maxDebt: 10, decide: 'seeds' }
+  const sent: Array<{ at: number, to: string }> = []
+  const seeds = ['n01', 'n02', 'n03', 'n04', 'n05']
+  let crash: { at: number, seed: string } | null = null
+  let stillAlive = 0
+  const r = runSim({
+    scenario: scenario('seed-crash-forever-glob'), nodes: 50, seedNodes: 5, seed: 1, mode: 'hard', rule, durationMs: 10_000, gossipIntervalMs: 250,
+    sabotage: (v, startMs) => {
+      let last = ''
+      const count = v.count.bind(v)
+      v.count = (from, bytes, type) => { last = type; count(from, bytes, type) }
+      const transmit = v.transmit.bind(v)
+      v.transmit = (from, to, bytes, deliver, grant, gossip = false) => {
+        if (!gossip && last === 'fwd') sent.push({ at: v.now - startMs, to })
+        last = ''
+        transmit(from, to, bytes, deliver, grant, gossip)
+      }
+      for (let at = startMs; at < startMs + 10_000; at += 10) {
+        v.at(at, () => {
+          const c = crash as { at: number, seed: string } | null
+          if (c !== null) {
+            // 1.5 s after the crash: how many members still read the seed alive (its last copy said prev).
+            if (at - startMs === c.at + 1500) {
+              for (const [n, core] of v.cores) {
+                const p = core.peers.get(c.seed)
+                if (!seeds.includes(n) && p !== undefined && core.peers.isAlive(p, v.mono(n))) stillAlive++
+              }
+            }
+            return
+          }
+          for (const s of seeds) if (v.nodes.get(s)?.state !== 'up') crash = { at: at - startMs, seed: s }
+        })
+      }
+    }
+  })
+  t.true(r.ok, r.failures.join('; '))
+  const c = crash as { at: number, seed: string } | null
+  if (c === null) return t.fail('no seed crashed')
+  const to = (from: number, until: number): number => sent.filter(s => s.to === c.seed && s.at >= from && s.at < until).length
+  const before = to(c.at - 1000, c.at)
+  const after = to(c.at + 1000, 10_000)
+  t.true(before > 100, `${before} forwards to ${c.seed} in the second before it crashed`)
+  t.true(after <= before / 20, `${after} forwards to ${c.seed} from 1 s after its crash at ${c.at} ms (against ${before} in the second before)`)
+  // Members still read it alive then: the suspicion, not the alive time, routed around it.
+  t.true(stillAlive > 0, `${stillAlive} members read ${c.seed} alive 1.5 s after its crash`)
+})

@@ -44,10 +44,15 @@ const PAIR = 2
 /** Peer ids whose member names a seed remembers (forwards come at client rates; membership.nameOf scans every binding). */
 const MAX_NAMES = 4096
 
+/** Forwards to one seed in a row that got no answer before a member routes around it (see `unanswered`). */
+const SUSPECT_AFTER = 3
+
 export class Forwarding {
   readonly counters: ForwardCounters = { forwarded: 0, forwardAllowed: 0, forwardFailed: 0, forwardServed: 0 }
   /** At a seed: peer id -> the name last bound to it (checked again at each forward: `admit`). */
   private readonly names = new Map<string, string>()
+  /** At a member, per seed: forwards in a row it did not answer, and when the last of them failed (see `unanswered`). */
+  private readonly silent = new Map<string, { count: number, atMs: number }>()
 
   constructor (private readonly c: ClusterCore) {}
 
@@ -82,6 +87,7 @@ export class Forwarding {
     for (const s of c.seeds) {
       const p = c.peers.get(s)
       if (p === undefined || !c.peers.isAlive(p, nowMs) || p.leaving || p.fenced || !p.sameCluster || p.rules[rule.name] !== rule.hash) continue
+      if (this.suspect(s, p.lastHeard, nowMs)) continue
       seeds.push(s)
     }
     if (seeds.length === 0) return null
@@ -140,8 +146,38 @@ export class Forwarding {
     }
   }
 
+  /**
+   * At the member: a forward to seed `to` got no answer in time (a timeout,
+   * or its session failed). A seed that crashed is read dead only after
+   * `aliveTimeoutMs` of silence, or 4 × `quietGossipMs` when its copies come
+   * at the quiet pace (member-copies.ts): until then every forward to it
+   * would be denied after `forwardTimeoutMs`. After SUSPECT_AFTER such in a
+   * row (one lost forward is not a dead seed), the member routes around it
+   * (`route`) until it hears the seed again: an answer, or a gossip after
+   * the last failure.
+   */
+  unanswered (to: string, nowMs: number): void {
+    const e = this.silent.get(to)
+    this.silent.set(to, { count: (e?.count ?? 0) + 1, atMs: nowMs })
+  }
+
+  /**
+   * Whether `route` skips seed `s`, last heard (gossip) at `heardMs`: forwards
+   * unanswered since, SUSPECT_AFTER of them, or one while its gossip is older
+   * than `aliveTimeoutMs` (a seed alive sends a copy at least every
+   * `quietGossipMs`, so that is a second strong sign, and a member that
+   * forwards once a second sees no three in a row soon).
+   */
+  private suspect (s: string, heardMs: number, nowMs: number): boolean {
+    const e = this.silent.get(s)
+    if (e === undefined) return false
+    if (heardMs > e.atMs) { this.silent.delete(s); return false }
+    return e.count >= SUSPECT_AFTER || nowMs - heardMs > this.c.tuning.aliveTimeoutMs
+  }
+
   /** At the member: the decision an answer carries (a refusal or a mismatched answer is a denial). */
-  answered (req: Fwd, reply: Fans): Decision {
+  answered (req: Fwd, reply: Fans, from?: string): Decision {
+    if (from !== undefined) this.silent.delete(from)
     if (reply.code !== undefined) return this.failed(req)
     if (reply.allowed) this.counters.forwardAllowed++
     // route() sent it only to a seed agreeing on this rule's hash: its name and limit are the seed's.

@@ -148,9 +148,10 @@ export async function sendForward (x: RequestContext, t: Transport, to: string, 
   try {
     // The session goes to the peer id bound to `to` (noise proves it): its answers are `to`'s.
     const reply = decodeFans(await t.call(peerId, encodeFwd(msg), timeoutMs))
-    return x.core.forwarding.answered(msg, reply)
+    return x.core.forwarding.answered(msg, reply, to)
   } catch (err) {
     x.log.debug('forwarded acquire failed', { to, err })
+    x.core.forwarding.unanswered(to, x.clock.mono())
     return x.core.forwarding.failed(msg)
   }
 }

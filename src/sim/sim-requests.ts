@@ -80,7 +80,11 @@ export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterC
     return sender.core === core
   }
   // The seed may hold it up to its wait for tokens; then the answer's way back (as cluster-node.ts forward).
-  vc.at(vc.now + (msg.wait ?? 0) + core.tuning.forwardTimeoutMs, () => { if (settle()) late(core.forwarding.failed(msg)) })
+  vc.at(vc.now + (msg.wait ?? 0) + core.tuning.forwardTimeoutMs, () => {
+    if (!settle()) return
+    core.forwarding.unanswered(to, vc.mono(sender.name))
+    late(core.forwarding.failed(msg))
+  })
   const bytes = onSession(encodeFwd(msg))
   vc.count(sender.name, bytes.length, 'fwd')
   vc.transmit(sender.name, to, bytes, () => {
@@ -100,7 +104,7 @@ export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterC
       vc.transmit(to, sender.name, back, () => {
         const r = decodeFans(splitCallFrame(back).data)
         if (!settle()) return
-        late(core.forwarding.answered(msg, r))
+        late(core.forwarding.answered(msg, r, to))
       })
     }
     // With a wait, as the seed's own client's (node-requests.ts serveForward): held for tokens, answered when decided.

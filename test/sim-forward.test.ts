@@ -222,9 +222,11 @@ test('a member stops sending acquires to a seed that crashed within a second, th
   const seeds = ['n01', 'n02', 'n03', 'n04', 'n05']
   let crash: { at: number, seed: string } | null = null
   let stillAlive = 0
+  let vc: VirtualCluster | null = null
   const r = runSim({
     scenario: scenario('seed-crash-forever-glob'), nodes: 50, seedNodes: 5, seed: 1, mode: 'hard', rule, durationMs: 10_000, gossipIntervalMs: 250,
     sabotage: (v, startMs) => {
+      vc = v
       let last = ''
       const count = v.count.bind(v)
       v.count = (from, bytes, type) => { last = type; count(from, bytes, type) }
@@ -262,4 +264,6 @@ test('a member stops sending acquires to a seed that crashed within a second, th
   t.true(after <= before / 20, `${after} forwards to ${c.seed} from 1 s after its crash at ${c.at} ms (against ${before} in the second before)`)
   // Members still read it alive then: the suspicion, not the alive time, routed around it.
   t.true(stillAlive > 0, `${stillAlive} members read ${c.seed} alive 1.5 s after its crash`)
+  const around = [...(vc as unknown as VirtualCluster).cores].reduce((n, [, core]) => n + core.forwarding.counters.forwardRoutedAround, 0)
+  t.true(around > 0, 'status counts the acquires routed around it')
 })

@@ -36,6 +36,8 @@ export interface ForwardCounters {
   forwardFailed: number
   /** At a seed: members' acquires decided here. */
   forwardServed: number
+  /** Acquires sent past a seed that left forwards unanswered (see `unanswered`). */
+  forwardRoutedAround: number
 }
 
 /** A glob key's members go to its home and the seeds after it, this many in all (see `route`). */
@@ -48,7 +50,7 @@ const MAX_NAMES = 4096
 const SUSPECT_AFTER = 3
 
 export class Forwarding {
-  readonly counters: ForwardCounters = { forwarded: 0, forwardAllowed: 0, forwardFailed: 0, forwardServed: 0 }
+  readonly counters: ForwardCounters = { forwarded: 0, forwardAllowed: 0, forwardFailed: 0, forwardServed: 0, forwardRoutedAround: 0 }
   /** At a seed: peer id -> the name last bound to it (checked again at each forward: `admit`). */
   private readonly names = new Map<string, string>()
   /** At a member, per seed: forwards in a row it did not answer, and when the last of them failed (see `unanswered`). */
@@ -84,13 +86,15 @@ export class Forwarding {
     const rule = c.limiter.ruleFor(key)
     if (c.phase !== 'running' || rule?.config.decide !== 'seeds' || c.seeds.includes(c.node)) return null
     const seeds: string[] = []
+    let around = false
     for (const s of c.seeds) {
       const p = c.peers.get(s)
       if (p === undefined || !c.peers.isAlive(p, nowMs) || p.leaving || p.fenced || !p.sameCluster || p.rules[rule.name] !== rule.hash) continue
-      if (this.suspect(s, p.lastHeard, nowMs)) continue
+      if (this.suspect(s, p.lastHeard, nowMs)) { around = true; continue }
       seeds.push(s)
     }
     if (seeds.length === 0) return null
+    if (around) this.counters.forwardRoutedAround++
     const draw = fmix32(hash32(key) ^ hash32(c.node))
     const home = rule.glob ? homeOf(key, c.seeds, c.view.homes) : undefined
     const at = home === undefined ? -1 : seeds.indexOf(home)

@@ -180,8 +180,8 @@ export class Forwarding {
   }
 
   /** At the member: the decision an answer carries (a refusal or a mismatched answer is a denial). */
-  answered (req: Fwd, reply: Fans, from?: string): Decision {
-    if (from !== undefined) this.silent.delete(from)
+  answered (req: Fwd, reply: Fans, from: string): Decision {
+    this.silent.delete(from)
     if (reply.code !== undefined) return this.failed(req)
     if (reply.allowed) this.counters.forwardAllowed++
     // route() sent it only to a seed agreeing on this rule's hash: its name and limit are the seed's.

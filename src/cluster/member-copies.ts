@@ -54,7 +54,7 @@ export class MemberCopies {
   /** The seq of the last copy published (0: none yet). */
   private lastSeq = 0
   private lastAt = -Infinity
-  /** The last copy published, less its seq and time (and fields set undefined), packed: a plain copy that matches it says nothing new. */
+  /** The last copy published if plain, less its seq and time (and fields set undefined), packed: a plain copy that matches it says nothing new. */
   private lastSaid: Uint8Array | null = null
   /** The last copy published said `prev`: members read this seed alive for the quiet time since (else skip none yet). */
   private lastQuiet = false
@@ -68,10 +68,10 @@ export class MemberCopies {
   /** The copy to publish of the members' copy `copy` at `nowMs` (with `prev` when due), or undefined: skip it. */
   next (copy: Gossip, nowMs: number, quietMs: number): Gossip | undefined {
     const isPlain = plain(copy)
-    // A copy of the packed bytes: the codec may reuse its buffer for the next message.
-    const said = Uint8Array.from(wire.pack(Object.fromEntries(Object.entries(copy).filter(([f, v]) => v !== undefined && f !== 'seq' && f !== 'now'))))
+    // Only a plain copy can match the next (plain) one. A copy of the packed bytes: the codec may reuse its buffer.
+    const said = isPlain ? Uint8Array.from(wire.pack(Object.fromEntries(Object.entries(copy).filter(([f, v]) => v !== undefined && f !== 'seq' && f !== 'now')))) : null
     const quiet = isPlain && nowMs >= this.loudUntil
-    if (quiet && this.lastQuiet && nowMs - this.lastAt < quietMs && this.lastSaid !== null && equal(said, this.lastSaid)) return undefined
+    if (quiet && this.lastQuiet && nowMs - this.lastAt < quietMs && said !== null && this.lastSaid !== null && equal(said, this.lastSaid)) return undefined
     const skipped = this.lastSeq > 0 && this.lastSeq < copy.seq - 1
     const out = quiet || skipped ? { ...copy, prev: Math.min(this.lastSeq, copy.seq - 1) } : copy
     this.lastSeq = copy.seq

@@ -38,21 +38,22 @@ function forMembersLine (core: ClusterCore, key: string, owed: number, debts: nu
   return owed !== 0 || debts !== 0 || core.limiter.ruleFor(key)?.config.decide !== 'seeds'
 }
 
-/** A voter's echoes of other seeds: a node reads only the entry that names it (intake.ts `echoed`), and no member is a seed. */
-function seedEchoes (core: ClusterCore, g: Gossip): boolean {
-  return g.heard?.some(([node]) => core.msums.isSeed(node)) === true
+/**
+ * `g` less a voter's echoes of seeds (`g` itself when it has none): a node
+ * reads only the entry that names it (intake.ts `echoed`), and no member is
+ * a seed.
+ */
+function withoutSeedEchoes (core: ClusterCore, g: Gossip): Gossip {
+  const heard = g.heard?.filter(([node]) => !core.msums.isSeed(node))
+  if (heard === undefined || heard.length === g.heard?.length) return g
+  const { heard: _all, ...rest } = g
+  return heard.length === 0 ? rest : { ...rest, heard }
 }
 
 /** The members' copy of a seed's gossip `g` (see the header); `g` itself when nothing is left out. */
-export function forMembers (core: ClusterCore, g: Gossip): Gossip {
-  let lessEchoes = g
-  if (seedEchoes(core, g)) {
-    const { heard: all, ...rest } = g
-    const heard = all?.filter(([node]) => !core.msums.isSeed(node)) ?? []
-    lessEchoes = heard.length === 0 ? rest : { ...rest, heard }
-  }
-  if (!core.limiter.rules.some(r => r.config.decide === 'seeds')) return lessEchoes
-  g = lessEchoes
+export function forMembers (core: ClusterCore, whole: Gossip): Gossip {
+  const g = withoutSeedEchoes(core, whole)
+  if (!core.limiter.rules.some(r => r.config.decide === 'seeds')) return g
   const keep = g.keys.map(([key, , , , owed, debts]) => forMembersLine(core, key, owed, debts))
   const msums = g.msums?.filter(([key]) => core.limiter.ruleFor(key)?.config.decide !== 'seeds')
   if (keep.every(k => k) && msums?.length === g.msums?.length) return g

@@ -80,7 +80,7 @@ function concat (parts: Uint8Array[], total: number): Uint8Array {
 /** Most bytes a call frame's length or id takes (a u32 as a varint). */
 const MAX_VARINT_BYTES = 5
 /** Largest call id: a u32. */
-export const MAX_CALL_ID = 0xffffffff
+const MAX_CALL_ID = 0xffffffff
 
 function varintLength (n: number): number {
   let len = 1

@@ -76,7 +76,7 @@ test('a minimal file gets every default, and relative paths resolve against base
   const config = validateClusterFile(minimal(), '/etc/quotad')
   t.is(config.source, undefined)
   t.deepEqual(config.cluster, {
-    name: 'test', secretFile: '/etc/quotad/swarm.key', gossipIntervalMs: 250, firstUseWaitMs: 100, inheritSeeds: true, leases: true, leaseMs: 3000, reclaimMs: 5000, maxClockSkewMs: 500, voters: 15
+    name: 'test', secretFile: '/etc/quotad/swarm.key', gossipIntervalMs: 250, firstUseWaitMs: 100, transportNice: 0, inheritSeeds: true, leases: true, leaseMs: 3000, reclaimMs: 5000, maxClockSkewMs: 500, voters: 15
   })
   t.deepEqual(config.nodes[0], {
     name: 'a', listen: '/ip4/127.0.0.1/tcp/0', socket: '/etc/quotad/a.sock', dataDir: '/etc/quotad/data/a', socketMode: DEFAULT_SOCKET_MODE, seed: true

@@ -61,7 +61,7 @@ test('voterSet: the first `voters` seeds in name order, at least one; all of the
 
 test('the cluster hash names the voter count only when it leaves seeds out', t => {
   const file = (seeds: number, voters: number): Parameters<typeof clusterHash>[0] => ({
-    cluster: { ...leaseSettings(250), voters, name: 'c', secretFile: '', gossipIntervalMs: 250, firstUseWaitMs: 100, inheritSeeds: true },
+    cluster: { ...leaseSettings(250), voters, name: 'c', secretFile: '', gossipIntervalMs: 250, firstUseWaitMs: 100, transportNice: 0, inheritSeeds: true },
     nodes: Array.from({ length: seeds }, (_, i) => ({ name: `s${i}`, seed: true })) as unknown as Parameters<typeof clusterHash>[0]['nodes']
   })
   // Every seed votes either way: the hash a file had before `voters` existed.

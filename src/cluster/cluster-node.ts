@@ -164,13 +164,18 @@ export class ClusterNode {
       seeds: config.nodes.filter(n => n.name !== node.name && !/\/tcp\/0$/.test(n.listen)).map(n => n.listen),
       psk,
       dataDir: node.dataDir,
+      threadNice: config.cluster.transportNice,
       // A member hears the gossip topic (the seeds' copies for members: member-gossip.ts) and publishes on the
       // members' topic, which only seeds hear (member-sums.ts). A seed hears the seeds' and the members' topics,
       // publishes its whole gossip on the seeds' and the members' copy on the gossip topic.
       ...(gossipAudience(node.name, this.core.seeds) === 'seeds'
         ? { topic: gossipTopic(config.cluster.name), publishTopic: membersTopic(config.cluster.name) }
         : { topic: seedsTopic(config.cluster.name), alsoSubscribe: [membersTopic(config.cluster.name)], alsoPublish: [gossipTopic(config.cluster.name)] }),
-      onEvent: (name, fields) => { if (name === 'thread-exited') log.error('the transport thread ended: this node hears no peer; restart it', fields); else log.debug(name, fields) }
+      onEvent: (name, fields) => {
+        if (name === 'thread-exited') log.error('the transport thread ended: this node hears no peer; restart it', fields)
+        else if (name === 'thread-nice') log.info('transport thread priority', fields)
+        else log.debug(name, fields)
+      }
     })
     t.onGossip = (from, data) => this.inbox.push(from, data)
     t.onRequest = async (from, data) => await serveRequest(this.requests, from, data)

@@ -118,6 +118,12 @@ export interface ClusterSection {
   gossipIntervalMs: number
   /** Longest wait of a request without waitMs for a key new at this node (node-local; not hashed). @default 100 */
   firstUseWaitMs: number
+  /**
+   * The nice value of the thread that runs libp2p (node-local; not hashed).
+   * Above 0, the socket loop gets a shared core first and gossip waits
+   * (thread-nice.ts). 0 leaves the thread at the process's priority. @default 0
+   */
+  transportNice: number
   /** T_lease (lease-options.ts). @default 3000, or 12 x gossipIntervalMs if more */
   leaseMs: number
   /** T_reclaim. @default 5000, or leaseMs + maxClockSkewMs + 1500 if more */
@@ -158,3 +164,4 @@ export const DEFAULT_SOCKET_MODE = 0o660
 export const DEFAULT_GOSSIP_INTERVAL_MS = 250
 /** A request without waitMs waits this long at most for a key new at its node. */
 export const DEFAULT_FIRST_USE_WAIT_MS = 100
+export const DEFAULT_TRANSPORT_NICE = 0

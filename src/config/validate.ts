@@ -19,7 +19,7 @@ import { isIPv4, isIPv6 } from 'node:net'
 import { resolve } from 'node:path'
 import { ConfigError, ErrorCodes, QuotadError, type ConfigIssue } from '../errors.js'
 import {
-  DEFAULT_FIRST_USE_WAIT_MS, DEFAULT_GOSSIP_INTERVAL_MS, DEFAULT_LIMITS, DEFAULT_SOCKET_MODE,
+  DEFAULT_FIRST_USE_WAIT_MS, DEFAULT_GOSSIP_INTERVAL_MS, DEFAULT_TRANSPORT_NICE, DEFAULT_LIMITS, DEFAULT_SOCKET_MODE,
   type ClusterConfig, type ClusterSection, type FailurePolicy, type LimitsConfig, type Mode, type NodeConfig, type RuleConfig
 } from './types.js'
 import { tryParseDuration } from './duration.js'
@@ -40,7 +40,7 @@ const MAX_PER_MS = 366 * 86_400_000
 const LISTEN_RE = /^\/(ip4|ip6|dns4|dns6|dns)\/([^/]+)\/tcp\/([0-9]{1,5})$/
 const HOST_RE = /^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$/
 /** A one-node file needs no cluster section, swarm key or listen address: it runs without the cluster layer. */
-const LONE_CLUSTER: ClusterSection = { name: 'local', secretFile: '', gossipIntervalMs: DEFAULT_GOSSIP_INTERVAL_MS, firstUseWaitMs: DEFAULT_FIRST_USE_WAIT_MS, inheritSeeds: true, ...leaseSettings(DEFAULT_GOSSIP_INTERVAL_MS) }
+const LONE_CLUSTER: ClusterSection = { name: 'local', secretFile: '', gossipIntervalMs: DEFAULT_GOSSIP_INTERVAL_MS, firstUseWaitMs: DEFAULT_FIRST_USE_WAIT_MS, transportNice: DEFAULT_TRANSPORT_NICE, inheritSeeds: true, ...leaseSettings(DEFAULT_GOSSIP_INTERVAL_MS) }
 const LONE_LISTEN = '/ip4/127.0.0.1/tcp/0'
 
 type Obj = Record<string, unknown>
@@ -219,6 +219,7 @@ export function validateClusterFile (raw: unknown, baseDir: string, source?: str
     secretFile: typeof c.secretFile === 'string' ? resolve(baseDir, c.secretFile) : '',
     gossipIntervalMs,
     firstUseWaitMs: typeof c.firstUseWaitMs === 'number' ? c.firstUseWaitMs : DEFAULT_FIRST_USE_WAIT_MS,
+    transportNice: typeof c.transportNice === 'number' ? c.transportNice : DEFAULT_TRANSPORT_NICE,
     inheritSeeds: c.inheritSeeds !== false,
     ...lease
   }

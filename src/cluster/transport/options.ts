@@ -9,7 +9,7 @@ import type { ConfigIssue } from '../../errors.js'
 import { TRANSPORT_DEFAULTS } from './types.js'
 import type { TransportOptions } from './types.js'
 
-export type ResolvedOptions = Required<Omit<TransportOptions, 'onEvent'>> & Pick<TransportOptions, 'onEvent'>
+export type ResolvedOptions = Required<Omit<TransportOptions, 'onEvent' | 'threadNice'>> & Pick<TransportOptions, 'onEvent'>
 
 /** The `/p2p` multiaddr protocol code. */
 const P2P = 421

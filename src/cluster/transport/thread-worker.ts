@@ -13,6 +13,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import { createTransport } from './libp2p-transport.js'
+import { niceThisThread } from './thread-nice.js'
 import type { TransportOptions } from './types.js'
 
 /** How often the counters and the connected peers are sent over (the main side's `stats()` is synchronous). */
@@ -39,7 +40,10 @@ function cloneable (fields: Record<string, unknown>): Record<string, unknown> {
 async function main (): Promise<void> {
   const port = parentPort
   if (port === null) throw new Error('thread-worker.js runs only as a worker thread')
-  const opts = workerData as Omit<TransportOptions, 'onEvent'>
+  const { threadNice, ...opts } = workerData as Omit<TransportOptions, 'onEvent'>
+  // Before libp2p starts, so the threads it may start inherit the value too.
+  const niced = niceThisThread(threadNice ?? 0)
+  port.postMessage({ t: 'event', name: 'thread-nice', fields: cloneable(niced) })
   let t
   try {
     t = await createTransport({ ...opts, onEvent: (name, fields) => port.postMessage({ t: 'event', name, fields: cloneable(fields) }) })

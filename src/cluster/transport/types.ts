@@ -56,6 +56,11 @@ export interface TransportOptions {
    * topic, where the members' copies go, member-gossip.ts). @default []
    */
   alsoPublish?: string[]
+  /**
+   * thread-transport.ts only: the nice value of the thread libp2p runs in
+   * (thread-nice.ts); the in-loop transport ignores it. @default 0 (the process's)
+   */
+  threadNice?: number
   /** Max bytes of one gossip message accepted or published. @default 65536 */
   maxMessageBytes?: number
   /** Max bytes of one request or response on the transfer protocol. @default 65536 */

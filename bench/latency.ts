@@ -48,6 +48,7 @@ import { freePort, startNode, waitForPeers, writeClusterFile, type NodeProc } fr
 import { cpuMs, machineBusyMs } from './lib/cpu.js'
 import { machineInfo, printMachine } from './lib/machine.js'
 import { LatencyLog, median, type LatencySummary } from './lib/stats.js'
+import { checkPinnable, pinTo } from './lib/pin.js'
 import { intFlag } from '../src/cli/common.js'
 
 const HELP = `usage: node dist/bench/latency.js [options]
@@ -67,6 +68,11 @@ const HELP = `usage: node dist/bench/latency.js [options]
   --gap-ms MS       pause between probes (default 0: back to back); with 1, the probe leaves the machine a core to spare
   --cli FILE        quotad.js of another build for every daemon (a before/after run; default this build's)
   --node-arg ARG    a node flag for node a's process only, e.g. --node-arg=--cpu-prof --node-arg=--cpu-prof-dir=DIR (repeatable)
+  --transport-nice N  cluster.transportNice for every daemon (default: not in the file, so the daemon's default, 0)
+  --pin P           (ABBA only) place the processes for each trial, the same for both sides (bench/lib/pin.ts):
+                    loop: the probed daemon's main thread (its socket loop) on core 0 with this process; its other
+                    threads (the libp2p thread, V8's and libuv's) and every other process on core 1;
+                    process: all of the probed daemon's threads on core 0 with this process, everything else on core 1
 `
 
 const KEY = 'lat'
@@ -75,7 +81,7 @@ const PROBE = 'probe'
 const GEN = fileURLToPath(new URL('./gossip-gen.js', import.meta.url))
 const LOAD = fileURLToPath(new URL('./latency-load.js', import.meta.url))
 
-interface Opts { scenes: string[], order: 'interleaved' | 'abba', trials: number, trialMs: number, rate: number, limit: number, peers: number, echoes: number, gossipMs: number, logLevel: string, nodeArgs: string[], probeKey: string, cli: string | undefined, gapMs: number }
+interface Opts { scenes: string[], order: 'interleaved' | 'abba', trials: number, trialMs: number, rate: number, limit: number, peers: number, echoes: number, gossipMs: number, logLevel: string, nodeArgs: string[], probeKey: string, cli: string | undefined, gapMs: number, pin: 'loop' | 'process' | null, transportNice: number | undefined }
 
 function options (): Opts {
   const { values } = parseArgs({
@@ -94,6 +100,8 @@ function options (): Opts {
       'probe-key': { type: 'string' },
       cli: { type: 'string' },
       'gap-ms': { type: 'string' },
+      pin: { type: 'string' },
+      'transport-nice': { type: 'string' },
       help: { type: 'boolean', short: 'h' }
     }
   })
@@ -102,6 +110,11 @@ function options (): Opts {
   for (const s of scenes) if (s !== 'n3' && s !== 'n200') throw new Error(`--scenes: unknown scene "${s}"`)
   const order = values.order ?? 'abba'
   if (order !== 'interleaved' && order !== 'abba') throw new Error(`--order: interleaved or abba, not "${order}"`)
+  const pin = values.pin ?? null
+  if (pin !== null && pin !== 'loop' && pin !== 'process') throw new Error(`--pin: loop or process, not "${pin}"`)
+  // Interleaved trials ask both daemons in turn, so there is no one daemon to place beside the probe.
+  if (pin !== null && order !== 'abba') throw new Error('--pin: only with --order abba')
+  if (pin !== null) checkPinnable()
   return {
     scenes,
     order,
@@ -116,7 +129,9 @@ function options (): Opts {
     nodeArgs: values['node-arg'] ?? [],
     probeKey: values['probe-key'] === PROBE ? PROBE : KEY,
     cli: values.cli,
-    gapMs: intFlag('gap-ms', values['gap-ms'], 0, 0)
+    gapMs: intFlag('gap-ms', values['gap-ms'], 0, 0),
+    pin,
+    transportNice: values['transport-nice'] === undefined ? undefined : intFlag('transport-nice', values['transport-nice'], 10, 0)
   }
 }
 
@@ -156,6 +171,11 @@ function helper (script: string, args: string[]): Helper {
       clearTimeout(t)
     }
   }
+}
+
+/** Cluster-section fields the flags ask for (none by default, so an older build's daemon reads the file too). */
+function clusterExtra (o: Opts): Record<string, unknown> {
+  return o.transportNice === undefined ? {} : { transportNice: o.transportNice }
 }
 
 function rules (o: Opts): unknown[] {
@@ -213,7 +233,20 @@ async function measure (label: string, clustered: Side, lone: Side, o: Opts, all
   // (0.1 s) never did, so the first measured trial of the clustered side compiled those paths: in 3 runs its
   // p99 was 1.5-1.7x the lone one's, against 0.8-1.3x in the rounds after it. That is a node's first seconds
   // of drawing after it starts, once per process, not the steady state this bench compares.
+  // --pin: the probed daemon (or its loop) shares core 0 with this process; everything else runs on core 1.
+  const place = (probed: Side): void => {
+    if (o.pin === null) return
+    pinTo(allPids.filter(p => p !== probed.pid), 1)
+    if (o.pin === 'process') {
+      pinTo([process.pid, probed.pid], 0)
+    } else {
+      pinTo([probed.pid], 1)
+      pinTo([process.pid], 0)
+      pinTo([probed.pid], 0, 'main thread')
+    }
+  }
   for (const side of [clustered, lone]) {
+    place(side)
     const end = performance.now() + WARMUP_MS
     while (performance.now() < end) await side.client.acquire(o.probeKey)
   }
@@ -229,6 +262,7 @@ async function measure (label: string, clustered: Side, lone: Side, o: Opts, all
     const batches = o.order === 'interleaved' ? [order] : order.map(side => [side])
     for (const sides of batches) {
       const pids = sides.map(s => s.pid)
+      if (sides.length === 1) place(sides[0])
       const out = await trial(sides, o.probeKey, o.trialMs, o.gapMs, allPids.filter(p => !pids.includes(p)), peers)
       for (const r of out) { rows.push(r); print(i, r) }
     }
@@ -258,7 +292,8 @@ async function main (): Promise<void> {
   if (o.cli !== undefined) process.stdout.write(`daemons: ${o.cli}\n`)
   process.stdout.write(`settings: rule fixed-window ${o.limit}/1s hard on key "${KEY}"; background demand ${o.rate}/s per node (open loop, own process); ` +
     `probe: c=1 closed-loop acquire of "${o.probeKey}"${o.probeKey === PROBE ? ' (same algorithm, 1e9/1s)' : ''} from the bench process${o.gapMs > 0 ? `, ${o.gapMs} ms apart` : ''}; ${WARMUP_MS / 1000} s unmeasured per side, then ${o.trials} trials of ${o.trialMs / 1000} s ${o.order === 'interleaved' ? 'of both sides, interleaved request by request' : 'per side, alternating (ABBA)'}; ` +
-    `gossipIntervalMs ${o.gossipMs}\n\n`)
+    `gossipIntervalMs ${o.gossipMs}` +
+    `${o.transportNice === undefined ? '' : `; cluster.transportNice ${o.transportNice}`}${o.pin === 'process' ? '; pinned: the probed daemon and the probe on core 0, every other process on core 1' : o.pin === 'loop' ? '; pinned: the probed daemon\'s main thread and the probe on core 0, its other threads and every other process on core 1' : ''}\n\n`)
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'quotad-latency-bench-'))
   const procs: NodeProc[] = []
   const helpers: Helper[] = []
@@ -271,14 +306,14 @@ async function main (): Promise<void> {
   try {
     const loneDir = path.join(tmp, 'lone')
     mkdirSync(loneDir)
-    const lone = await startNode(await writeClusterFile(loneDir, 'lat-lone', ['s'], rules(o), o.gossipMs), 's', o.logLevel, undefined, o.cli)
+    const lone = await startNode(await writeClusterFile(loneDir, 'lat-lone', ['s'], rules(o), o.gossipMs, clusterExtra(o)), 's', o.logLevel, undefined, o.cli)
     procs.push(lone)
     const loneSide: Side = { name: 'lone', client: await connect(lone), pid: lone.pid }
 
     if (o.scenes.includes('n3')) {
       const dir = path.join(tmp, 'n3')
       mkdirSync(dir)
-      const file = await writeClusterFile(dir, 'lat3', ['a', 'b', 'c'], rules(o), o.gossipMs)
+      const file = await writeClusterFile(dir, 'lat3', ['a', 'b', 'c'], rules(o), o.gossipMs, clusterExtra(o))
       const nodes = await Promise.all(['a', 'b', 'c'].map(async n => await startNode(file, n, o.logLevel, undefined, o.cli, n === 'a' ? o.nodeArgs : [])))
       procs.push(...nodes)
       const cl = await Promise.all(nodes.map(connect))
@@ -297,7 +332,7 @@ async function main (): Promise<void> {
       const dir = path.join(tmp, 'n200')
       mkdirSync(dir)
       // One seed; a file of one node would run without the cluster layer, so a member that never starts is listed too.
-      const cf = await writeClusterFile(dir, 'lat200', ['a'], rules(o), o.gossipMs)
+      const cf = await writeClusterFile(dir, 'lat200', ['a'], rules(o), o.gossipMs, clusterExtra(o))
       const nodes = cf.raw.nodes as Array<Record<string, unknown>>
       const port = await freePort()
       nodes[0].listen = `/ip4/127.0.0.1/tcp/${port}`

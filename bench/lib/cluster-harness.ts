@@ -48,7 +48,7 @@ export interface ClusterFile {
  * `<dir>/swarm.key`. One name gives a single-node file: the daemon then runs
  * without the cluster layer (no libp2p, no gossip).
  */
-export async function writeClusterFile (dir: string, name: string, names: string[], rules: unknown[], gossipIntervalMs: number): Promise<ClusterFile> {
+export async function writeClusterFile (dir: string, name: string, names: string[], rules: unknown[], gossipIntervalMs: number, cluster: Record<string, unknown> = {}): Promise<ClusterFile> {
   const nodes = []
   const sockets: Record<string, string> = {}
   for (const n of names) {
@@ -57,7 +57,7 @@ export async function writeClusterFile (dir: string, name: string, names: string
     nodes.push({ name: n, listen: `/ip4/127.0.0.1/tcp/${port}`, socket: sockets[n], dataDir: path.join(dir, 'data', n) })
   }
   const raw = {
-    cluster: { name, secretFile: 'swarm.key', gossipIntervalMs },
+    cluster: { name, secretFile: 'swarm.key', gossipIntervalMs, ...cluster },
     nodes,
     rules,
     limits: { maxInflightPerConnection: 4096 }

@@ -68,6 +68,8 @@ async function agreed (c: TestCluster, old?: string, deadlineMs = 30_000): Promi
 }
 
 test.serial('a clean restart with a changed rule keeps the day\'s count: 30 spent on 90, restarted at 93, at most 63 more', async t => {
+  // The drain below may take long on a loaded machine (once, at load average 17-18, it had 33 of its 40 after 60 s).
+  t.timeout(300_000)
   const c = await makeCluster(['a', 'b', 'c'], day(90))
   t.teardown(async () => await c.stopAll())
   for (const n of c.names) await c.start(n)
@@ -80,9 +82,11 @@ test.serial('a clean restart with a changed rule keeps the day\'s count: 30 spen
   for (const n of c.names) t.is((await status(c, n)).cluster.start, 'clean-restart')
   await agreed(c)
   // Before the fix: 93 more (123 in one day on a limit of 93).
-  const more = await drain(c, c.names, 40)
+  const more = await drain(c, c.names, 40, 20, 180_000)
   t.true(more <= 63, `${more} admitted after the restart; 30 + ${more} > 93`)
-  t.true(more >= 40, `the restarted cluster still serves its quota (${more})`)
+  // Should this fail again, what each node said of itself then is the place to start.
+  const said = more >= 40 ? '' : JSON.stringify(await Promise.all(c.names.map(async n => await withClient(c, n, async q => await q.status()))))
+  t.true(more >= 40, `the restarted cluster still serves its quota (${more}); status: ${said}`)
 })
 
 test.serial('a reload that lowers a limit below what the day has used admits nothing more; raising it again admits only the difference', async t => {

@@ -42,8 +42,8 @@ async function main (): Promise<void> {
   if (port === null) throw new Error('thread-worker.js runs only as a worker thread')
   const { threadNice, ...opts } = workerData as Omit<TransportOptions, 'onEvent'>
   // Before libp2p starts, so the threads it may start inherit the value too.
-  const niced = niceThisThread(threadNice ?? 0)
-  port.postMessage({ t: 'event', name: 'thread-nice', fields: cloneable(niced) })
+  // Said only when asked for (cluster.transportNice above 0): what was set, or why nothing was.
+  if ((threadNice ?? 0) > 0) port.postMessage({ t: 'event', name: 'thread-nice', fields: cloneable(niceThisThread(threadNice ?? 0)) })
   let t
   try {
     t = await createTransport({ ...opts, onEvent: (name, fields) => port.postMessage({ t: 'event', name, fields: cloneable(fields) }) })

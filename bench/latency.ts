@@ -236,14 +236,10 @@ async function measure (label: string, clustered: Side, lone: Side, o: Opts, all
   // --pin: the probed daemon (or its loop) shares core 0 with this process; everything else runs on core 1.
   const place = (probed: Side): void => {
     if (o.pin === null) return
-    pinTo(allPids.filter(p => p !== probed.pid), 1)
-    if (o.pin === 'process') {
-      pinTo([process.pid, probed.pid], 0)
-    } else {
-      pinTo([probed.pid], 1)
-      pinTo([process.pid], 0)
-      pinTo([probed.pid], 0, 'main thread')
-    }
+    // loop: every thread of every daemon to core 1 first, then the probed daemon's main thread back beside the probe.
+    pinTo(o.pin === 'loop' ? allPids : allPids.filter(p => p !== probed.pid), 1)
+    pinTo([process.pid], 0)
+    pinTo([probed.pid], 0, o.pin === 'loop' ? 'main thread' : 'all threads')
   }
   for (const side of [clustered, lone]) {
     place(side)

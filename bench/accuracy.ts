@@ -4,11 +4,12 @@
  * (static even split, exact central limiter) on the same arrivals.
  *
  *   npm run build && node dist/bench/accuracy.js [--quick] [--workers 2] [--json FILE] [--scenarios a,b,c] [--seeds N=S,...]
- *     [--sizes 10,50,200,1000] [--seed-nodes K] [--decide seeds]
+ *     [--sizes 10,50,200,1000] [--seed-nodes K] [--decide seeds] [--credit-ms MS]
  *
  * --sizes picks the node counts (default 3, 10, 50, 200); --seed-nodes K makes only the first K nodes seeds,
  * the rest members (default: every node a seed); --decide seeds gives the rule `"decide": "seeds"` (members send
- * each acquire to a seed: protocol.md, "Members as proxies").
+ * each acquire to a seed: protocol.md, "Members as proxies"); --credit-ms MS (with it) gives the rule a `credit` of
+ * MS (a member may take about half its demand over MS from a seed as credit: "Credit for a member's busy keys").
  *
  * --scenarios runs only the named scenarios (comma-separated, in the order of
  * SCENARIOS; default: all), at the same sizes and seed counts. --seeds sets the
@@ -43,22 +44,22 @@ const SEEDS: Record<number, number> = { 3: 560, 10: 500, 50: 40, 200: 6, 1000: 1
 const KEYS_SEEDS: Record<number, number> = { 3: 50, 10: 20, 50: 2, 200: 1, 1000: 0 }
 const GOSSIP_MS = 250
 
-interface Cell { scenario: string, nodes: number, seeds: number, seedNodes?: number, decide?: 'seeds' }
+interface Cell { scenario: string, nodes: number, seeds: number, seedNodes?: number, decide?: 'seeds', creditMs?: number }
 
 /** Scenarios about hard mode's safety under stops, rule changes and clock steps: every algorithm takes turns by seed. */
 const SAFETY = new Set(['stops', 'reload-lower', 'reload-lower-restart', 'reload-raise', 'restart-changed', 'restart-lowered', 'clock-step'])
 
-function ruleFor (name: string, seed = 0, decide?: 'seeds'): RuleConfig {
+function ruleFor (name: string, seed = 0, decide?: 'seeds', creditMs?: number): RuleConfig {
   const many = scenario(name).keys > 1
   const limit = many ? 100 : 1000
   const algorithm = SAFETY.has(name) ? ALGORITHMS[seed % ALGORITHMS.length] : 'fixed-window'
-  return { name: 'api', match: many ? 'api:*' : 'api', limit, perMs: 1000, per: '1s', algorithm, burst: limit, mode: 'hard', onPartition: 'local-share', maxDebt: limit / 10, ...(decide === undefined ? {} : { decide }) }
+  return { name: 'api', match: many ? 'api:*' : 'api', limit, perMs: 1000, per: '1s', algorithm, burst: limit, mode: 'hard', onPartition: 'local-share', maxDebt: limit / 10, ...(decide === undefined ? {} : { decide }), ...(creditMs === undefined || algorithm !== 'fixed-window' ? {} : { creditMs }) }
 }
 
 function runCell (c: Cell, first: number): SimResult[] {
   const out: SimResult[] = []
   for (let s = first; s < first + c.seeds; s++) {
-    out.push(runSim({ scenario: scenario(c.scenario), nodes: c.nodes, seedNodes: c.seedNodes === undefined ? undefined : Math.min(c.seedNodes, c.nodes), seed: s, mode: 'hard', rule: ruleFor(c.scenario, s, c.decide), durationMs: c.nodes >= 200 ? 6000 : 10_000, gossipIntervalMs: GOSSIP_MS }))
+    out.push(runSim({ scenario: scenario(c.scenario), nodes: c.nodes, seedNodes: c.seedNodes === undefined ? undefined : Math.min(c.seedNodes, c.nodes), seed: s, mode: 'hard', rule: ruleFor(c.scenario, s, c.decide, c.creditMs), durationMs: c.nodes >= 200 ? 6000 : 10_000, gossipIntervalMs: GOSSIP_MS }))
   }
   return out
 }
@@ -100,7 +101,7 @@ if (!isMainThread) {
 }
 
 async function main (): Promise<void> {
-  const { values } = parseCli({ args: process.argv.slice(2), options: { quick: { type: 'boolean' }, workers: { type: 'string' }, json: { type: 'string' }, scenarios: { type: 'string' }, seeds: { type: 'string' }, sizes: { type: 'string' }, 'seed-nodes': { type: 'string' }, decide: { type: 'string' } } })
+  const { values } = parseCli({ args: process.argv.slice(2), options: { quick: { type: 'boolean' }, workers: { type: 'string' }, json: { type: 'string' }, scenarios: { type: 'string' }, seeds: { type: 'string' }, sizes: { type: 'string' }, 'seed-nodes': { type: 'string' }, decide: { type: 'string' }, 'credit-ms': { type: 'string' } } })
   const quick = values.quick === true
   const workers = intFlag('workers', values.workers, 2, 1)
   const picked = pickScenarios(values.scenarios)
@@ -109,16 +110,18 @@ async function main (): Promise<void> {
   const seedNodes = values['seed-nodes'] === undefined ? undefined : intFlag('seed-nodes', values['seed-nodes'], 1, 1)
   const decide = values.decide
   if (decide !== undefined && decide !== 'seeds' && decide !== 'local') throw usage('--decide must be local or seeds')
+  const creditMs = values['credit-ms'] === undefined ? undefined : intFlag('credit-ms', values['credit-ms'], 1, 1)
+  if (creditMs !== undefined && (decide !== 'seeds' || creditMs > 1000)) throw usage('--credit-ms needs --decide seeds, and is at most the rules\' 1000 ms period')
   const cells: Cell[] = []
   for (const sc of picked) {
     for (const n of sizes) {
       const seeds = Math.ceil((override.get(n) ?? (sc.keys > 1 ? KEYS_SEEDS[n] : SEEDS[n])) / (quick ? 25 : 1))
-      if (seeds > 0) cells.push({ scenario: sc.name, nodes: n, seeds, seedNodes, ...(decide === 'seeds' ? { decide } : {}) })
+      if (seeds > 0) cells.push({ scenario: sc.name, nodes: n, seeds, seedNodes, ...(decide === 'seeds' ? { decide } : {}), ...(creditMs === undefined ? {} : { creditMs }) })
     }
   }
   const total = cells.reduce((n, c) => n + c.seeds, 0)
   printMachine(machineInfo())
-  process.stdout.write(`accuracy: ${total} seeded runs, ${cells.length} cells, ${workers} worker(s), hard mode, gossip ${GOSSIP_MS} ms${picked === SCENARIOS ? '' : `; scenarios: ${picked.map(s => s.name).join(', ')}`}${override.size === 0 ? '' : `; seeds per cell set: ${[...override].map(([n, k]) => `N=${n}: ${k}`).join(', ')}`}${seedNodes === undefined ? '' : `; ${seedNodes} seed node(s), the rest members`}${decide === 'seeds' ? '; the rule decided at the seeds (decide: seeds)' : ''}\n`)
+  process.stdout.write(`accuracy: ${total} seeded runs, ${cells.length} cells, ${workers} worker(s), hard mode, gossip ${GOSSIP_MS} ms${picked === SCENARIOS ? '' : `; scenarios: ${picked.map(s => s.name).join(', ')}`}${override.size === 0 ? '' : `; seeds per cell set: ${[...override].map(([n, k]) => `N=${n}: ${k}`).join(', ')}`}${seedNodes === undefined ? '' : `; ${seedNodes} seed node(s), the rest members`}${decide === 'seeds' ? '; the rule decided at the seeds (decide: seeds)' : ''}${creditMs === undefined ? '' : `, members' credit over ${creditMs} ms (credit)`}\n`)
   const t0 = performance.now()
 
   // Split every cell into chunks and deal them round-robin, heaviest first, so workers finish together.

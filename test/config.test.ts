@@ -226,6 +226,11 @@ test('rule constraints: limit, per bounds, algorithm, sliding-log cap', t => {
   check({ mode: 'medium' }, ['rules[0].mode'])
   check({ decide: 'anywhere' }, ['rules[0].decide'])
   check({ decide: true }, ['rules[0].decide'])
+  check({ credit: '100ms' }, ['rules[0].credit'])
+  check({ credit: '100ms', decide: 'seeds', algorithm: 'sliding-window' }, ['rules[0].credit'])
+  check({ credit: '2s', decide: 'seeds' }, ['rules[0].credit'])
+  check({ credit: '0ms', decide: 'seeds' }, ['rules[0].credit'])
+  check({ credit: 100, decide: 'seeds' }, ['rules[0].credit'])
   const raw = minimal()
   raw.rules = [{ name: 'ip:signup', match: 'signup:*', limit: 1_000_000, per: '366d', algorithm: 'sliding-log' }]
   t.is(validateClusterFile(raw, '/').rules[0].perMs, 366 * 86_400_000)
@@ -417,4 +422,14 @@ test('decide: "seeds" is kept, "local" is the default, and only "seeds" changes 
   // A rule without it keeps the hash it had before the field existed, so a cluster hash survives the upgrade.
   t.is(ruleHash({ ...rules[2] }), ruleHash({ ...rules[1], name: 'c', match: 'c' }))
   t.not(ruleHash(rules[0]), ruleHash({ ...rules[0], decide: undefined }))
+})
+
+test('a rule\'s credit is kept in ms, and changes the rule hash only when set', t => {
+  const raw = minimal()
+  raw.rules = [{ name: 'a', match: 'a:*', limit: 100, per: '1s', algorithm: 'fixed-window', decide: 'seeds', credit: '250ms' }]
+  const rule = validateClusterFile(raw, '/').rules[0]
+  t.is(rule.creditMs, 250)
+  const { creditMs: _, ...without } = rule
+  t.not(ruleHash(rule), ruleHash(without))
+  t.is(ruleHash(without), ruleHash({ ...without }))
 })

@@ -8,7 +8,9 @@
  * forwarded and the seeds' what they served; a batch item or a peek of the
  * key at the member is refused with E_BAD_ARGUMENT (they must answer at
  * once), and the daemon goes on serving. Holding nothing and deciding no
- * rule itself, the member asks for no lease and is never echoed.
+ * rule itself, the member asks for no lease and is never echoed. With the
+ * rule's `credit`, the member admits most acquires of a busy key from tokens
+ * a seed spent for it, and the day's limit still holds exactly.
  */
 import test, { type ExecutionContext } from 'ava'
 import { ErrorCodes, QuotadClient } from '@quotad/client'
@@ -82,4 +84,40 @@ test.serial('more concurrent acquires at a member than a seed holds of its sessi
   const mine = await counters(c.sockets.m1)
   t.is(mine.forwarded, 300)
   t.is(mine.forwardFailed, 0)
+})
+
+test.serial('with a rule\'s credit, a member admits most of a busy key\'s acquires itself from tokens a seed spent for it; the day\'s limit holds exactly', async t => {
+  t.timeout(180_000)
+  const { c, m } = await proxyCluster(t, [{ name: 'busy', match: 'busy', limit: 400, per: '1d', algorithm: 'fixed-window', decide: 'seeds', credit: '1s' }])
+  // All the demand at the member, without waits: it forwards until it knows its rate, then asks a seed for credit
+  // with each forward and admits from it at once. A seed that has spent its part denies until its peer's tokens
+  // come, so a denied acquire is tried again shortly; every token of the day is reachable.
+  // An answer later than forwardTimeoutMs (a very busy machine) is a denial at the member, and the tokens the seed
+  // spent for it (with any credit) are lost with the day: then fewer than 400 are admitted, never more.
+  let got = 0
+  let denied = 0
+  const deadline = Date.now() + 120_000
+  while (got < 400 && Date.now() < deadline) {
+    if ((await m.acquire('busy')).allowed) { got++; denied = 0; continue }
+    if (++denied % 100 === 0 && (await counters(c.sockets.m1)).forwardFailed > 0) break
+    await new Promise(resolve => setTimeout(resolve, 5))
+  }
+  for (let i = 0; i < 5; i++) t.false((await m.acquire('busy')).allowed, 'the member, past the limit')
+  for (const s of ['a', 'b']) {
+    const q = await QuotadClient.connect({ socketPath: c.sockets[s] })
+    try { for (let i = 0; i < 5; i++) t.false((await q.acquire('busy')).allowed, `seed ${s}, past the limit`) } finally { await q.close() }
+  }
+  const mine = await counters(c.sockets.m1)
+  const given = (await counters(c.sockets.a)).forwardCreditGiven + (await counters(c.sockets.b)).forwardCreditGiven
+  t.true(mine.forwardFromCredit > 100, `admitted from credit: ${mine.forwardFromCredit} of ${got}`)
+  t.is(mine.forwardFromCredit + mine.forwardAllowed, got, 'each admission came from a seed\'s answer or its credit')
+  t.true(mine.forwardFromCredit <= mine.forwardCredit && mine.forwardCredit <= given)
+  if (mine.forwardFailed === 0) {
+    t.is(got, 400, 'the member got the whole day\'s limit')
+    t.is(given, mine.forwardCredit, 'the member received every token the seeds spent as its credit')
+    t.is(mine.forwardCredit, mine.forwardFromCredit, 'and handed every one out: all the demand is here')
+  } else {
+    t.log(`${mine.forwardFailed} forward(s) unanswered in time: ${got} of 400 admitted`)
+    t.true(got <= 400)
+  }
 })

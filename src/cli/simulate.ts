@@ -35,6 +35,8 @@ export const SIMULATE_HELP = `usage: quotad simulate [options]
   --algorithm A --limit L --per-ms P --match M   the built-in rule (without --config; a * in M makes it a glob rule)
   --decide D         local or seeds, over the rules' own "decide": with seeds, members send each acquire to a seed
                      (with --seed-nodes; default: each rule's own)
+  --credit-ms MS     with --decide seeds, fixed-window rules: a member may take credit for about half its demand over
+                     MS from the seed (the rule's "credit"; 0: none; default: each rule's own)
   --property         replay one case of the CI property test (with --scenario, --mode, --seed)
   --json             print every run's result as JSON lines (with "traffic": sent per node per second by message type, "gossipFields": a gossip's mean bytes by field, and "copyFields": the same for the seeds' copies to members)
 `
@@ -50,14 +52,14 @@ async function target (values: Record<string, string | boolean | undefined>): Pr
       rules = rules.filter(r => r.name === values.rule)
       if (rules.length === 0) throw usage(`no rule named "${String(values.rule)}" in ${config} (rules: ${cfg.rules.map(r => r.name).join(', ')})`)
     }
-    return { rules: rules.map(r => withDecide(r, values.decide)), nodes: cfg.nodes.length, gossipMs: cfg.cluster.gossipIntervalMs, limits: cfg.limits, voters: cfg.cluster.voters, configPath: config }
+    return { rules: rules.map(r => withCredit(withDecide(r, values.decide), values['credit-ms'])), nodes: cfg.nodes.length, gossipMs: cfg.cluster.gossipIntervalMs, limits: cfg.limits, voters: cfg.cluster.voters, configPath: config }
   }
   const algorithm = (values.algorithm ?? 'fixed-window') as Algorithm
   if (!ALGORITHMS.includes(algorithm)) throw usage(`--algorithm must be one of ${ALGORITHMS.join(', ')}`)
   const limit = intFlag('limit', values.limit as string | undefined, 1000, 1)
   const perMs = intFlag('per-ms', values['per-ms'] as string | undefined, 1000, 1)
   const match = (values.match ?? 'api') as string
-  const rule = withDecide({ name: 'api', match, limit, perMs, per: `${perMs}ms`, algorithm, burst: limit, mode: 'hard', onPartition: 'local-share', maxDebt: Math.ceil(limit / 10) }, values.decide)
+  const rule = withCredit(withDecide({ name: 'api', match, limit, perMs, per: `${perMs}ms`, algorithm, burst: limit, mode: 'hard', onPartition: 'local-share', maxDebt: Math.ceil(limit / 10) }, values.decide), values['credit-ms'])
   return { rules: [rule], nodes: 10, gossipMs: 250, limits: DEFAULT_LIMITS, voters: DEFAULT_VOTERS }
 }
 
@@ -67,6 +69,16 @@ function withDecide (r: RuleConfig, flag: string | boolean | undefined): RuleCon
   if (flag !== 'local' && flag !== 'seeds') throw usage('--decide must be local or seeds')
   const { decide: _, ...rest } = r
   return flag === 'seeds' ? { ...rest, decide: 'seeds' } : rest
+}
+
+/** --credit-ms MS over a rule's own `credit` (0: none; absent: the rule's). Only where the rule could say it (validate.ts). */
+function withCredit (r: RuleConfig, flag: string | boolean | undefined): RuleConfig {
+  if (flag === undefined) return r
+  const ms = intFlag('credit-ms', flag as string, 0, 0)
+  const { creditMs: _, ...rest } = r
+  if (ms === 0) return rest
+  if (r.decide !== 'seeds' || r.algorithm !== 'fixed-window' || ms > r.perMs) throw usage(`--credit-ms applies to fixed-window rules decided at the seeds (--decide seeds), at most their period (rule ${r.name})`)
+  return { ...rest, creditMs: ms }
 }
 
 /** One case of the property test, exactly as CI ran it. */
@@ -101,6 +113,7 @@ export async function simulate (argv: string[]): Promise<void> {
       trace: { type: 'string' },
       algorithm: { type: 'string' },
       decide: { type: 'string' },
+      'credit-ms': { type: 'string' },
       limit: { type: 'string' },
       'per-ms': { type: 'string' },
       match: { type: 'string' },

@@ -4,13 +4,16 @@
  * (`/quotad/forward/2.0.0`, transport/calls.ts): msgpack arrays, fields in
  * this order, trailing optional fields left off.
  *
- * - fwd (member -> seed): `[key, count, wait]`: "decide this acquire of
- *   `count` of `key` as your own", waiting up to `wait` ms for tokens, as
- *   the client asked (left off when 0).
- * - fans (the answer): `[allowed, remaining, resetMs, retryAfterMs, code]`:
- *   the seed's decision, as it would answer its own client. With `code`
- *   (E_NOT_MEMBER, E_NOT_SEED, E_NOT_RUNNING, E_NO_RULE, ...) the seed did
- *   not decide.
+ * - fwd (member -> seed): `[key, count, wait, more]`: "decide this acquire
+ *   of `count` of `key` as your own", waiting up to `wait` ms for tokens, as
+ *   the client asked (0, or left off with `more`), and, when `more` is sent,
+ *   "spend up to `more` more for me in this window" (credit: forward.ts).
+ * - fans (the answer): `[allowed, remaining, resetMs, retryAfterMs, code,
+ *   credit]`: the seed's decision, as it would answer its own client. With
+ *   `code` (E_NOT_MEMBER, E_NOT_SEED, E_NOT_RUNNING, E_NO_RULE, ...) the
+ *   seed did not decide. `credit`: tokens the seed spent for the member
+ *   besides `count`, which the member may admit until `resetMs` after it
+ *   sent the fwd (`code` is nil then).
  *
  * What either end knows already is not sent (before version 9's calls, a
  * fwd and its fans were 75 bytes on their own stream; 16 to 20 with the
@@ -35,6 +38,10 @@ export interface Fwd {
   count: number
   /** The client's `waitMs`: the seed may hold the acquire this long for tokens, as for its own client. Absent: 0. */
   wait?: number
+  /** Credit asked: at most this many more tokens the seed may spend for the member in this window (forward.ts). Absent: none. */
+  more?: number
+  /** At the member: its rule's hash when it routed the fwd (never sent): credit under another comes to nothing. */
+  ruleHash?: string
 }
 
 /** The seed's answer: a decision without the rule's name and limit (the member's own), or a refusal with `code`. */
@@ -45,6 +52,8 @@ export interface Fans {
   retryAfterMs: number
   /** Why the seed did not decide (E_NOT_SEED, E_NO_RULE, E_NOT_RUNNING, E_NOT_MEMBER); absent when it did. */
   code?: string
+  /** Tokens spent for the member besides the acquire's own, for it to admit within this window (forward.ts). Absent: none. */
+  credit?: number
 }
 
 /** Longest wait a forwarded acquire may ask of a seed: the largest `limits.maxWaitMs` (the seed's own bound applies too). */
@@ -54,32 +63,42 @@ export const MAX_FORWARD_WAIT_MS = 2_147_483_647
 export const MAX_FORWARD_COUNT = 1_000_000_000
 
 export function encodeFwd (f: Fwd): Uint8Array {
-  return wire.pack(f.wait !== undefined && f.wait > 0 ? [f.key, f.count, f.wait] : [f.key, f.count])
+  const wait = f.wait !== undefined && f.wait > 0 ? f.wait : 0
+  if (f.more !== undefined && f.more > 0) return wire.pack([f.key, f.count, wait, f.more])
+  return wire.pack(wait > 0 ? [f.key, f.count, wait] : [f.key, f.count])
 }
 
 /** A fwd's payload, from member `node` (the name bound to the sender; '' when none is). Throws E_BAD_FRAME. */
 export function decodeFwd (data: Uint8Array, node: string, b: MessageBounds = DEFAULT_BOUNDS): Fwd {
-  const a = array(data, 2, 3, 'fwd')
+  const a = array(data, 2, 4, 'fwd')
   const count = seq(a[1], 'count')
   if (count < 1 || count > MAX_FORWARD_COUNT) bad(`count must be 1..${MAX_FORWARD_COUNT}`)
   const wait = a[2] === undefined ? 0 : seq(a[2], 'wait')
   if (wait > MAX_FORWARD_WAIT_MS) bad(`wait must be at most ${MAX_FORWARD_WAIT_MS}`)
-  return { node, key: key(a[0], b), count, ...(wait > 0 ? { wait } : {}) }
+  const more = a[3] === undefined ? 0 : seq(a[3], 'more')
+  if (more > MAX_FORWARD_COUNT) bad(`more must be at most ${MAX_FORWARD_COUNT}`)
+  return { node, key: key(a[0], b), count, ...(wait > 0 ? { wait } : {}), ...(more > 0 ? { more } : {}) }
 }
 
 export function encodeFans (f: Fans): Uint8Array {
   const a: unknown[] = [f.allowed, f.remaining, f.resetMs, f.retryAfterMs]
-  if (f.code !== undefined) a.push(f.code)
+  if (f.credit !== undefined && f.credit > 0) a.push(null, f.credit)
+  else if (f.code !== undefined) a.push(f.code)
   return wire.pack(a)
 }
 
 export function decodeFans (data: Uint8Array): Fans {
-  const a = array(data, 4, 5, 'fans')
+  const a = array(data, 4, 6, 'fans')
   if (typeof a[0] !== 'boolean') bad('allowed must be a boolean')
   const retryAfterMs = a[3] === -1 ? -1 : num(a[3], 'retryAfterMs')
+  const credit = a[5] === undefined ? 0 : seq(a[5], 'credit')
+  if (credit > MAX_FORWARD_COUNT) bad(`credit must be at most ${MAX_FORWARD_COUNT}`)
+  // Credit comes only with a decision that admitted: a refusal (`code`) or a denial carries none.
+  if (credit > 0 && (a[4] !== null || a[0] !== true)) bad('credit comes only with an admission and no code')
   return {
     allowed: a[0], remaining: num(a[1], 'remaining'), resetMs: num(a[2], 'resetMs'), retryAfterMs,
-    ...(a[4] === undefined ? {} : { code: name(a[4], 'code') })
+    ...(a[4] === undefined || a[4] === null ? {} : { code: name(a[4], 'code') }),
+    ...(credit > 0 ? { credit } : {})
   }
 }
 

@@ -25,7 +25,9 @@ import type { Decision } from '../core/types.js'
 import { fmix32 } from '../core/hash.js'
 import { hash32, homeOf } from '../core/share.js'
 import { QuotadError } from '../errors.js'
+import type { CompiledRule } from '../core/rules.js'
 import type { ClusterCore } from './cluster-core.js'
+import { Credits, GIVE_SHARE } from './forward-credit.js'
 import { answerOf, decisionOf, type Fans, type Fwd } from './forward-messages.js'
 
 /** Counters for status: a member's forwarded acquires, and a seed's served ones. */
@@ -38,6 +40,11 @@ export interface ForwardCounters {
   forwardServed: number
   /** Acquires sent past a seed that left forwards unanswered (see `unanswered`). */
   forwardRoutedAround: number
+  /** At a member: acquires admitted from credit (forward-credit.ts), and tokens of credit received. */
+  forwardFromCredit: number
+  forwardCredit: number
+  /** At a seed: tokens spent as credit for members. */
+  forwardCreditGiven: number
 }
 
 /** A glob key's members go to its home and the seeds after it, this many in all (see `route`). */
@@ -50,7 +57,11 @@ const MAX_NAMES = 4096
 const SUSPECT_AFTER = 3
 
 export class Forwarding {
-  readonly counters: ForwardCounters = { forwarded: 0, forwardAllowed: 0, forwardFailed: 0, forwardServed: 0, forwardRoutedAround: 0 }
+  readonly counters: ForwardCounters = {
+    forwarded: 0, forwardAllowed: 0, forwardFailed: 0, forwardServed: 0, forwardRoutedAround: 0, forwardFromCredit: 0, forwardCredit: 0, forwardCreditGiven: 0
+  }
+  /** At a member: credit from the seeds, and its keys' demand (forward-credit.ts). */
+  readonly credits = new Credits()
   /** At a seed: peer id -> the name last bound to it (checked again at each forward: `admit`). */
   private readonly names = new Map<string, string>()
   /** At a member, per seed: forwards in a row it did not answer, and when the last of them failed (see `unanswered`). */
@@ -100,7 +111,24 @@ export class Forwarding {
     const at = home === undefined ? -1 : seeds.indexOf(home)
     const to = at < 0 ? seeds[draw % seeds.length] : seeds[(at + draw % Math.min(PAIR, seeds.length)) % seeds.length]
     this.counters.forwarded++
-    return { to, msg: { node: c.node, key, count, ...(waitMs > 0 ? { wait: waitMs } : {}) } }
+    // Credit only for an acquire the seed decides at once (one that waits goes through the seed's waiters).
+    const more = waitMs <= 0 && creditable(rule) ? this.credits.ask(key, rule, nowMs) : 0
+    return { to, msg: { node: c.node, key, count, ...(waitMs > 0 ? { wait: waitMs } : {}), ...(more > 0 ? { more } : {}), ruleHash: rule.hash } }
+  }
+
+  /**
+   * At a member, before `route`: an acquire admitted from credit a seed gave
+   * for this key (forward-credit.ts), and that seed; null to forward it.
+   * Every acquire of such a key is counted here, as the demand credit is
+   * asked by.
+   */
+  fromCredit (key: string, count: number, nowMs: number): { seed: string, decision: Decision } | null {
+    const c = this.c
+    const rule = c.limiter.ruleFor(key)
+    if (c.phase !== 'running' || rule === undefined || !creditable(rule) || c.seeds.includes(c.node)) return null
+    const r = this.credits.take(key, count, rule, nowMs)
+    if (r !== null) this.counters.forwardFromCredit++
+    return r
   }
 
   /** At a seed: the member name bound to peer id `from` ('' when none is), which a forward on its session speaks for. */
@@ -144,7 +172,20 @@ export class Forwarding {
     const refusal = this.admit(m, from)
     if (refusal !== null) return refusal
     try {
-      return this.decided(this.c.acquire(m.key, m.count, nowMs))
+      const d = this.c.acquire(m.key, m.count, nowMs)
+      const answer = this.decided(d)
+      const rule = m.more === undefined || !d.allowed ? undefined : this.c.limiter.ruleFor(m.key)
+      if (rule !== undefined && m.more !== undefined && creditable(rule)) {
+        // Credit: more tokens spent here now, decided as any acquire (fence, lease, tightening), a part of what
+        // this seed has left so the last tokens still go where the requests are (forward-credit.ts).
+        const extra = Math.min(m.more, Math.floor(d.remaining * GIVE_SHARE))
+        const e = extra >= 1 ? this.c.acquire(m.key, extra, nowMs) : undefined
+        if (e?.allowed === true) {
+          this.counters.forwardCreditGiven += extra
+          return { ...answer, remaining: e.remaining, credit: extra }
+        }
+      }
+      return answer
     } catch (error) {
       return this.decided({ error })
     }
@@ -179,13 +220,22 @@ export class Forwarding {
     return e.count >= SUSPECT_AFTER || nowMs - heardMs > this.c.tuning.aliveTimeoutMs
   }
 
-  /** At the member: the decision an answer carries (a refusal or a mismatched answer is a denial). */
-  answered (req: Fwd, reply: Fans, from: string): Decision {
+  /**
+   * At the member: the decision an answer carries (a refusal or a mismatched
+   * answer is a denial), for a fwd sent at `sentMs` (monotonic; its credit,
+   * if any, is good until `sentMs` + the answer's resetMs: forward-credit.ts).
+   */
+  answered (req: Fwd, reply: Fans, from: string, sentMs: number, nowMs: number): Decision {
     this.silent.delete(from)
     if (reply.code !== undefined) return this.failed(req)
     if (reply.allowed) this.counters.forwardAllowed++
     // route() sent it only to a seed agreeing on this rule's hash: its name and limit are the seed's.
     const rule = this.c.limiter.ruleFor(req.key)
+    // Credit is kept only under the rule it was asked under: a reload in between drops it (forward-credit.ts).
+    if (rule !== undefined && creditable(rule) && rule.hash === req.ruleHash && this.c.phase === 'running') {
+      this.credits.answered(req.key, from, reply.resetMs, reply.remaining, reply.credit ?? 0, rule, sentMs, nowMs)
+      this.counters.forwardCredit += reply.credit ?? 0
+    }
     return decisionOf(reply, rule?.stock ?? 0, rule?.name ?? '')
   }
 
@@ -199,4 +249,13 @@ export class Forwarding {
   private refuse (code: string): Fans {
     return { allowed: false, remaining: 0, resetMs: 0, retryAfterMs: -1, code }
   }
+}
+
+/**
+ * Whether a rule's keys take credit: it says `credit`, is fixed-window (its
+ * tokens belong to one calendar window and none comes back to a bucket) and
+ * is decided at the seeds (validate.ts allows `credit` only so).
+ */
+function creditable (rule: CompiledRule): boolean {
+  return rule.config.creditMs !== undefined && rule.config.decide === 'seeds' && rule.config.algorithm === 'fixed-window'
 }

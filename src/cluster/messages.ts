@@ -48,8 +48,10 @@ import { parseJack, parseJcopy, parseJget, parseJrep, type Jack, type Jcopy, typ
  * 11: a seed's members' copy may skip gossips that say nothing new to the
  * members (`prev`, member-copies.ts), and a gossip leaves out its empty
  * `pending`, `carries`, `keys` and `acks` on the wire (gossip-codec.ts).
+ * 12: a `fwd` may ask for credit and a `fans` give it (a rule's `credit`,
+ * forward-credit.ts): fields a version 11 seed or member refuses.
  */
-export const CLUSTER_VERSION = 11
+export const CLUSTER_VERSION = 12
 
 /**
  * The gossip topic of a cluster, where seeds publish what members hear of their gossip (member-gossip.ts) and

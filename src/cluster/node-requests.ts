@@ -121,6 +121,9 @@ export async function sendRequest (x: RequestContext, t: Transport, to: string, 
  */
 export function forwardAcquire (x: RequestContext, t: Transport, slots: ForwardSlots, key: string, count: number, waitMs: number): Promise<Decision> | null {
   const t0 = x.clock.mono()
+  // Credit a seed gave for this key (forward-credit.ts): admitted here, at once.
+  const credited = waitMs <= 0 ? x.core.forwarding.fromCredit(key, count, t0) : null
+  if (credited !== null) return Promise.resolve(credited.decision)
   const r = x.core.forwarding.route(key, count, waitMs, t0)
   if (r === null) return null
   // The seed may hold it up to waitMs for tokens; then the answer's way back. A forward queued for a slot
@@ -132,7 +135,7 @@ export function forwardAcquire (x: RequestContext, t: Transport, slots: ForwardS
       const msg = { ...r.msg }
       if ((msg.wait ?? 0) - spent >= 1) msg.wait = Math.floor((msg.wait ?? 0) - spent)
       else delete msg.wait
-      resolve(await sendForward(x, t, r.to, msg, Math.max(1, Math.floor(budget - spent))))
+      resolve(await sendForward(x, t, r.to, msg, Math.max(1, Math.floor(budget - spent)), t0))
     }, () => { resolve(x.core.forwarding.failed(r.msg)) })
   })
 }
@@ -140,15 +143,16 @@ export function forwardAcquire (x: RequestContext, t: Transport, slots: ForwardS
 /**
  * Send a member's acquire to the seed `to` (forward.ts) and wait up to
  * `timeoutMs` for its decision; no answer, or one not in `to`'s name, is a
- * denial (the core counts it).
+ * denial (the core counts it). `sentMs`: when it was routed, no later than
+ * it leaves (its credit's clock starts there: forward-credit.ts).
  */
-export async function sendForward (x: RequestContext, t: Transport, to: string, msg: Fwd, timeoutMs: number): Promise<Decision> {
+export async function sendForward (x: RequestContext, t: Transport, to: string, msg: Fwd, timeoutMs: number, sentMs: number): Promise<Decision> {
   const peerId = x.core.membership.idOf(to)
   if (peerId === undefined) return x.core.forwarding.failed(msg)
   try {
     // The session goes to the peer id bound to `to` (noise proves it): its answers are `to`'s.
     const reply = decodeFans(await t.call(peerId, encodeFwd(msg), timeoutMs))
-    return x.core.forwarding.answered(msg, reply, to)
+    return x.core.forwarding.answered(msg, reply, to, sentMs, x.clock.mono())
   } catch (err) {
     x.log.debug('forwarded acquire failed', { to, err })
     x.core.forwarding.unanswered(to, x.clock.mono())

@@ -37,6 +37,7 @@ const PATTERN_TEXT: Record<string, string> = {
   name: '1-64 characters from A-Z a-z 0-9 . _ - (rules may also use :)',
   listen: 'a multiaddr like /ip4/127.0.0.1/tcp/7401 (/ip4, /ip6, /dns4, /dns6 or /dns, then /tcp/<port>)',
   per: 'a whole number and a unit: ms, s, m, h or d (like "500ms", "1s", "1d")',
+  credit: 'a whole number and a unit: ms, s, m, h or d (like "250ms")',
   peerId: 'a libp2p peer id as `quotad peer-id` prints it (base58, like 12D3KooW...)',
   http: 'HOST:PORT, such as "127.0.0.1:9464"',
   socketMode: 'an octal string like "0660" or an integer from 0 to 511 (JSON numbers are decimal: write octal modes as strings)'

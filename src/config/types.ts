@@ -56,6 +56,13 @@ export interface RuleConfig {
    * cluster. Seeds decide their own requests locally either way.
    */
   decide?: 'seeds'
+  /**
+   * fixed-window rules with `decide: 'seeds'`: a member may ask a seed for
+   * credit of about half its own demand over this many ms (forward-credit.ts)
+   * and admit from it at once until the seed's window ends. Absent: none.
+   * The file says it as a duration (`credit: "250ms"`).
+   */
+  creditMs?: number
 }
 
 export interface NodeConfig {

@@ -139,6 +139,15 @@ function rule (o: Obj, i: number, issues: Issues): RuleConfig {
   if (o.decide !== undefined && o.decide !== 'local' && o.decide !== 'seeds') {
     issues.add(`${path}.decide`, `must be "local" or "seeds", got ${describe(o.decide)}`)
   }
+  let creditMs: number | undefined
+  if (typeof o.credit === 'string' && !issues.has(`${path}.credit`)) {
+    const ms = tryParseDuration(o.credit)
+    if (o.decide !== 'seeds' || algorithm !== 'fixed-window') {
+      issues.add(`${path}.credit`, `only applies to fixed-window rules with "decide": "seeds", and this rule is ${JSON.stringify(algorithm)}${o.decide === 'seeds' ? '' : ' decided locally'}`)
+    } else if (ms === undefined || ms < 1 || (Number.isFinite(perMs) && ms > perMs)) {
+      issues.add(`${path}.credit`, `must be between 1ms and the rule's per (${String(o.per)}), got ${describe(o.credit)}`)
+    } else creditMs = ms
+  }
   if (o.maxKeys !== undefined && typeof o.match === 'string' && !o.match.includes('*')) {
     issues.add(`${path}.maxKeys`, 'only applies to a glob rule (a match with *): an exact rule has one key')
   }
@@ -155,7 +164,8 @@ function rule (o: Obj, i: number, issues: Issues): RuleConfig {
     maxDebt: (o.maxDebt ?? limit) as number,
     ...(typeof o.maxKeys === 'number' ? { maxKeys: o.maxKeys } : {}),
     ...(o.pace === true ? { pace: true } : {}),
-    ...(o.decide === 'seeds' ? { decide: 'seeds' as const } : {})
+    ...(o.decide === 'seeds' ? { decide: 'seeds' as const } : {}),
+    ...(creditMs === undefined ? {} : { creditMs })
   }
 }
 

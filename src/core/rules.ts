@@ -25,8 +25,8 @@ export interface CompiledRule {
 }
 
 export function ruleHash (r: RuleConfig): string {
-  // `decide` only when set, so every rule without it keeps the hash it had (a cluster hash across an upgrade).
-  const canon = JSON.stringify([r.name, r.match, r.algorithm, r.limit, r.perMs, r.burst, r.mode, r.onPartition, r.maxDebt, r.pace === true, ...(r.decide === 'seeds' ? ['decide:seeds'] : [])])
+  // `decide` and `creditMs` only when set, so every rule without them keeps the hash it had (a cluster hash across an upgrade).
+  const canon = JSON.stringify([r.name, r.match, r.algorithm, r.limit, r.perMs, r.burst, r.mode, r.onPartition, r.maxDebt, r.pace === true, ...(r.decide === 'seeds' ? ['decide:seeds'] : []), ...(r.creditMs === undefined ? [] : [`credit:${r.creditMs}`])])
   return createHash('sha256').update(canon).digest('hex').slice(0, 16)
 }
 

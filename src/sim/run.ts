@@ -123,6 +123,7 @@ export function replayCommand (spec: SimSpec): string {
     if (spec.rule.match !== 'api') parts.push(`--match '${spec.rule.match}'`)
   }
   if (spec.rule.decide === 'seeds') parts.push('--decide seeds')
+  if (spec.rule.creditMs !== undefined) parts.push(`--credit-ms ${spec.rule.creditMs}`)
   return parts.join(' ')
 }
 
@@ -203,11 +204,12 @@ export function runSim (spec: SimSpec): SimResult {
     if ((joinAt.get(a.node) ?? -Infinity) > a.at) continue
     vc.runUntil(a.at)
     // An admission, as the oracle counts it: by the node that decided, on its calendar, at that moment.
-    const record = (node: string): void => {
+    const record = (node: string, credit = false): void => {
       admissions.push({ at: vc.now, local: vc.calendar(node), node, key: a.key, count: a.count })
-      // Judged from what the network carried, not from the node's own word (lease-check.ts).
+      // Judged from what the network carried, not from the node's own word (lease-check.ts). A token of credit
+      // was spent at the seed when it gave it, and its lease judged then (that answer's own admission).
       const core = vc.cores.get(node)
-      if (rule.mode === 'hard' && core !== undefined && vc.leases !== null && !vc.leases.holds(core, vc.now)) unleased.push(`${node} at +${Math.round(vc.now - startMs)} ms`)
+      if (rule.mode === 'hard' && !credit && core !== undefined && vc.leases !== null && !vc.leases.holds(core, vc.now)) unleased.push(`${node} at +${Math.round(vc.now - startMs)} ms`)
     }
     // Decided now, or (a first use, first-use.ts) when tokens come or its short wait ends: admitted at that moment.
     // Forwarded (forward.ts): decided at a seed when it arrives there (recorded then), allowed for the client when
@@ -219,7 +221,7 @@ export function runSim (spec: SimSpec): SimResult {
       admitted[i] = 1
       if (!forwarded) record(a.node)
     }
-    admit(vc.acquire(a.node, a.key, a.count, admit, (seed, d) => { if (d.allowed) record(seed) }, spec.waitMs ?? 0))
+    admit(vc.acquire(a.node, a.key, a.count, admit, (seed, d, credit) => { if (d.allowed) record(seed, credit) }, spec.waitMs ?? 0))
   }
   vc.runUntil(endMs)
   audit()

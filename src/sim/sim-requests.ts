@@ -71,8 +71,16 @@ export function sendRequest (vc: VirtualCluster, replication: SimReplication, se
  * `late` gets the member's answer (the seed's decision, or a denial at the
  * member's timeout). Nothing is answered to a member that crashed meanwhile.
  */
+/**
+ * A decision at a seed that counts as an admission: the seed, what it
+ * decided, and `credit` when a member handed out a token of the seed's
+ * credit (forward-credit.ts: the seed spent it, under its lease, when it
+ * gave it; the oracle places it on the seed's calendar, now).
+ */
+export type Decided = (seed: string, d: Decision, credit?: boolean) => void
+
 export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterCore, to: string, msg: Fwd,
-  decided: (seed: string, d: Decision) => void, late: (d: Decision) => void): void {
+  decided: Decided, late: (d: Decision) => void, sentMs: number): void {
   let settled = false
   const settle = (): boolean => {
     if (settled) return false
@@ -104,7 +112,7 @@ export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterC
       vc.transmit(to, sender.name, back, () => {
         const r = decodeFans(splitCallFrame(back).data)
         if (!settle()) return
-        late(core.forwarding.answered(msg, r, to))
+        late(core.forwarding.answered(msg, r, to, sentMs, vc.mono(sender.name)))
       })
     }
     // With a wait, as the seed's own client's (node-requests.ts serveForward): held for tokens, answered when decided.

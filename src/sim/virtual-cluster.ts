@@ -29,7 +29,7 @@ import { journalCheckpoint, startCore } from '../cluster/persist.js'
 import { ReplicaWitness } from './replica-check.js'
 import { SimReplication } from './sim-replication.js'
 import { dispatch, transmit } from './sim-dispatch.js'
-import { sendForward } from './sim-requests.js'
+import { sendForward, type Decided } from './sim-requests.js'
 import { nextJournal, replayJournal } from '../cluster/journal.js'
 import { defaultTuning, type ClusterTuning } from '../cluster/tuning.js'
 import type { Decision } from '../core/types.js'
@@ -275,16 +275,24 @@ export class VirtualCluster {
    * Undefined when the node is not serving.
    */
   acquire (name: string, key: string, count: number): Decision | undefined
-  acquire (name: string, key: string, count: number, late: (d: Decision) => void, decided?: (seed: string, d: Decision) => void, clientWaitMs?: number): Decision | 'waiting' | 'forwarded' | undefined
-  acquire (name: string, key: string, count: number, late?: (d: Decision) => void, decided?: (seed: string, d: Decision) => void, clientWaitMs = 0): Decision | 'waiting' | 'forwarded' | undefined {
+  acquire (name: string, key: string, count: number, late: (d: Decision) => void, decided?: Decided, clientWaitMs?: number): Decision | 'waiting' | 'forwarded' | undefined
+  acquire (name: string, key: string, count: number, late?: (d: Decision) => void, decided?: Decided, clientWaitMs = 0): Decision | 'waiting' | 'forwarded' | undefined {
     const n = this.nodes.get(name)
     if (n === undefined || n.core === null || n.state !== 'up') return undefined
     const core = n.core
     const mono = this.mono(name)
+    // Credit a seed gave this member for the key (forward-credit.ts): the seed's tokens, spent in its window,
+    // handed out here now. Reported as that seed's (`decided`, `credit`), answered as a forward is: later.
+    const credited = late === undefined || clientWaitMs > 0 ? null : core.forwarding.fromCredit(key, count, mono)
+    if (credited !== null && late !== undefined) {
+      decided?.(credited.seed, credited.decision, true)
+      this.at(this.now, () => { if (n.core === core && n.state === 'up') late(credited.decision) })
+      return 'forwarded'
+    }
     // A member's acquire of a `decide: "seeds"` rule goes to a seed (forward.ts): decided there, answered later.
     const route = late === undefined ? null : core.forwarding.route(key, count, clientWaitMs, mono)
     if (route !== null && late !== undefined) {
-      sendForward(this, n, core, route.to, route.msg, decided ?? (() => {}), late)
+      sendForward(this, n, core, route.to, route.msg, decided ?? (() => {}), late, mono)
       return 'forwarded'
     }
     // As LocalQuota.decide: the client's own waitMs, else a first use's short wait (which ticks at once).

@@ -27,19 +27,21 @@ test('no credit is asked before an answer said where the window ends, nor for a 
   t.is(c.ask('other', RULE, 410), 0, 'a key never seen')
 })
 
-test('it asks about half of its demand over the rule\'s credit, within the window; and less what it holds', t => {
+test('it asks about half of its demand over the rule\'s credit, at its rate over the last span or two, within the window; less what it holds', t => {
   const c = new Credits()
-  // 100 in 1 s: a rate of 0.1 per ms over the last whole span.
+  // 100 acquires in the 1,000 ms span that just ended: 0.1 per ms.
   const at = demand(c, 'k', 100, 0, 10)
   c.answered('k', 's1', 900, 50, 0, RULE, at, at)
   t.is(c.ask('k', RULE, at), 45, 'half of 0.1/ms over the 900 ms left of the window')
+  t.is(c.ask('k', RULE, at + 500), 13, 'half a span on, with no more demand: 100 over 1.5 spans, over the 400 ms left')
   const short: CreditRule = { ...RULE, config: { perMs: 1000, creditMs: 200 } }
   const d = new Credits()
   const at2 = demand(d, 'k', 100, 0, 2, short)
   d.answered('k', 's1', 900, 50, 0, short, at2, at2)
   t.is(d.ask('k', short, at2), 50, 'half of 0.5/ms over a 200 ms credit')
+  // 10 ms on: 100 over 210 ms, and the 20 it holds taken off.
   d.answered('k', 's1', 890, 50, 20, short, at2, at2 + 10)
-  t.is(d.ask('k', short, at2 + 10), 30, 'less the 20 it holds')
+  t.is(d.ask('k', short, at2 + 10), 27, 'less the 20 it holds')
 })
 
 test('credit admits at once until it is spent, and never at or after the seed\'s window end, counted from when the fwd was sent', t => {

@@ -60,11 +60,11 @@ interface Entry {
   remaining: number
   /** The window's end as last learned from an answer (member mono; 0: none known). */
   windowEndMs: number
-  /** Demand: tokens this node's clients asked since `spanMs`, and their rate (per ms) over the `span` before. */
+  /** Demand: tokens this node's clients asked since `spanMs`, and in the `span` before it (0 if that was long ago). */
   span: number
   spanMs: number
   n: number
-  rate: number
+  prevN: number
 }
 
 /** A rule as the credit needs it (a CompiledRule). */
@@ -99,16 +99,16 @@ export class Credits {
   /**
    * How much credit to ask with a forward of `key` now (0: none): half of
    * what this node is expected to ask for over the rule's `creditMs`, or the
-   * rest of the window if that is shorter. The horizon bounds what is lost
+   * rest of the window if that is shorter, at its rate over the last one to
+   * two spans (a span is `creditMs`). The horizon bounds what is lost
    * when the demand moves to another node: the credit held here then.
    */
   ask (key: string, rule: CreditRule, nowMs: number): number {
     const e = this.keys.get(key)
     const creditMs = rule.config.creditMs
     if (e === undefined || e.windowEndMs <= nowMs || creditMs === undefined) return 0
-    // The rate over the last span, or this span's once a quarter of it has passed, whichever is higher.
-    const elapsed = nowMs - e.spanMs
-    const rate = Math.max(e.rate, elapsed >= creditMs / 4 ? e.n / elapsed : 0)
+    // The rate over this span so far and the whole one before: a request or two early in a span is no rate.
+    const rate = (e.n + e.prevN) / (nowMs - e.spanMs + e.span)
     const want = Math.floor(rate * Math.min(e.windowEndMs - nowMs, creditMs) * ASK_SHARE) - e.left
     return want >= MIN_ASK ? Math.min(want, rule.stock) : 0
   }
@@ -141,15 +141,15 @@ export class Credits {
     let e = this.keys.get(key)
     if (e === undefined) {
       if (this.keys.size >= MAX_KEYS && !this.prune(nowMs)) return undefined
-      e = { hash: rule.hash, seed: '', left: 0, untilMs: 0, remaining: 0, windowEndMs: 0, span: spanOf(rule), spanMs: nowMs, n: 0, rate: 0 }
+      e = { hash: rule.hash, seed: '', left: 0, untilMs: 0, remaining: 0, windowEndMs: 0, span: spanOf(rule), spanMs: nowMs, n: 0, prevN: 0 }
       this.keys.set(key, e)
       return e
     }
-    // A span is the rule's credit horizon: the rate asked by is the last whole span's (none if it was long ago).
+    // A span is the rule's credit horizon; the one before counts only if it ended just now.
     const span = e.span = spanOf(rule)
     const elapsed = nowMs - e.spanMs
     if (elapsed >= span) {
-      e.rate = elapsed < 2 * span ? e.n / elapsed : 0
+      e.prevN = elapsed < 2 * span ? e.n : 0
       e.n = 0
       e.spanMs = nowMs
     }

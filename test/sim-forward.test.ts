@@ -9,6 +9,7 @@
 import test from 'ava'
 import { heardAll } from '../src/cluster/heard.js'
 import { needsLease } from '../src/cluster/member-gossip.js'
+import { knowsShortfall } from '../src/cluster/shortfall.js'
 import { homeOf } from '../src/core/share.js'
 import type { RuleConfig } from '../src/config/types.js'
 import { runSim, type SimSpec } from '../src/sim/run.js'
@@ -266,4 +267,23 @@ test('a member stops sending acquires to a seed that crashed within a second, th
   t.true(stillAlive > 0, `${stillAlive} members read ${c.seed} alive 1.5 s after its crash`)
   const around = [...(vc as unknown as VirtualCluster).cores].reduce((n, [, core]) => n + core.forwarding.counters.forwardRoutedAround, 0)
   t.true(around > 0, 'status counts the acquires routed around it')
+})
+
+test('a member tells no shortfall for a key of a rule decided at the seeds (it hears none of their lines); the run\'s shortfall check holds where a seed died for good', t => {
+  // crash-forever at seed 15 kills a seed; its heir inherits its share. A member, reading every seed it does not
+  // hear a line from at its pre-allocated share, saw a third of the stock missing: the check failed there.
+  const rule: RuleConfig = { ...RULE, limit: 1000, burst: 1000, maxDebt: 100, decide: 'seeds' }
+  let vc: VirtualCluster | null = null
+  const r = runSim({ scenario: scenario('crash-forever'), nodes: 10, seedNodes: 3, seed: 15, mode: 'hard', rule, durationMs: 10_000, gossipIntervalMs: 250, sabotage: v => { vc = v } })
+  t.true(r.ok, r.failures.join('; '))
+  const v = vc as unknown as VirtualCluster
+  let members = 0
+  for (const [name, core] of v.cores) {
+    const ks = core.limiter.existing('api')
+    if (ks === undefined || ks.ext === null) continue
+    const known = knowsShortfall(core, ks)
+    t.is(known, core.seeds.includes(name), name)
+    if (!known) members++
+  }
+  t.true(members > 0, 'some member has state for the key')
 })

@@ -109,6 +109,18 @@ export function ownCustody (core: Pick<ClusterCore, 'ledger'>, ks: KeyState, now
 }
 
 /**
+ * Whether this node can tell a key's shortfall: not at a member for a rule
+ * decided at the seeds, which hears none of the seeds' key lines of it (the
+ * members' copy leaves them out: protocol.md, "Members as proxies"), so it
+ * would read every seed at its pre-allocated share, a heir's inherited one
+ * too. Such a member reports none for the key (status leaves the field out,
+ * the metric counts 0); a seed's figure is the one to read.
+ */
+export function knowsShortfall (core: Pick<ClusterCore, 'seeds' | 'node'>, ks: KeyState): boolean {
+  return ks.rule.config.decide !== 'seeds' || core.seeds.includes(core.node)
+}
+
+/**
  * The shortfall of a key this node has state for, as it sees the cluster
  * now: `shortfall` over its peer table, without building one (metrics sum
  * this over every key at each scrape). O(peers).

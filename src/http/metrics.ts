@@ -19,7 +19,7 @@
 import client from 'prom-client'
 import type { ClusterNode } from '../cluster/cluster-node.js'
 import { deferredTotal, type KeyExt } from '../cluster/key-ext.js'
-import { keyShortfall } from '../cluster/shortfall.js'
+import { keyShortfall, knowsShortfall } from '../cluster/shortfall.js'
 import type { Limiter } from '../core/limiter.js'
 import type { UnixServer } from '../server/unix-server.js'
 
@@ -197,7 +197,7 @@ function tokensByRule (src: MetricSources, what: 'held' | 'stranded' | 'shortfal
       v = Math.max(0, ks.bucket.held) + (ks.ext === null ? 0 : deferredTotal(ks.ext as KeyExt))
     } else if (what === 'shortfall') {
       // Keys with cluster state, as status lists them (a key without has no peers' view to compare).
-      if (core !== undefined && ks.ext !== null) v = keyShortfall(core, ks, now)
+      if (core !== undefined && ks.ext !== null && knowsShortfall(core, ks)) v = keyShortfall(core, ks, now)
     } else if (ks.ext !== null) {
       v = (ks.ext as KeyExt).stranded
       if (core !== undefined) {

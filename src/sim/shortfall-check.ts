@@ -1,7 +1,7 @@
 /**
  * The shortfall check of a run (scenarios with `shortfallCheckMs`): once the
  * load has ended and the cluster has idled a while, each live node's
- * shortfall for each key it has state for (src/cluster/shortfall.ts) must
+ * shortfall for each key it has state for and can tell (src/cluster/shortfall.ts) must
  * agree with the audit's books (token-audit.ts), which see everything:
  *
  *     missing = stock - held by live nodes - in grants that can still apply
@@ -15,7 +15,7 @@
  * Both within rounding: gossip sends whole tokens from 8 up, so each peer's
  * four figures may be off by half a token each.
  */
-import { keyShortfall } from '../cluster/shortfall.js'
+import { keyShortfall, knowsShortfall } from '../cluster/shortfall.js'
 import type { VirtualCluster } from './virtual-cluster.js'
 
 export function checkShortfall (vc: VirtualCluster, keys: readonly string[], idleMs: number): string[] {
@@ -33,7 +33,7 @@ export function checkShortfall (vc: VirtualCluster, keys: readonly string[], idl
     for (const core of vc.cores.values()) out += core.ledger.inTransitOf(k)
     for (const [name, core] of vc.cores) {
       const ks = core.limiter.existing(k)
-      if (ks === undefined || ks.ext === null) continue
+      if (ks === undefined || ks.ext === null || !knowsShortfall(core, ks)) continue
       const s = keyShortfall(core, ks, vc.mono(name))
       const what = `shortfall of ${k} at ${name}: ${r(s)}, the audit has ${r(missing)} missing`
       if (s > missing + slack) failures.push(`${what} (more than is missing)`)

@@ -5,7 +5,10 @@
  * trials that alternate: at the member, of the rule decided at the seeds
  * (each acquire a round trip to a seed), and of the same rule decided
  * locally (the member's own tokens, drawn by transfer); and at a seed, of
- * the rule decided at the seeds (a seed decides its own locally). The
+ * the rule decided at the seeds (a seed decides its own locally); and at
+ * the member, of such a rule with `credit` (most acquires admitted from the
+ * tokens a seed spent for it: protocol.md, "Credit for a member's busy
+ * keys"). The
  * limits are far above what the probe asks, so the probes are allowed (the
  * member's local rule denies a few while its tokens come by transfer; the
  * rows say how many) and what is timed is the path.
@@ -25,7 +28,8 @@ import { intFlag } from '../src/cli/common.js'
 
 const RULES = [
   { name: 'seeds', match: 'fwd', algorithm: 'fixed-window', limit: 1e9, per: '1s', mode: 'hard', decide: 'seeds' },
-  { name: 'local', match: 'loc', algorithm: 'fixed-window', limit: 1e9, per: '1s', mode: 'hard' }
+  { name: 'local', match: 'loc', algorithm: 'fixed-window', limit: 1e9, per: '1s', mode: 'hard' },
+  { name: 'credit', match: 'cred', algorithm: 'fixed-window', limit: 1e9, per: '1s', mode: 'hard', decide: 'seeds', credit: '250ms' }
 ]
 
 interface Path { label: string, client: QuotadClient, key: string }
@@ -69,7 +73,8 @@ async function main (): Promise<void> {
     const paths: Path[] = [
       { label: 'member, decide: seeds', client: cm, key: 'fwd' },
       { label: 'member, decide: local', client: cm, key: 'loc' },
-      { label: 'seed,   decide: seeds', client: ca, key: 'fwd' }
+      { label: 'seed,   decide: seeds', client: ca, key: 'fwd' },
+      { label: 'member, decide: seeds, credit 250ms', client: cm, key: 'cred' }
     ]
     // Warm up every path (JIT, connections, the member's first tokens of the local rule).
     for (const p of paths) await trial(p, 1000)
@@ -90,7 +95,8 @@ async function main (): Promise<void> {
       process.stdout.write(`${p.label}: median p50 ${p50.toFixed(1)} µs, p99 ${median(rs.map(r => r.p99)).toFixed(0)} µs (p50 ${(p50 / base).toFixed(2)}x the member's local rule)\n`)
     }
     const m = await cm.status() as { cluster?: { counters?: Record<string, number> } }
-    process.stdout.write(`member counters: forwarded ${m.cluster?.counters?.forwarded}, allowed ${m.cluster?.counters?.forwardAllowed}, failed ${m.cluster?.counters?.forwardFailed}\n`)
+    const k = m.cluster?.counters
+    process.stdout.write(`member counters: forwarded ${k?.forwarded}, allowed ${k?.forwardAllowed}, failed ${k?.forwardFailed}, admitted from credit ${k?.forwardFromCredit}\n`)
   } finally {
     await Promise.all(clients.map(async c => await c.close().catch(() => {})))
     await Promise.all(procs.map(async p => await p.stop()))

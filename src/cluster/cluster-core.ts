@@ -17,17 +17,17 @@
 import type { RuleConfig } from '../config/types.js'
 import { Calendar } from '../core/calendar.js'
 import { Limiter, type KeyState, type Resolution, type Waiter } from '../core/limiter.js'
-import { homeOf, seedOrder } from '../core/share.js'
+import { seedOrder } from '../core/share.js'
 import type { Decision } from '../core/types.js'
 import { updateReserve, type CautionInput } from './caution.js'
 import { agrees, ClusterView } from './cluster-view.js'
 import { GossipSchedule } from './gossip-schedule.js'
-import { applyDeferred, burnDue, ext, updateRate, type KeyExt } from './key-ext.js'
+import { applyDeferred, burnDue, ext, type KeyExt } from './key-ext.js'
 import { Fence } from './fence.js'
 import { Ledger } from './ledger.js'
 import { MemberSums } from './member-sums.js'
 import { StopMachine, type Phase } from './lifecycle.js'
-import { admissionPolicy, repayDebt, updatePacing } from './local-policy.js'
+import { admissionPolicy } from './local-policy.js'
 import { CLUSTER_VERSION, type Ack, type Gossip, type Grant, type None, type Want } from './messages.js'
 import { Peers, type Peer } from './peers.js'
 import { Positions } from './positions.js'
@@ -39,7 +39,7 @@ import { Transfers } from './transfers.js'
 import { TickBatch } from './tick-batch.js'
 import { firstUseWaitMs } from './first-use.js'
 import { Forwarding } from './forward.js'
-import { rebalance } from './rebalance.js'
+import { tickKey } from './key-tick.js'
 import { Reclaim } from './reclaim.js'
 import { BooksJournal } from './journal.js'
 import { gossipOut } from './member-gossip.js'
@@ -90,7 +90,8 @@ export class ClusterCore {
   /** This tick's wants and pushes, one message per peer at the tick's end (tick-batch.ts). */
   readonly batch = new TickBatch()
   private readonly stopper: StopMachine
-  private readonly caution: CautionInput
+  /** What reserves are computed from (caution.ts; key-tick.ts reads it too). */
+  readonly caution: CautionInput
   /** The lease and whether this node is fenced (fence.ts, lease.ts). */
   readonly fence: Fence
   /** Attestations, settlements of dead accounts without a share, and the no-relay cap (reclaim.ts). */
@@ -258,11 +259,6 @@ export class ClusterCore {
     this.counters.tokensBurned += burnDue(ks, x, nowMs)
   }
 
-  /** A glob key holding tokens away from its home stays active until it has gone back. */
-  private owesHome (ks: KeyState): boolean {
-    return ks.rule.glob && ks.bucket.held >= 1 && homeOf(ks.key, this.seeds, this.heir.homes) !== this.node
-  }
-
   /** Whether this node is fenced at `nowMs` (no lease, leases on); a change recomputes the active keys' reserves (fence.ts). */
   fenced (nowMs: number): boolean {
     return this.fence.at(nowMs, this.caution, this.active)
@@ -287,23 +283,8 @@ export class ClusterCore {
     const running = this.phase === 'running'
     // A fenced node gives nothing (no return home) and asks for nothing: donors skip it.
     const fenced = this.fenced(nowMs)
-    const moving = running && !isolated && !fenced
-    for (const ks of this.active) {
-      const x = ext(ks)
-      if (applyDeferred(ks, x, cal)) this.limiter.touched(ks, nowMs)
-      this.burn(ks, x, nowMs)
-      updateRate(x, dt, this.tuning.rateHalfLifeMs, 2 * this.tuning.tickMs)
-      if (x.debt > 0 && !isolated) repayDebt(ks, x, nowMs)
-      ks.bucket.advance(nowMs)
-      updateReserve(this.caution, ks, nowMs)
-      const tight = this.seeds.length > 1 && this.view.clusterRemaining(ks, nowMs) < this.tuning.lowWater * ks.rule.stock
-      updatePacing(ks, x, tight, dt, cal)
-      if (moving) rebalance(this, ks, x, nowMs)
-      if (this.quiet(ks, x, nowMs)) {
-        this.active.delete(ks)
-        x.tight = false // recomputed when the key is next used
-      }
-    }
+    const frame = { nowMs, dt, cal, isolated, moving: running && !isolated && !fenced }
+    for (const ks of this.active) if (tickKey(this, ks, frame)) this.active.delete(ks)
     this.batch.flush(this, out, nowMs)
     for (const g of this.ledger.due(nowMs, this.tuning.retransmitMs, to => this.receiverAlive(to, nowMs))) this.request(out, g.to, g)
     this.replication.expire(nowMs)
@@ -339,12 +320,6 @@ export class ClusterCore {
     const m = new Map<string, string>()
     for (const p of this.peers.all()) m.set(p.name, p.epoch)
     return m
-  }
-
-  private quiet (ks: KeyState, x: KeyExt, nowMs: number): boolean {
-    return x.rate === 0 && x.fastRate === 0 && x.demand === 0 && x.debt === 0 && x.deferred === null && x.burn === 0 &&
-      x.wantSentAt + this.tuning.wantTimeoutMs < nowMs &&
-      x.sentHeld === ks.bucket.held && x.sentOwed === 0 && !this.owesHome(ks)
   }
 
   /** Queue a request; every one is answered by exactly one onReply or onRequestFailed from the driver. */

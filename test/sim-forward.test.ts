@@ -10,6 +10,8 @@ import test from 'ava'
 import { heardAll } from '../src/cluster/heard.js'
 import { needsLease } from '../src/cluster/member-gossip.js'
 import { knowsShortfall } from '../src/cluster/shortfall.js'
+import { decodeGossip } from '../src/cluster/gossip-codec.js'
+import type { Gossip } from '../src/cluster/messages.js'
 import { homeOf } from '../src/core/share.js'
 import type { RuleConfig } from '../src/config/types.js'
 import { runSim, type SimSpec } from '../src/sim/run.js'
@@ -286,4 +288,31 @@ test('a member tells no shortfall for a key of a rule decided at the seeds (it h
     if (!known) members++
   }
   t.true(members > 0, 'some member has state for the key')
+})
+
+test('the seeds\' copies to members name no seed in their acks or echoes (no member reads those)', t => {
+  // keys100 on a glob rule: tokens move between each key's two seeds, whose acks were in most copies.
+  const seeds = ['n01', 'n02', 'n03']
+  let copies = 0
+  let naming = 0
+  const rule: RuleConfig = { ...RULE, match: 'k:*', limit: 100, burst: 100, maxDebt: 10, decide: 'seeds' }
+  const r = runSim({
+    scenario: scenario('keys100'), nodes: 10, seedNodes: 3, seed: 1, mode: 'hard', rule, durationMs: 4000, gossipIntervalMs: 250,
+    sabotage: v => {
+      const carry = v.transmit.bind(v)
+      v.transmit = (from, to, bytes, deliver, grant, gossip = false) => {
+        if (gossip && !seeds.includes(to)) {
+          const g = decodeGossip(bytes) as Gossip
+          if (g.t === 'gossip' && seeds.includes(g.node)) {
+            copies++
+            naming += g.acks.filter(([n]) => seeds.includes(n)).length + (g.heard ?? []).filter(([n]) => seeds.includes(n)).length
+          }
+        }
+        carry(from, to, bytes, deliver, grant, gossip)
+      }
+    }
+  })
+  t.true(r.ok, r.failures.join('; '))
+  t.true(copies > 100, `members received ${copies} seeds' copies`)
+  t.is(naming, 0)
 })

@@ -15,7 +15,8 @@
  * Invariants:
  * - Every field but `keys`, `decay` and `msums` is the seed's as it is: the
  *   member's lease (`heard`), the rules and cluster hash it routes by, the
- *   seed's liveness, leaving and fence.
+ *   seed's liveness, leaving and fence; less, in `heard` and `acks`, the
+ *   entries that name seeds, which no member reads.
  * - A line that says an owed burn or a debt (non-zero) is kept: caution.ts
  *   reads a key a peer never announced as owing nothing once it has heard
  *   all of that peer's keys (`sync`), so a key left out must owe nothing.
@@ -39,20 +40,24 @@ function forMembersLine (core: ClusterCore, key: string, owed: number, debts: nu
 }
 
 /**
- * `g` less a voter's echoes of seeds (`g` itself when it has none): a node
- * reads only the entry that names it (intake.ts `echoed`), and no member is
- * a seed.
+ * `g` less a voter's echoes of seeds and its acks of seeds' grants (`g`
+ * itself when it has neither): a node reads only the echo and the ack that
+ * name it (intake.ts `echoed`, peers.ts `appliedFromMe`), and no member is a
+ * seed. Acks of the grants between seeds were in most of a seed's copies,
+ * which kept them from being plain and skipped (member-copies.ts).
  */
-function withoutSeedEchoes (core: ClusterCore, g: Gossip): Gossip {
+function withoutSeeds (core: ClusterCore, g: Gossip): Gossip {
   const heard = g.heard?.filter(([node]) => !core.msums.isSeed(node))
-  if (heard === undefined || heard.length === g.heard?.length) return g
+  const acks = g.acks.filter(([node]) => !core.msums.isSeed(node))
+  const sameHeard = heard === undefined || heard.length === g.heard?.length
+  if (sameHeard && acks.length === g.acks.length) return g
   const { heard: _all, ...rest } = g
-  return heard.length === 0 ? rest : { ...rest, heard }
+  return { ...rest, acks, ...(heard === undefined || heard.length === 0 ? {} : { heard }) }
 }
 
 /** The members' copy of a seed's gossip `g` (see the header); `g` itself when nothing is left out. */
 export function forMembers (core: ClusterCore, whole: Gossip): Gossip {
-  const g = withoutSeedEchoes(core, whole)
+  const g = withoutSeeds(core, whole)
   if (!core.limiter.rules.some(r => r.config.decide === 'seeds')) return g
   const keep = g.keys.map(([key, , , , owed, debts]) => forMembersLine(core, key, owed, debts))
   const msums = g.msums?.filter(([key]) => core.limiter.ruleFor(key)?.config.decide !== 'seeds')

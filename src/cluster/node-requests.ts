@@ -121,8 +121,8 @@ export async function sendRequest (x: RequestContext, t: Transport, to: string, 
  */
 export function forwardAcquire (x: RequestContext, t: Transport, slots: ForwardSlots, key: string, count: number, waitMs: number): Promise<Decision> | null {
   const t0 = x.clock.mono()
-  // Credit a seed gave for this key (forward-credit.ts): admitted here, at once.
-  const credited = waitMs <= 0 ? x.core.forwarding.fromCredit(key, count, t0) : null
+  // Credit a seed gave for this key (forward-credit.ts): admitted here, at once (whatever the client's waitMs).
+  const credited = x.core.forwarding.fromCredit(key, count, t0)
   if (credited !== null) return Promise.resolve(credited.decision)
   const r = x.core.forwarding.route(key, count, waitMs, t0)
   if (r === null) return null

@@ -283,7 +283,7 @@ export class VirtualCluster {
     const mono = this.mono(name)
     // Credit a seed gave this member for the key (forward-credit.ts): the seed's tokens, spent in its window,
     // handed out here now. Reported as that seed's (`decided`, `credit`), answered as a forward is: later.
-    const credited = late === undefined || clientWaitMs > 0 ? null : core.forwarding.fromCredit(key, count, mono)
+    const credited = late === undefined ? null : core.forwarding.fromCredit(key, count, mono)
     if (credited !== null && late !== undefined) {
       decided?.(credited.seed, credited.decision, true)
       this.at(this.now, () => { if (n.core === core && n.state === 'up') late(credited.decision) })

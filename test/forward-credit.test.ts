@@ -64,6 +64,14 @@ test('credit admits at once until it is spent, and never at or after the seed\'s
   t.is(c.take('k', 1, RULE, 497), null, 'what was left went with it')
 })
 
+test('a credit is good no longer than the seed\'s lease had left when it decided, when that ends before its window', t => {
+  const c = new Credits()
+  // Sent at 100; 400 ms to the window's end, but the seed's lease had 150 ms left: good before 100 + 149 - 1.
+  c.answered('k', 's1', 400, 30, 5, RULE, 100, 120, 150)
+  t.truthy(c.take('k', 1, RULE, 247))
+  t.is(c.take('k', 1, RULE, 248), null, 'past the lease: none')
+})
+
 test('two credits held at once are good until the earlier end; a credit under another rule hash is not used', t => {
   const c = new Credits()
   c.answered('k', 's1', 500, 30, 2, RULE, 0, 10)

@@ -91,6 +91,10 @@ test('a forwarded acquire and its answer go as compact arrays without what eithe
   const credited: Fans = { allowed: true, remaining: 30, resetMs: 420, retryAfterMs: 0, credit: 12 }
   t.deepEqual(decodeFans(encodeFans(credited)), credited)
   t.deepEqual(wire.unpack(encodeFans(credited)), [true, 30, 420, 0, null, 12])
+  const leased: Fans = { ...credited, creditMs: 150 }
+  t.deepEqual(decodeFans(encodeFans(leased)), leased, 'good for the seed\'s lease\'s 150 ms left, under the window\'s 420')
+  t.deepEqual(wire.unpack(encodeFans(leased)), [true, 30, 420, 0, null, 12, 150])
+  t.deepEqual(wire.unpack(encodeFans({ ...credited, creditMs: 900 })), [true, 30, 420, 0, null, 12], 'not sent when the window ends first')
   t.deepEqual(decisionOf(fans, 100, 'api'), { allowed: true, remaining: 11, limit: 100, resetMs: 420, retryAfterMs: 0, rule: 'api' }, "the member's own rule fills in its name and limit")
   const arr = (a: unknown[]): Uint8Array => wire.pack(a)
   t.throws(() => decodeFwd(arr(['k', 0]), 'n21'), badFrame, 'count 0')
@@ -102,6 +106,7 @@ test('a forwarded acquire and its answer go as compact arrays without what eithe
   t.throws(() => decodeFans(arr([false, 0, 10, 0, null, 5])), badFrame, 'credit with a denial')
   t.throws(() => decodeFans(arr([true, 0, 10, 0, 'E_NO_RULE', 5])), badFrame, 'credit with a refusal')
   t.throws(() => decodeFans(arr([true, 0, 10, 0, null, 1.5])), badFrame, 'a fractional credit')
+  t.throws(() => decodeFans(arr([true, 0, 10, 0, null, 0, 5])), badFrame, 'creditMs without credit')
   t.throws(() => decodeFwd(arr([CLUSTER_VERSION, 'k', 1]), 'n21'), badFrame, 'a 1.0.0 fwd (with its version first)')
   t.throws(() => decodeFwd(wire.pack({ key: 'k', count: 1 }), 'n21'), badFrame, 'a map')
   t.throws(() => decodeFwd(new Uint8Array([0xc1]), 'n21'), badFrame, 'not msgpack')

@@ -76,3 +76,12 @@ test.serial('a member that kept its credit past the seed\'s window would oversho
   const honest = runSim(spec('over', { ...RULE, creditMs: 1000 }, 1))
   t.true(honest.ok, honest.failures.join('; '))
 })
+
+test('a member hands out no credit of a seed cut off from a quorum once that seed\'s lease could have lapsed', t => {
+  // partition-minority at seed 29: members and seed n03 cut off from the other seeds. Before credit was bounded by
+  // the seed's lease as well as its window, members handed out n03's credit after its lease lapsed: 28 admissions
+  // on a side without a quorum, past leaseMs, which reclaim relies on never happening.
+  const r = runSim(spec('partition-minority', { ...RULE, creditMs: 500 }, 29))
+  t.true(r.ok, r.failures.join('; '))
+  t.is(r.overshoot, 0)
+})

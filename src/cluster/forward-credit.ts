@@ -23,6 +23,11 @@
  *   twice that) and 1 ms of rounding. Only monotonic durations are
  *   compared, so no clock of the member's and the seed's need agree: every
  *   credit admission falls within the seed's window in true time.
+ * - And within the seed's lease: the answer's `creditMs`, the lease's time
+ *   left when the seed decided, bounds it the same way when shorter. So once
+ *   a seed cut off from a quorum could be fenced, no member hands out what
+ *   it spent (a side without a quorum admits nothing after its leases
+ *   lapse: what reclaim relies on).
  * - Only fixed-window rules: their tokens belong to one calendar window and
  *   nothing of them comes back to a bucket. A rule whose hash changed, or
  *   that no longer decides at the seeds, drops its credit (dropping tokens
@@ -115,15 +120,16 @@ export class Credits {
 
   /**
    * A seed's answer to a forward of `key` sent at `sentMs`: learn the
-   * window's end, and keep any credit until it (see the invariants).
+   * window's end, and keep any credit until it, or until `creditMs` after
+   * `sentMs` if sooner (the seed's lease's time left; see the invariants).
    */
-  answered (key: string, seed: string, resetMs: number, remaining: number, credit: number, rule: CreditRule, sentMs: number, nowMs: number): void {
+  answered (key: string, seed: string, resetMs: number, remaining: number, credit: number, rule: CreditRule, sentMs: number, nowMs: number, creditMs = resetMs): void {
     const e = this.entry(key, rule, nowMs)
     if (e === undefined || resetMs <= 0) return
     e.windowEndMs = sentMs + resetMs
     e.remaining = remaining
     if (credit <= 0) return
-    const until = sentMs + Math.floor(resetMs * (1 - SLEW_MARGIN)) - 1
+    const until = sentMs + Math.floor(Math.min(resetMs, creditMs) * (1 - SLEW_MARGIN)) - 1
     if (e.left > 0 && e.hash === rule.hash) {
       // Both are good until the earlier end: never later than either seed's window.
       e.left += credit

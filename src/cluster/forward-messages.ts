@@ -9,11 +9,12 @@
  *   the client asked (0, or left off with `more`), and, when `more` is sent,
  *   "spend up to `more` more for me in this window" (credit: forward.ts).
  * - fans (the answer): `[allowed, remaining, resetMs, retryAfterMs, code,
- *   credit]`: the seed's decision, as it would answer its own client. With
- *   `code` (E_NOT_MEMBER, E_NOT_SEED, E_NOT_RUNNING, E_NO_RULE, ...) the
- *   seed did not decide. `credit`: tokens the seed spent for the member
- *   besides `count`, which the member may admit until `resetMs` after it
- *   sent the fwd (`code` is nil then).
+ *   credit, creditMs]`: the seed's decision, as it would answer its own
+ *   client. With `code` (E_NOT_MEMBER, E_NOT_SEED, E_NOT_RUNNING,
+ *   E_NO_RULE, ...) the seed did not decide. `credit`: tokens the seed spent
+ *   for the member besides `count` (`code` is nil then), which the member
+ *   may admit until `creditMs` after it sent the fwd: the seed's lease's
+ *   time left, when shorter than `resetMs` (left off when not).
  *
  * What either end knows already is not sent (before version 9's calls, a
  * fwd and its fans were 75 bytes on their own stream; 16 to 20 with the
@@ -54,6 +55,8 @@ export interface Fans {
   code?: string
   /** Tokens spent for the member besides the acquire's own, for it to admit within this window (forward.ts). Absent: none. */
   credit?: number
+  /** How long the credit is good from the decision, when less than `resetMs`: the seed's lease's time left. Absent: `resetMs`. */
+  creditMs?: number
 }
 
 /** Longest wait a forwarded acquire may ask of a seed: the largest `limits.maxWaitMs` (the seed's own bound applies too). */
@@ -82,23 +85,29 @@ export function decodeFwd (data: Uint8Array, node: string, b: MessageBounds = DE
 
 export function encodeFans (f: Fans): Uint8Array {
   const a: unknown[] = [f.allowed, f.remaining, f.resetMs, f.retryAfterMs]
-  if (f.credit !== undefined && f.credit > 0) a.push(null, f.credit)
+  if (f.credit !== undefined && f.credit > 0) {
+    a.push(null, f.credit)
+    if (f.creditMs !== undefined && f.creditMs < f.resetMs) a.push(f.creditMs)
+  }
   else if (f.code !== undefined) a.push(f.code)
   return wire.pack(a)
 }
 
 export function decodeFans (data: Uint8Array): Fans {
-  const a = array(data, 4, 6, 'fans')
+  const a = array(data, 4, 7, 'fans')
   if (typeof a[0] !== 'boolean') bad('allowed must be a boolean')
   const retryAfterMs = a[3] === -1 ? -1 : num(a[3], 'retryAfterMs')
   const credit = a[5] === undefined ? 0 : seq(a[5], 'credit')
   if (credit > MAX_FORWARD_COUNT) bad(`credit must be at most ${MAX_FORWARD_COUNT}`)
   // Credit comes only with a decision that admitted: a refusal (`code`) or a denial carries none.
   if (credit > 0 && (a[4] !== null || a[0] !== true)) bad('credit comes only with an admission and no code')
+  const creditMs = a[6] === undefined ? undefined : seq(a[6], 'creditMs')
+  if (creditMs !== undefined && credit === 0) bad('creditMs comes only with credit')
   return {
     allowed: a[0], remaining: num(a[1], 'remaining'), resetMs: num(a[2], 'resetMs'), retryAfterMs,
     ...(a[4] === undefined || a[4] === null ? {} : { code: name(a[4], 'code') }),
-    ...(credit > 0 ? { credit } : {})
+    ...(credit > 0 ? { credit } : {}),
+    ...(creditMs === undefined ? {} : { creditMs })
   }
 }
 

@@ -178,11 +178,14 @@ export class Forwarding {
       if (rule !== undefined && m.more !== undefined && creditable(rule)) {
         // Credit: more tokens spent here now, decided as any acquire (fence, lease, tightening), a part of what
         // this seed has left so the last tokens still go where the requests are (forward-credit.ts).
-        const extra = Math.min(m.more, Math.floor(d.remaining * GIVE_SHARE))
+        // Good no longer than this seed's lease either: a member hands out none after this seed could be fenced
+        // (a cut side without a quorum admits nothing once its leases lapse: reclaim's premise).
+        const leaseLeft = this.c.tuning.leases ? Math.floor(this.c.fence.lease.validUntil - nowMs) : Infinity
+        const extra = leaseLeft >= 1 ? Math.min(m.more, Math.floor(d.remaining * GIVE_SHARE)) : 0
         const e = extra >= 1 ? this.c.acquire(m.key, extra, nowMs) : undefined
         if (e?.allowed === true) {
           this.counters.forwardCreditGiven += extra
-          return { ...answer, remaining: e.remaining, credit: extra }
+          return { ...answer, remaining: e.remaining, credit: extra, ...(leaseLeft < e.resetMs ? { creditMs: leaseLeft } : {}) }
         }
       }
       return answer
@@ -233,7 +236,7 @@ export class Forwarding {
     const rule = this.c.limiter.ruleFor(req.key)
     // Credit is kept only under the rule it was asked under: a reload in between drops it (forward-credit.ts).
     if (rule !== undefined && creditable(rule) && rule.hash === req.ruleHash && this.c.phase === 'running') {
-      this.credits.answered(req.key, from, reply.resetMs, reply.remaining, reply.credit ?? 0, rule, sentMs, nowMs)
+      this.credits.answered(req.key, from, reply.resetMs, reply.remaining, reply.credit ?? 0, rule, sentMs, nowMs, reply.creditMs)
       this.counters.forwardCredit += reply.credit ?? 0
     }
     return decisionOf(reply, rule?.stock ?? 0, rule?.name ?? '')

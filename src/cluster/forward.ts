@@ -174,24 +174,30 @@ export class Forwarding {
     try {
       const d = this.c.acquire(m.key, m.count, nowMs)
       const answer = this.decided(d)
-      const rule = m.more === undefined || !d.allowed ? undefined : this.c.limiter.ruleFor(m.key)
-      if (rule !== undefined && m.more !== undefined && creditable(rule)) {
-        // Credit: more tokens spent here now, decided as any acquire (fence, lease, tightening), a part of what
-        // this seed has left so the last tokens still go where the requests are (forward-credit.ts).
-        // Good no longer than this seed's lease either: a member hands out none after this seed could be fenced
-        // (a cut side without a quorum admits nothing once its leases lapse: reclaim's premise).
-        const leaseLeft = this.c.tuning.leases ? Math.floor(this.c.fence.lease.validUntil - nowMs) : Infinity
-        const extra = leaseLeft >= 1 ? Math.min(m.more, Math.floor(d.remaining * GIVE_SHARE)) : 0
-        const e = extra >= 1 ? this.c.acquire(m.key, extra, nowMs) : undefined
-        if (e?.allowed === true) {
-          this.counters.forwardCreditGiven += extra
-          return { ...answer, remaining: e.remaining, credit: extra, ...(leaseLeft < e.resetMs ? { creditMs: leaseLeft } : {}) }
-        }
-      }
-      return answer
+      return d.allowed && m.more !== undefined ? this.credit(answer, m.key, m.more, d.remaining, nowMs) : answer
     } catch (error) {
       return this.decided({ error })
     }
+  }
+
+  /**
+   * At a seed, an admission `answer` whose fwd asked for `more`: with credit
+   * added, if the rule takes it and a second acquire of it is admitted here
+   * now, decided as any (fence, lease, tightening); a part of the `remaining`
+   * this seed has, so the last tokens still go where the requests are
+   * (forward-credit.ts). Good no longer than this seed's lease either: a
+   * member hands out none after this seed could be fenced (a cut side
+   * without a quorum admits nothing once its leases lapse: reclaim's premise).
+   */
+  private credit (answer: Fans, key: string, more: number, remaining: number, nowMs: number): Fans {
+    const rule = this.c.limiter.ruleFor(key)
+    if (rule === undefined || !creditable(rule)) return answer
+    const leaseLeft = this.c.tuning.leases ? Math.floor(this.c.fence.lease.validUntil - nowMs) : Infinity
+    const extra = leaseLeft >= 1 ? Math.min(more, Math.floor(remaining * GIVE_SHARE)) : 0
+    const e = extra >= 1 ? this.c.acquire(key, extra, nowMs) : undefined
+    if (e?.allowed !== true) return answer
+    this.counters.forwardCreditGiven += extra
+    return { ...answer, remaining: e.remaining, credit: extra, ...(leaseLeft < e.resetMs ? { creditMs: leaseLeft } : {}) }
   }
 
   /**

@@ -63,6 +63,14 @@ export function sendRequest (vc: VirtualCluster, replication: SimReplication, se
 }
 
 /**
+ * A decision at a seed that counts as an admission: the seed, what it
+ * decided, and `credit` when a member handed out a token of the seed's
+ * credit (forward-credit.ts: the seed spent it, under its lease, when it
+ * gave it; the oracle places it on the seed's calendar, now).
+ */
+export type Decided = (seed: string, d: Decision, credit?: boolean) => void
+
+/**
  * A member's acquire of a `decide: "seeds"` rule (forward.ts), as the
  * daemon carries it: the `fwd` to the seed over the virtual network, on the
  * member's call session (counted with its call id, transport/calls.ts),
@@ -71,14 +79,6 @@ export function sendRequest (vc: VirtualCluster, replication: SimReplication, se
  * `late` gets the member's answer (the seed's decision, or a denial at the
  * member's timeout). Nothing is answered to a member that crashed meanwhile.
  */
-/**
- * A decision at a seed that counts as an admission: the seed, what it
- * decided, and `credit` when a member handed out a token of the seed's
- * credit (forward-credit.ts: the seed spent it, under its lease, when it
- * gave it; the oracle places it on the seed's calendar, now).
- */
-export type Decided = (seed: string, d: Decision, credit?: boolean) => void
-
 export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterCore, to: string, msg: Fwd,
   decided: Decided, late: (d: Decision) => void, sentMs: number): void {
   let settled = false

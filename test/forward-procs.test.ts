@@ -15,6 +15,7 @@
 import test, { type ExecutionContext } from 'ava'
 import { ErrorCodes, QuotadClient } from '@quotad/client'
 import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
+import { stop } from './helpers/proc.js'
 
 const DAY = [{ name: 'day', match: 'day', limit: 40, per: '1d', algorithm: 'fixed-window', decide: 'seeds' }]
 
@@ -84,6 +85,40 @@ test.serial('more concurrent acquires at a member than a seed holds of its sessi
   const mine = await counters(c.sockets.m1)
   t.is(mine.forwarded, 300)
   t.is(mine.forwardFailed, 0)
+})
+
+test.serial('a seed that restarted has forgotten the member\'s key numbers: the member names the key again, and its acquires are decided as before', async t => {
+  t.timeout(180_000)
+  const { c, m } = await proxyCluster(t, [{ name: 'big', match: 'big', limit: 1_000_000, per: '1d', algorithm: 'fixed-window', decide: 'seeds' }])
+  for (let i = 0; i < 5; i++) t.true((await m.acquire('big', { waitMs: 10_000 })).allowed)
+  // An exact key's acquires from one member go to one seed, drawn by key and member (forward.ts `route`): after the
+  // first, which named the key, each went by its number alone (forward-names.ts).
+  const servedA = (await counters(c.sockets.a)).forwardServed
+  const seed = servedA > 0 ? 'a' : 'b'
+  t.is((await counters(c.sockets[seed])).forwardServed, 5)
+  await stop(c.procs[seed])
+  await c.start(seed)
+  await waitForPeers(c, [seed], 2)
+  // The member's next acquires go to the other seed while it reads this one gone, then back to it by their number,
+  // which the new process never heard: it answers E_KEY_UNNAMED and the member sends the acquire again, naming the key.
+  // An acquire sent to the old process as it went is a denial at the member (no answer), as any lost forward.
+  let renamed = 0
+  let allowed = false
+  const deadline = Date.now() + 90_000
+  while (Date.now() < deadline && !(renamed > 0 && allowed)) {
+    allowed = (await m.acquire('big', { waitMs: 5_000 })).allowed
+    renamed = (await counters(c.sockets.m1)).forwardRenamed
+    if (!(renamed > 0 && allowed)) await new Promise(resolve => setTimeout(resolve, 50))
+  }
+  t.true(renamed >= 1, 'the member named the key again to the restarted seed')
+  t.true(allowed, 'and that acquire was decided, and admitted')
+  const before = await counters(c.sockets.m1)
+  const served = (await counters(c.sockets[seed])).forwardServed
+  for (let i = 0; i < 5; i++) t.true((await m.acquire('big', { waitMs: 10_000 })).allowed)
+  const after = await counters(c.sockets.m1)
+  t.is(after.forwardRenamed, before.forwardRenamed, 'named once, then by number again')
+  t.is(after.forwardAllowed - before.forwardAllowed, 5)
+  t.is((await counters(c.sockets[seed])).forwardServed - served, 5, 'all at the restarted seed')
 })
 
 test.serial('with a rule\'s credit, a member admits most of a busy key\'s acquires itself from tokens a seed spent for it; the day\'s limit holds exactly', async t => {

@@ -1,27 +1,33 @@
 /**
  * A member's request decided at a seed (rules with `"decide": "seeds"`,
  * forward.ts), and the seed's answer, as they go on a call session
- * (`/quotad/forward/2.0.0`, transport/calls.ts): msgpack arrays, fields in
+ * (`/quotad/forward/3.0.0`, transport/calls.ts): msgpack arrays, fields in
  * this order, trailing optional fields left off.
  *
- * - fwd (member -> seed): `[key, count, wait, more]`: "decide this acquire
- *   of `count` of `key` as your own", waiting up to `wait` ms for tokens, as
- *   the client asked (0, or left off with `more`), and, when `more` is sent,
- *   "spend up to `more` more for me in this window" (credit: forward.ts).
- * - fans (the answer): `[allowed, remaining, resetMs, retryAfterMs, code,
- *   credit, creditMs]`: the seed's decision, as it would answer its own
- *   client. With `code` (E_NOT_MEMBER, E_NOT_SEED, E_NOT_RUNNING,
- *   E_NO_RULE, ...) the seed did not decide. `credit`: tokens the seed spent
- *   for the member besides `count` (`code` is nil then), which the member
- *   may admit until `creditMs` after it sent the fwd: the seed's lease's
- *   time left, when shorter than `resetMs` (left off when not).
+ * - fwd (member -> seed): "decide this acquire of `count` of `key` as your
+ *   own", waiting up to `wait` ms for tokens, as the client asked, and,
+ *   with `more`, "spend up to `more` more for me in this window" (credit:
+ *   forward.ts). Three forms (the key's number: forward-names.ts):
+ *   named `[key, count, wait, more, number]`; by number `[number, count,
+ *   wait, more]`, or the number alone for one token with no wait and no
+ *   credit asked; plain `[key, count, wait, more]`.
+ * - fans (the answer): the seed's decision, as it would answer its own
+ *   client: `[remaining, resetMs]` admitted, `[remaining, resetMs,
+ *   retryAfterMs]` denied, else `[allowed, remaining, resetMs,
+ *   retryAfterMs, code, credit, creditMs]`. With `code` (E_NOT_MEMBER,
+ *   E_NOT_SEED, E_NOT_RUNNING, E_KEY_UNNAMED, E_NO_RULE, ...) the seed did
+ *   not decide. `credit`: tokens the seed spent for the member besides
+ *   `count` (`code` is nil then), which the member may admit until
+ *   `creditMs` after it sent the fwd: the seed's lease's time left, when
+ *   shorter than `resetMs` (left off when not).
  *
  * What either end knows already is not sent (before version 9's calls, a
  * fwd and its fans were 75 bytes on their own stream; 16 to 20 with the
- * call ids of `/quotad/forward/1.0.0`; now about 9 + 9 with their frame
- * headers):
+ * call ids of `/quotad/forward/1.0.0`; about 9 + 9 with their frame
+ * headers in 2.0.0; 3 + 7 by number in 3.0.0):
  * - the version: the session's protocol id says it (`/quotad/forward/2.0.0`
- *   drops the `v` each payload had in 1.0.0);
+ *   dropped the `v` each payload had in 1.0.0);
+ * - the key, once the seed has read its name (forward-names.ts);
  * - who asks: the seed reads the member's name from the session's peer id
  *   (membership.ts, the name bound to it); the call id pairs the answer;
  * - the rule's name and `limit`: the member routes a key only to seeds that
@@ -31,6 +37,7 @@
 import type { Decision } from '../core/types.js'
 import { bad, DEFAULT_BOUNDS, key, name, num, seq, type MessageBounds } from './message-fields.js'
 import { wire } from './wire.js'
+import { MAX_NUMBERS } from './forward-names.js'
 
 /** A member's acquire. `node`: the member (at the seed, the name bound to the session's peer id; never sent). */
 export interface Fwd {
@@ -43,6 +50,10 @@ export interface Fwd {
   more?: number
   /** At the member: its rule's hash when it routed the fwd (never sent): credit under another comes to nothing. */
   ruleHash?: string
+  /** The key's number between this member and this seed (forward-names.ts). Absent: the key goes in full. */
+  ref?: number
+  /** Send the key with its number: the seed has not answered a frame that named it yet. */
+  naming?: boolean
 }
 
 /** The seed's answer: a decision without the rule's name and limit (the member's own), or a refusal with `code`. */
@@ -67,23 +78,51 @@ export const MAX_FORWARD_COUNT = 1_000_000_000
 
 export function encodeFwd (f: Fwd): Uint8Array {
   const wait = f.wait !== undefined && f.wait > 0 ? f.wait : 0
-  if (f.more !== undefined && f.more > 0) return wire.pack([f.key, f.count, wait, f.more])
-  return wire.pack(wait > 0 ? [f.key, f.count, wait] : [f.key, f.count])
+  const more = f.more !== undefined && f.more > 0 ? f.more : 0
+  // Named: the key and its number, with every field before it.
+  if (f.ref !== undefined && f.naming === true) return wire.pack([f.key, f.count, wait, more, f.ref])
+  const head = f.ref ?? f.key
+  // Bare: the number alone is one token, no wait, no credit asked.
+  if (f.ref !== undefined && f.count === 1 && wait === 0 && more === 0) return wire.pack(f.ref)
+  if (more > 0) return wire.pack([head, f.count, wait, more])
+  return wire.pack(wait > 0 ? [head, f.count, wait] : [head, f.count])
 }
 
-/** A fwd's payload, from member `node` (the name bound to the sender; '' when none is). Throws E_BAD_FRAME. */
+/**
+ * A fwd's payload, from member `node` (the name bound to the sender; '' when
+ * none is). Throws E_BAD_FRAME. A bare one comes with `ref` and an empty
+ * `key`: the seed reads the key from its numbers (forward.ts `resolve`).
+ */
 export function decodeFwd (data: Uint8Array, node: string, b: MessageBounds = DEFAULT_BOUNDS): Fwd {
-  const a = array(data, 2, 4, 'fwd')
+  const raw = unpacked(data, 'fwd')
+  if (typeof raw === 'number') return { node, key: '', count: 1, ref: ref(raw) }
+  const a = array(raw, 2, 5, 'fwd')
   const count = seq(a[1], 'count')
   if (count < 1 || count > MAX_FORWARD_COUNT) bad(`count must be 1..${MAX_FORWARD_COUNT}`)
   const wait = a[2] === undefined ? 0 : seq(a[2], 'wait')
   if (wait > MAX_FORWARD_WAIT_MS) bad(`wait must be at most ${MAX_FORWARD_WAIT_MS}`)
   const more = a[3] === undefined ? 0 : seq(a[3], 'more')
   if (more > MAX_FORWARD_COUNT) bad(`more must be at most ${MAX_FORWARD_COUNT}`)
-  return { node, key: key(a[0], b), count, ...(wait > 0 ? { wait } : {}), ...(more > 0 ? { more } : {}) }
+  const rest = { count, ...(wait > 0 ? { wait } : {}), ...(more > 0 ? { more } : {}) }
+  if (typeof a[0] === 'number') {
+    if (a.length > 4) bad('a fwd by number has at most 4 fields')
+    return { node, key: '', ...rest, ref: ref(a[0]) }
+  }
+  return { node, key: key(a[0], b), ...rest, ...(a[4] === undefined ? {} : { ref: ref(a[4]), naming: true }) }
+}
+
+function ref (v: unknown): number {
+  const n = seq(v, 'key number')
+  if (n >= MAX_NUMBERS) bad(`key number must be below ${MAX_NUMBERS}`)
+  return n
 }
 
 export function encodeFans (f: Fans): Uint8Array {
+  // Short forms for a plain decision: [remaining, resetMs] admitted, [remaining, resetMs, retryAfterMs] denied.
+  if (f.code === undefined && (f.credit === undefined || f.credit <= 0)) {
+    if (f.allowed && f.retryAfterMs === 0) return wire.pack([f.remaining, f.resetMs])
+    if (!f.allowed) return wire.pack([f.remaining, f.resetMs, f.retryAfterMs])
+  }
   const a: unknown[] = [f.allowed, f.remaining, f.resetMs, f.retryAfterMs]
   if (f.credit !== undefined && f.credit > 0) {
     a.push(null, f.credit)
@@ -94,7 +133,13 @@ export function encodeFans (f: Fans): Uint8Array {
 }
 
 export function decodeFans (data: Uint8Array): Fans {
-  const a = array(data, 4, 7, 'fans')
+  const a = array(unpacked(data, 'fans'), 2, 7, 'fans')
+  if (typeof a[0] === 'number') {
+    if (a.length > 3) bad('a short fans has 2 or 3 fields')
+    const retryAfterMs = a.length === 2 ? 0 : a[2] === -1 ? -1 : num(a[2], 'retryAfterMs')
+    return { allowed: a.length === 2, remaining: num(a[0], 'remaining'), resetMs: num(a[1], 'resetMs'), retryAfterMs }
+  }
+  if (a.length < 4) bad('fans must be an array of 4 to 7 fields')
   if (typeof a[0] !== 'boolean') bad('allowed must be a boolean')
   const retryAfterMs = a[3] === -1 ? -1 : num(a[3], 'retryAfterMs')
   const credit = a[5] === undefined ? 0 : seq(a[5], 'credit')
@@ -121,13 +166,15 @@ export function decisionOf (f: Fans, limit: number, rule: string): Decision {
   return { allowed: f.allowed, remaining: f.remaining, limit, resetMs: f.resetMs, retryAfterMs: f.retryAfterMs, rule }
 }
 
-function array (data: Uint8Array, min: number, max: number, what: string): unknown[] {
-  let raw: unknown
+function unpacked (data: Uint8Array, what: string): unknown {
   try {
-    raw = wire.unpack(data)
+    return wire.unpack(data)
   } catch (err) {
     bad(`${what}: not msgpack (${(err as Error).message})`)
   }
+}
+
+function array (raw: unknown, min: number, max: number, what: string): unknown[] {
   if (!Array.isArray(raw) || raw.length < min || raw.length > max) bad(`${what} must be an array of ${min} to ${max} fields`)
   return raw
 }

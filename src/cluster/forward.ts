@@ -28,6 +28,7 @@ import { QuotadError } from '../errors.js'
 import type { CompiledRule } from '../core/rules.js'
 import type { ClusterCore } from './cluster-core.js'
 import { Credits, GIVE_SHARE } from './forward-credit.js'
+import { KeyNumbers, Named, UNNAMED } from './forward-names.js'
 import { answerOf, decisionOf, type Fans, type Fwd } from './forward-messages.js'
 
 /** Counters for status: a member's forwarded acquires, and a seed's served ones. */
@@ -45,6 +46,8 @@ export interface ForwardCounters {
   forwardCredit: number
   /** At a seed: tokens spent as credit for members. */
   forwardCreditGiven: number
+  /** At a member: acquires sent again naming their key, after a seed answered that it did not know its number (forward-names.ts). */
+  forwardRenamed: number
 }
 
 /** A glob key's members go to its home and the seeds after it, this many in all (see `route`). */
@@ -58,10 +61,13 @@ const SUSPECT_AFTER = 3
 
 export class Forwarding {
   readonly counters: ForwardCounters = {
-    forwarded: 0, forwardAllowed: 0, forwardFailed: 0, forwardServed: 0, forwardRoutedAround: 0, forwardFromCredit: 0, forwardCredit: 0, forwardCreditGiven: 0
+    forwarded: 0, forwardAllowed: 0, forwardFailed: 0, forwardServed: 0, forwardRoutedAround: 0, forwardFromCredit: 0, forwardCredit: 0, forwardCreditGiven: 0, forwardRenamed: 0
   }
   /** At a member: credit from the seeds, and its keys' demand (forward-credit.ts). */
   readonly credits = new Credits()
+  /** At a member: the numbers its keys go under to each seed; at a seed: the keys members' numbers name (forward-names.ts). */
+  private readonly numbers = new KeyNumbers()
+  private readonly named = new Named()
   /** At a seed: peer id -> the name last bound to it (checked again at each forward: `admit`). */
   private readonly names = new Map<string, string>()
   /** At a member, per seed: forwards in a row it did not answer, and when the last of them failed (see `unanswered`). */
@@ -113,7 +119,9 @@ export class Forwarding {
     this.counters.forwarded++
     // Credit only for an acquire the seed decides at once (one that waits goes through the seed's waiters).
     const more = waitMs <= 0 && creditable(rule) ? this.credits.ask(key, rule, nowMs) : 0
-    return { to, msg: { node: c.node, key, count, ...(waitMs > 0 ? { wait: waitMs } : {}), ...(more > 0 ? { more } : {}), ruleHash: rule.hash } }
+    const n = this.numbers.ref(to, key)
+    const ref = n === null ? {} : { ref: n.n, ...(n.naming ? { naming: true } : {}) }
+    return { to, msg: { node: c.node, key, count, ...(waitMs > 0 ? { wait: waitMs } : {}), ...(more > 0 ? { more } : {}), ruleHash: rule.hash, ...ref } }
   }
 
   /**
@@ -140,6 +148,37 @@ export class Forwarding {
     if (this.names.size >= MAX_NAMES) this.names.clear()
     this.names.set(from, name)
     return name
+  }
+
+  /**
+   * At a seed, first thing for each fwd from peer id `from`, in the order its
+   * session delivers them: a fwd that names its key binds the number to it;
+   * one that sends the number bare gets its key from that (`m.key` is set).
+   * Null, or the refusal to answer when this seed holds no name for the
+   * number (forward-names.ts).
+   */
+  resolve (m: Fwd, from: string): Fans | null {
+    if (m.ref === undefined) return null
+    if (m.naming === true) {
+      this.named.bind(from, m.ref, m.key)
+      return null
+    }
+    const key = this.named.keyOf(from, m.ref)
+    if (key === undefined) return this.refuse(UNNAMED)
+    m.key = key
+    return null
+  }
+
+  /**
+   * At a member: the fwd to send again, naming its key, when seed `to`
+   * answered `req` that it holds no name for its number (the seed restarted,
+   * or dropped its numbers); else null.
+   */
+  again (req: Fwd, reply: Fans, to: string): Fwd | null {
+    if (reply.code !== UNNAMED || req.ref === undefined || req.naming === true) return null
+    this.numbers.forget(to, req.key)
+    this.counters.forwardRenamed++
+    return { ...req, naming: true }
   }
 
   /**
@@ -237,6 +276,8 @@ export class Forwarding {
   answered (req: Fwd, reply: Fans, from: string, sentMs: number, nowMs: number): Decision {
     this.silent.delete(from)
     if (reply.code !== undefined) return this.failed(req)
+    // Decided: the seed read this frame, so the name it carried (forward-names.ts).
+    if (req.ref !== undefined && req.naming === true) this.numbers.confirm(from, req.key, req.ref)
     if (reply.allowed) this.counters.forwardAllowed++
     // route() sent it only to a seed agreeing on this rule's hash: its name and limit are the seed's.
     const rule = this.c.limiter.ruleFor(req.key)

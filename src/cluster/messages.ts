@@ -50,8 +50,11 @@ import { parseJack, parseJcopy, parseJget, parseJrep, type Jack, type Jcopy, typ
  * `pending`, `carries`, `keys` and `acks` on the wire (gossip-codec.ts).
  * 12: a `fwd` may ask for credit and a `fans` give it (a rule's `credit`,
  * forward-credit.ts): fields a version 11 seed or member refuses.
+ * 13: a member names a key to a seed once and then sends its number, a
+ * one-token acquire as a bare integer, and a plain answer goes short
+ * (forward-names.ts, forward-messages.ts), on `/quotad/forward/3.0.0`.
  */
-export const CLUSTER_VERSION = 12
+export const CLUSTER_VERSION = 13
 
 /**
  * The gossip topic of a cluster, where seeds publish what members hear of their gossip (member-gossip.ts) and

@@ -89,6 +89,9 @@ export async function serveCall (x: RequestContext, from: string, data: Uint8Arr
     x.log.debug('dropped a malformed forwarded acquire', { err })
     throw err
   }
+  // Before anything else of it, so a name binds in the order the session brings them (forward-names.ts).
+  const unnamed = x.core.forwarding.resolve(m, from)
+  if (unnamed !== null) return encodeFans(unnamed)
   const reply = await serveForward(x, m, from, x.clock.mono())
   void x.disk.persistJournal()
   return encodeFans(reply)
@@ -151,8 +154,16 @@ export async function sendForward (x: RequestContext, t: Transport, to: string, 
   if (peerId === undefined) return x.core.forwarding.failed(msg)
   try {
     // The session goes to the peer id bound to `to` (noise proves it): its answers are `to`'s.
-    const reply = decodeFans(await t.call(peerId, encodeFwd(msg), timeoutMs))
-    return x.core.forwarding.answered(msg, reply, to, sentMs, x.clock.mono())
+    const started = x.clock.mono()
+    let req = msg
+    let reply = decodeFans(await t.call(peerId, encodeFwd(req), timeoutMs))
+    // The seed did not know the key's number (it restarted): once more, naming the key.
+    const again = x.core.forwarding.again(req, reply, to)
+    if (again !== null) {
+      req = again
+      reply = decodeFans(await t.call(peerId, encodeFwd(req), Math.max(1, Math.floor(timeoutMs - (x.clock.mono() - started)))))
+    }
+    return x.core.forwarding.answered(req, reply, to, sentMs, x.clock.mono())
   } catch (err) {
     x.log.debug('forwarded acquire failed', { to, err })
     x.core.forwarding.unanswered(to, x.clock.mono())

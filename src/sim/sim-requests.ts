@@ -93,45 +93,57 @@ export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterC
     core.forwarding.unanswered(to, vc.mono(sender.name))
     late(core.forwarding.failed(msg))
   })
-  const bytes = onSession(encodeFwd(msg))
-  vc.count(sender.name, bytes.length, 'fwd')
-  vc.transmit(sender.name, to, bytes, () => {
-    const target = vc.nodes.get(to)
-    const tc = target?.core
-    if (target === undefined || tc == null || target.state !== 'up') return
-    const f = tc.forwarding
-    const from = idOf(sender.name)
-    const m = decodeFwd(splitCallFrame(bytes).data, f.memberOf(from))
-    const answer = (reply: Fans): void => {
-      if (reply.code === undefined) {
-        const rule = tc.limiter.ruleFor(m.key)
-        decided(to, decisionOf(reply, rule?.stock ?? 0, rule?.name ?? ''))
+  const send = (req: Fwd): void => {
+    const bytes = onSession(encodeFwd(req))
+    vc.count(sender.name, bytes.length, 'fwd')
+    vc.transmit(sender.name, to, bytes, () => {
+      const target = vc.nodes.get(to)
+      const tc = target?.core
+      if (target === undefined || tc == null || target.state !== 'up') return
+      const f = tc.forwarding
+      const from = idOf(sender.name)
+      const m = decodeFwd(splitCallFrame(bytes).data, f.memberOf(from))
+      const answer = (reply: Fans): void => {
+        if (reply.code === undefined) {
+          const rule = tc.limiter.ruleFor(m.key)
+          decided(to, decisionOf(reply, rule?.stock ?? 0, rule?.name ?? ''))
+        }
+        const back = onSession(encodeFans(reply))
+        vc.count(to, back.length, 'fans')
+        vc.transmit(to, sender.name, back, () => {
+          const r = decodeFans(splitCallFrame(back).data)
+          if (settled || sender.core !== core) return
+          // The seed did not know the key's number (it restarted): once more, naming the key (as node-requests.ts).
+          const again = core.forwarding.again(req, r, to)
+          if (again !== null) { send(again); return }
+          if (!settle()) return
+          late(core.forwarding.answered(req, r, to, sentMs, vc.mono(sender.name)))
+        })
       }
-      const back = onSession(encodeFans(reply))
-      vc.count(to, back.length, 'fans')
-      vc.transmit(to, sender.name, back, () => {
-        const r = decodeFans(splitCallFrame(back).data)
-        if (!settle()) return
-        late(core.forwarding.answered(msg, r, to, sentMs, vc.mono(sender.name)))
-      })
-    }
-    // With a wait, as the seed's own client's (node-requests.ts serveForward): held for tokens, answered when decided.
-    const refusal = m.wait === undefined ? null : f.admit(m, from)
-    if (m.wait === undefined || refusal !== null) {
-      answer(refusal ?? f.serve(m, from, vc.mono(to)))
+      // First, in the order they come: a name binds, a number finds its key (forward-names.ts).
+      const unnamed = f.resolve(m, from)
+      if (unnamed !== null) { answer(unnamed); return }
+      // The invariant key numbers stand on: a seed never reads a live member's number as another key.
+      if (m.key !== req.key && sender.core === core) throw new Error(`${to} read ${sender.name}'s key number ${req.ref ?? '-'} as "${m.key}", sent for "${req.key}"`)
+      // With a wait, as the seed's own client's (node-requests.ts serveForward): held for tokens, answered when decided.
+      const refusal = m.wait === undefined ? null : f.admit(m, from)
+      if (m.wait === undefined || refusal !== null) {
+        answer(refusal ?? f.serve(m, from, vc.mono(to)))
+        vc.persist(target, tc)
+        return
+      }
+      let d: ReturnType<VirtualCluster['acquire']>
+      try {
+        d = vc.acquire(to, m.key, m.count, late2 => { answer(f.decided(late2)) }, undefined, m.wait)
+      } catch (error) {
+        answer(f.decided({ error }))
+        return
+      }
+      if (d !== undefined && d !== 'waiting' && d !== 'forwarded') answer(f.decided(d))
       vc.persist(target, tc)
-      return
-    }
-    let d: ReturnType<VirtualCluster['acquire']>
-    try {
-      d = vc.acquire(to, m.key, m.count, late2 => { answer(f.decided(late2)) }, undefined, m.wait)
-    } catch (error) {
-      answer(f.decided({ error }))
-      return
-    }
-    if (d !== undefined && d !== 'waiting' && d !== 'forwarded') answer(f.decided(d))
-    vc.persist(target, tc)
-  })
+    })
+  }
+  send(msg)
 }
 
 /**

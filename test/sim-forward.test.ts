@@ -93,7 +93,7 @@ test('members hear the seeds\' gossip without the key lines of a `decide: "seeds
   }
 })
 
-test('a glob key is forwarded to its home and the seed after it, never another; an exact key to every seed; both admit what a central limiter does', t => {
+test('a glob key is forwarded to its home and the seed after it, never another, from members and the other seeds alike; an exact key to every seed, from members only; both admit what a central limiter does', t => {
   for (const glob of [true, false]) {
     let vc: VirtualCluster | null = null
     const rule: RuleConfig = glob ? { ...RULE, name: 'g', match: 'k:*', limit: 100, burst: 100, maxDebt: 10, decide: 'seeds' } : { ...RULE, decide: 'seeds' }
@@ -106,14 +106,39 @@ test('a glob key is forwarded to its home and the seed after it, never another; 
     const keys = glob ? Array.from({ length: 30 }, (_, i) => `k:${i}`) : ['api']
     for (const key of keys) {
       const to = new Set(members.map(([n, c]) => c.forwarding.route(key, 1, 0, v.mono(n))?.to))
+      const bySeed = new Map(seeds.map(s => [s, v.cores.get(s)?.forwarding.route(key, 1, 0, v.mono(s))?.to]))
       if (glob) {
         const home = homeOf(key, seeds) as string
         const next = seeds[(seeds.indexOf(home) + 1) % seeds.length]
         t.deepEqual([...to].sort(), [home, next].sort(), key)
+        // The two decide their own clients' acquires; each other seed sends its clients' to one of them, so the
+        // key's tokens stay with those two (no wants, grants and journal copies to move them to a third and back).
+        for (const [s, dest] of bySeed) {
+          if (s === home || s === next) t.is(dest, undefined, `${key}: ${s} decides it`)
+          else t.true(dest === home || dest === next, `${key}: ${s} sends it to ${String(dest)}`)
+        }
       } else {
         t.deepEqual([...to].sort(), seeds, 'an exact key spreads over every seed')
+        for (const [s, dest] of bySeed) t.is(dest, undefined, `${s} decides an exact key from its part`)
       }
     }
+    if (glob) {
+      const forwarded = seeds.reduce((n, s) => n + (v.cores.get(s)?.forwarding.counters.forwarded ?? 0), 0)
+      t.true(forwarded > 0, 'seeds forwarded their clients\' acquires of keys they do not decide')
+    }
+  }
+})
+
+test('with 3 seeds, each seed decides its own clients\' acquires of every key itself: the third holds part of a key\'s stock while one of its two seeds is dead', t => {
+  let vc: VirtualCluster | null = null
+  const rule: RuleConfig = { ...RULE, name: 'g', match: 'k:*', limit: 100, burst: 100, maxDebt: 10, decide: 'seeds' }
+  const r = runSim({ scenario: scenario('keys100'), nodes: 10, seedNodes: 3, seed: 1, mode: 'hard', rule, durationMs: 2000, gossipIntervalMs: 250, sabotage: v => { vc = v } })
+  t.true(r.ok, r.failures.join('; '))
+  const v = vc as unknown as VirtualCluster
+  for (const s of ['n01', 'n02', 'n03']) {
+    const core = v.cores.get(s)
+    for (let i = 0; i < 30; i++) t.is(core?.forwarding.route(`k:${i}`, 1, 0, v.mono(s)), null, `${s} k:${i}`)
+    t.is(core?.forwarding.counters.forwarded, 0)
   }
 })
 

@@ -53,6 +53,17 @@ export interface ForwardCounters {
 /** A glob key's members go to its home and the seeds after it, this many in all (see `route`). */
 const PAIR = 2
 
+/**
+ * A seed sends its own clients' acquires of a glob key it does not decide to
+ * the two that do (`route`) only in a cluster of at least this many seeds.
+ * With 3, it saved 4% of keys100's traffic at 50 nodes, and while one of a
+ * key's two seeds was dead before its heir inherited, the third held none
+ * of the key's stock: 5 to 15 points of utilization lost at 10 nodes
+ * (seed-crash-forever, heir-crash). With 5, 17% saved and nothing lost
+ * (protocol.md, "Which seed").
+ */
+const SEEDS_TO_FORWARD = 4
+
 /** Peer ids whose member names a seed remembers (forwards come at client rates; membership.nameOf scans every binding). */
 const MAX_NAMES = 4096
 
@@ -82,40 +93,49 @@ export class Forwarding {
   }
 
   /**
-   * At a member, for a key of a `decide: "seeds"` rule: the `fwd` to send and
-   * the seed to send it to; else null (decide here). Among the seeds alive,
-   * agreeing on the rule, not leaving and not fenced in this node's view:
+   * For a key of a `decide: "seeds"` rule, at a member, or at a seed for a
+   * glob key of which it is not one of the two seeds below: the `fwd` to
+   * send and the seed to send it to; else null (decide here). Among the
+   * seeds alive, agreeing on the rule, not leaving and not fenced in this
+   * node's view (a seed counts itself among them):
    * - a glob rule's key goes to its home (share.ts `homeOf`), where its whole
    *   stock starts, or to the seed after it (of these, in seed order), one
-   *   or the other by (key, this node): two seeds decide a key's members'
-   *   requests, so few of its tokens move between seeds for them, and when
-   *   one dies the other holds part of the stock until the heir inherits.
-   *   (Its home alone moved none, as gubernator shards keys over its peers,
-   *   but left every key of a dead home dark until then: protocol.md,
-   *   "Which seed".)
+   *   or the other by (key, this node): two seeds decide a key's requests,
+   *   so few of its tokens move between seeds for them, and when one dies
+   *   the other holds part of the stock until the heir inherits. (Its home
+   *   alone moved none, as gubernator shards keys over its peers, but left
+   *   every key of a dead home dark until then: protocol.md, "Which seed".)
+   *   A seed's own clients' acquires go there too (with SEEDS_TO_FORWARD
+   *   seeds or more): deciding them itself, a third seed would want the
+   *   key's tokens from those two and send them back, each move a want, a
+   *   grant, an ack and their journal copies.
    * - an exact key, whose stock starts split over the seeds, and a glob key
-   *   whose home is not such a seed, go to a seed drawn by (key, this
-   *   node) among them all, so one key's members spread over the seeds and
-   *   each seed's own rate estimate sees its part.
+   *   whose home is not such a seed, go from a member to a seed drawn by
+   *   (key, this node) among them all, so one key's members spread over the
+   *   seeds and each seed's own rate estimate sees its part; a seed decides
+   *   them itself, from its part.
    */
   route (key: string, count: number, waitMs: number, nowMs: number): { to: string, msg: Fwd } | null {
     const c = this.c
     const rule = c.limiter.ruleFor(key)
-    if (c.phase !== 'running' || rule?.config.decide !== 'seeds' || c.seeds.includes(c.node)) return null
+    if (c.phase !== 'running' || rule?.config.decide !== 'seeds') return null
+    const seed = c.seeds.includes(c.node)
+    if (seed && (!rule.glob || c.seeds.length < SEEDS_TO_FORWARD)) return null
     const seeds: string[] = []
     let around = false
     for (const s of c.seeds) {
+      if (s === c.node) { seeds.push(s); continue }
       const p = c.peers.get(s)
       if (p === undefined || !c.peers.isAlive(p, nowMs) || p.leaving || p.fenced || !p.sameCluster || p.rules[rule.name] !== rule.hash) continue
       if (this.suspect(s, p.lastHeard, nowMs)) { around = true; continue }
       seeds.push(s)
     }
     if (seeds.length === 0) return null
-    if (around) this.counters.forwardRoutedAround++
     const draw = fmix32(hash32(key) ^ hash32(c.node))
-    const home = rule.glob ? homeOf(key, c.seeds, c.view.homes) : undefined
-    const at = home === undefined ? -1 : seeds.indexOf(home)
-    const to = at < 0 ? seeds[draw % seeds.length] : seeds[(at + draw % Math.min(PAIR, seeds.length)) % seeds.length]
+    const pair = rule.glob ? deciders(homeOf(key, c.seeds, c.view.homes), c.seeds, seeds) : []
+    if (seed && (pair.length === 0 || pair.includes(c.node))) return null
+    const to = pair.length > 0 ? pair[draw % pair.length] : seeds[draw % seeds.length]
+    if (around) this.counters.forwardRoutedAround++
     this.counters.forwarded++
     // Credit only for an acquire the seed decides at once (one that waits goes through the seed's waiters).
     const more = waitMs <= 0 && creditable(rule) ? this.credits.ask(key, rule, nowMs) : 0
@@ -125,7 +145,7 @@ export class Forwarding {
   }
 
   /**
-   * At a member, before `route`: an acquire admitted from credit a seed gave
+   * At a member, or a seed, before `route`: an acquire admitted from credit a seed gave
    * for this key (forward-credit.ts), and that seed; null to forward it.
    * Every acquire of such a key is counted here, as the demand credit is
    * asked by.
@@ -133,7 +153,8 @@ export class Forwarding {
   fromCredit (key: string, count: number, nowMs: number): { seed: string, decision: Decision } | null {
     const c = this.c
     const rule = c.limiter.ruleFor(key)
-    if (c.phase !== 'running' || rule === undefined || !creditable(rule) || c.seeds.includes(c.node)) return null
+    // A seed holds credit only for the keys it forwards (`route`): Credits.take finds none for the others.
+    if (c.phase !== 'running' || rule === undefined || !creditable(rule)) return null
     const r = this.credits.take(key, count, rule, nowMs)
     if (r !== null) this.counters.forwardFromCredit++
     return r
@@ -299,6 +320,26 @@ export class Forwarding {
   private refuse (code: string): Fans {
     return { allowed: false, remaining: 0, resetMs: 0, retryAfterMs: -1, code }
   }
+}
+
+/**
+ * The seeds that decide a glob key whose home is `home`, of the seeds `up`
+ * (those a node may send to now, in seed order): the home and the next of
+ * them after it; or, while the home is not up, the next one after it
+ * alone, which holds the rest of the key's stock until the heir inherits
+ * the home's (the others hold none). Empty when none is up, or the key has
+ * no home among `all`.
+ */
+function deciders (home: string | undefined, all: readonly string[], up: readonly string[]): string[] {
+  const i = home === undefined ? -1 : all.indexOf(home)
+  if (i < 0) return []
+  const want = up.includes(all[i]) ? PAIR : 1
+  const out: string[] = []
+  for (let j = 0; j < all.length && out.length < want; j++) {
+    const s = all[(i + j) % all.length]
+    if (up.includes(s)) out.push(s)
+  }
+  return out
 }
 
 /**

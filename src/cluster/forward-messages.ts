@@ -12,7 +12,9 @@
  *   wait, more]`, or the number alone for one token with no wait and no
  *   credit asked; plain `[key, count, wait, more]`.
  * - fans (the answer): the seed's decision, as it would answer its own
- *   client: `[remaining, resetMs]` admitted, `[remaining, resetMs,
+ *   client: `remaining` alone, admitted in the window the member knows
+ *   (forward-names.ts); `[remaining, resetMs]` admitted (a window of
+ *   parity 1 in the sign of either: -1 - x), `[remaining, resetMs,
  *   retryAfterMs]` denied, else `[allowed, remaining, resetMs,
  *   retryAfterMs, code, credit, creditMs]`. With `code` (E_NOT_MEMBER,
  *   E_NOT_SEED, E_NOT_RUNNING, E_KEY_UNNAMED, E_NO_RULE, ...) the seed did
@@ -68,6 +70,14 @@ export interface Fans {
   credit?: number
   /** How long the credit is good from the decision, when less than `resetMs`: the seed's lease's time left. Absent: `resetMs`. */
   creditMs?: number
+  /**
+   * An admission sent as the bare `remaining`: its window ends where the last
+   * whole admission for this key's number said (forward-names.ts), so
+   * `resetMs` is not sent and reads 0 here until the member fills it in.
+   */
+  known?: boolean
+  /** The parity of a plain admission's window (forward-names.ts), 1 or absent (0). Sent in the sign. */
+  parity?: number
 }
 
 /** Longest wait a forwarded acquire may ask of a seed: the largest `limits.maxWaitMs` (the seed's own bound applies too). */
@@ -118,9 +128,12 @@ function ref (v: unknown): number {
 }
 
 export function encodeFans (f: Fans): Uint8Array {
+  // A window of parity 1 goes in the sign: -1 - remaining for a bare admission, -1 - resetMs in a whole one.
+  const odd = f.parity === 1
+  if (f.known === true) return wire.pack(odd ? -1 - f.remaining : f.remaining)
   // Short forms for a plain decision: [remaining, resetMs] admitted, [remaining, resetMs, retryAfterMs] denied.
   if (f.code === undefined && (f.credit === undefined || f.credit <= 0)) {
-    if (f.allowed && f.retryAfterMs === 0) return wire.pack([f.remaining, f.resetMs])
+    if (f.allowed && f.retryAfterMs === 0) return wire.pack([f.remaining, odd ? -1 - f.resetMs : f.resetMs])
     if (!f.allowed) return wire.pack([f.remaining, f.resetMs, f.retryAfterMs])
   }
   const a: unknown[] = [f.allowed, f.remaining, f.resetMs, f.retryAfterMs]
@@ -133,11 +146,21 @@ export function encodeFans (f: Fans): Uint8Array {
 }
 
 export function decodeFans (data: Uint8Array): Fans {
-  const a = array(unpacked(data, 'fans'), 2, 7, 'fans')
+  const raw = unpacked(data, 'fans')
+  if (typeof raw === 'number') {
+    const n = Number.isSafeInteger(raw) ? raw : NaN
+    const odd = n < 0
+    return { allowed: true, remaining: num(odd ? -1 - n : n, 'remaining'), resetMs: 0, retryAfterMs: 0, known: true, ...(odd ? { parity: 1 } : {}) }
+  }
+  const a = array(raw, 2, 7, 'fans')
   if (typeof a[0] === 'number') {
     if (a.length > 3) bad('a short fans has 2 or 3 fields')
-    const retryAfterMs = a.length === 2 ? 0 : a[2] === -1 ? -1 : num(a[2], 'retryAfterMs')
-    return { allowed: a.length === 2, remaining: num(a[0], 'remaining'), resetMs: num(a[1], 'resetMs'), retryAfterMs }
+    if (a.length === 2) {
+      const odd = typeof a[1] === 'number' && a[1] < 0
+      return { allowed: true, remaining: num(a[0], 'remaining'), resetMs: num(odd ? -1 - (a[1] as number) : a[1], 'resetMs'), retryAfterMs: 0, ...(odd ? { parity: 1 } : {}) }
+    }
+    const retryAfterMs = a[2] === -1 ? -1 : num(a[2], 'retryAfterMs')
+    return { allowed: false, remaining: num(a[0], 'remaining'), resetMs: num(a[1], 'resetMs'), retryAfterMs }
   }
   if (a.length < 4) bad('fans must be an array of 4 to 7 fields')
   if (typeof a[0] !== 'boolean') bad('allowed must be a boolean')

@@ -27,6 +27,20 @@
  * - A seed that does not know a number (it restarted, or dropped its table
  *   at `MAX_BOUND`) decides nothing and answers E_KEY_UNNAMED; the member
  *   forgets the confirmation and sends the acquire again, naming the key.
+ *
+ * Window ends (a `known` answer, forward-messages.ts): an admission in the
+ * same window as the last whole admission the seed sent this member for
+ * this number goes as the bare `remaining`, and the member reads `resetMs`
+ * from the window end it took from that answer (`window`). Both carry the
+ * window's parity (the seed flips it at each window it tells), so a bare
+ * answer read before the whole one of its window (the simulator reorders
+ * calls; a session does not), or after a missed one, is known for what it
+ * is: the member then gives the rule's `per`, the longest `resetMs` can be.
+ * A member that may have missed an answer (a call timed out, or its
+ * session ended: `forgetSeed`) names every key to that seed again, which
+ * clears what the seed told (`bind`). Only `resetMs` rides on this, which
+ * is advice to the client: `allowed` and `remaining` are always the
+ * seed's, and an answer with credit is always whole.
  */
 
 /** Numbers one member gives keys it forwards to one seed; later keys go in full, never under a number used before. */
@@ -40,7 +54,7 @@ export const UNNAMED = 'E_KEY_UNNAMED'
 
 /** At a member: per seed, the number of each key forwarded to it, and whether the seed has read its name. */
 export class KeyNumbers {
-  private readonly bySeed = new Map<string, Map<string, { n: number, confirmed: boolean }>>()
+  private readonly bySeed = new Map<string, Map<string, { n: number, confirmed: boolean, endMs: number, parity: number }>>()
 
   /**
    * The number `key` goes under to `seed`, and whether the frame must name it
@@ -55,7 +69,7 @@ export class KeyNumbers {
     let e = s.get(key)
     if (e === undefined) {
       if (s.size >= MAX_NUMBERS) return null
-      e = { n: s.size, confirmed: false }
+      e = { n: s.size, confirmed: false, endMs: NaN, parity: 0 }
       s.set(key, e)
     }
     return { n: e.n, naming: !e.confirmed }
@@ -70,30 +84,64 @@ export class KeyNumbers {
   /** `seed` answered E_KEY_UNNAMED to `key`'s number: name it again. */
   forget (seed: string, key: string): void {
     const e = this.bySeed.get(seed)?.get(key)
-    if (e !== undefined) e.confirmed = false
+    if (e !== undefined) { e.confirmed = false; e.endMs = NaN }
+  }
+
+  /** A forward to `seed` went unanswered (an answer may be lost): name every key again, forget every window end. */
+  forgetSeed (seed: string): void {
+    for (const e of this.bySeed.get(seed)?.values() ?? []) { e.confirmed = false; e.endMs = NaN }
+  }
+
+  /** `seed`'s whole admission for `key` said its window, of parity `parity`, ends at `endMs` (this node's monotonic clock). */
+  setWindow (seed: string, key: string, endMs: number, parity: number): void {
+    const e = this.bySeed.get(seed)?.get(key)
+    if (e !== undefined) { e.endMs = endMs; e.parity = parity }
+  }
+
+  /** Where `key`'s window of parity `parity` at `seed` ends, as its last whole admission said; NaN when not known. */
+  windowEnd (seed: string, key: string, parity: number): number {
+    const e = this.bySeed.get(seed)?.get(key)
+    return e !== undefined && e.parity === parity ? e.endMs : NaN
   }
 
   /** Seeds this member has numbers with (for status and tests). */
   get seeds (): number { return this.bySeed.size }
 }
 
-/** At a seed: per member peer id, the key each number names. */
+/** At a seed: per member peer id, the key each number names, and the window end last told with it. */
 export class Named {
-  private readonly byPeer = new Map<string, Map<number, string>>()
+  private readonly byPeer = new Map<string, Map<number, { key: string, toldMs: number, parity: number }>>()
   private bound = 0
 
-  /** The member at peer id `from` names `key` as `n` (a frame that carried both). */
+  /** The member at peer id `from` names `key` as `n` (a frame that carried both); nothing told yet. */
   bind (from: string, n: number, key: string): void {
     if (this.bound >= MAX_BOUND) this.clear()
     let m = this.byPeer.get(from)
     if (m === undefined) { m = new Map(); this.byPeer.set(from, m) }
     if (!m.has(n)) this.bound++
-    m.set(n, key)
+    m.set(n, { key, toldMs: NaN, parity: 0 })
   }
 
   /** The key `from`'s number `n` names, or undefined: not named here (answer E_KEY_UNNAMED). */
   keyOf (from: string, n: number): string | undefined {
-    return this.byPeer.get(from)?.get(n)
+    return this.byPeer.get(from)?.get(n)?.key
+  }
+
+  /**
+   * Sending `from` an admission for number `n` whose window ends at `endMs`
+   * (this node's monotonic clock): `same` when the whole admission told
+   * before ended there too (within `slackMs`, less than half a window, so
+   * never the next window's), so this one may go without it; else it goes
+   * whole, is what was told now, and its window's `parity` flips. Null for
+   * a number not named here.
+   */
+  tell (from: string, n: number, endMs: number, slackMs: number): { same: boolean, parity: number } | null {
+    const e = this.byPeer.get(from)?.get(n)
+    if (e === undefined) return null
+    if (Math.abs(endMs - e.toldMs) <= slackMs) return { same: true, parity: e.parity }
+    e.toldMs = endMs
+    e.parity ^= 1
+    return { same: false, parity: e.parity }
   }
 
   /** Numbers held, over all members. */

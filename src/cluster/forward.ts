@@ -191,6 +191,22 @@ export class Forwarding {
   }
 
   /**
+   * At a seed, as it sends the answer to `m` from peer id `from`: a plain
+   * admission in the window the member was last told for this number goes
+   * without its `resetMs` (`known`); a whole one tells its window end; both
+   * carry the window's parity (forward-names.ts). Call it in the order the
+   * answers go.
+   */
+  reply (m: Fwd, from: string, answer: Fans, nowMs: number): Fans {
+    const plain = answer.code === undefined && answer.allowed && answer.retryAfterMs === 0 && (answer.credit ?? 0) === 0
+    if (m.ref === undefined || !plain) return answer
+    const perMs = this.c.limiter.ruleFor(m.key)?.config.perMs ?? 0
+    const t = this.named.tell(from, m.ref, nowMs + answer.resetMs, Math.min(1, perMs / 4))
+    if (t === null) return answer
+    return { ...answer, ...(t.same ? { known: true } : {}), ...(t.parity === 1 ? { parity: 1 } : {}) }
+  }
+
+  /**
    * At a member: the fwd to send again, naming its key, when seed `to`
    * answered `req` that it holds no name for its number (the seed restarted,
    * or dropped its numbers); else null.
@@ -271,6 +287,8 @@ export class Forwarding {
    * the last failure.
    */
   unanswered (to: string, nowMs: number): void {
+    // Its answer may have told a window end this node never read: name every key to it again (forward-names.ts).
+    this.numbers.forgetSeed(to)
     const e = this.silent.get(to)
     this.silent.set(to, { count: (e?.count ?? 0) + 1, atMs: nowMs })
   }
@@ -299,9 +317,16 @@ export class Forwarding {
     if (reply.code !== undefined) return this.failed(req)
     // Decided: the seed read this frame, so the name it carried (forward-names.ts).
     if (req.ref !== undefined && req.naming === true) this.numbers.confirm(from, req.key, req.ref)
+    const rule = this.c.limiter.ruleFor(req.key)
+    if (reply.known === true) {
+      // Its window's end is the last whole admission's, if of its parity; else (one missed, or not read yet) at most the rule's per.
+      const end = this.numbers.windowEnd(from, req.key, reply.parity ?? 0)
+      reply = { ...reply, resetMs: Number.isNaN(end) ? rule?.config.perMs ?? 0 : Math.max(0, Math.ceil(end - nowMs)) }
+    } else if (req.ref !== undefined && reply.allowed && reply.retryAfterMs === 0 && (reply.credit ?? 0) === 0) {
+      this.numbers.setWindow(from, req.key, nowMs + reply.resetMs, reply.parity ?? 0)
+    }
     if (reply.allowed) this.counters.forwardAllowed++
     // route() sent it only to a seed agreeing on this rule's hash: its name and limit are the seed's.
-    const rule = this.c.limiter.ruleFor(req.key)
     // Credit is kept only under the rule it was asked under: a reload in between drops it (forward-credit.ts).
     if (rule !== undefined && creditable(rule) && rule.hash === req.ruleHash && this.c.phase === 'running') {
       this.credits.answered(req.key, from, reply.resetMs, reply.remaining, reply.credit ?? 0, rule, sentMs, nowMs, reply.creditMs)

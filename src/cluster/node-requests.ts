@@ -94,7 +94,8 @@ export async function serveCall (x: RequestContext, from: string, data: Uint8Arr
   if (unnamed !== null) return encodeFans(unnamed)
   const reply = await serveForward(x, m, from, x.clock.mono())
   void x.disk.persistJournal()
-  return encodeFans(reply)
+  // As it goes: an admission in the window the member knows goes short (forward-names.ts).
+  return encodeFans(x.core.forwarding.reply(m, from, reply, x.clock.mono()))
 }
 
 /** Send one request; settles the core's count of it exactly once (onReply or onRequestFailed). */

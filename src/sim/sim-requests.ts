@@ -108,7 +108,7 @@ export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterC
           const rule = tc.limiter.ruleFor(m.key)
           decided(to, decisionOf(reply, rule?.stock ?? 0, rule?.name ?? ''))
         }
-        const back = onSession(encodeFans(reply))
+        const back = onSession(encodeFans(f.reply(m, from, reply, vc.mono(to))))
         vc.count(to, back.length, 'fans')
         vc.transmit(to, sender.name, back, () => {
           const r = decodeFans(splitCallFrame(back).data)

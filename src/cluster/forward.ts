@@ -108,12 +108,12 @@ export class Forwarding {
    *   A seed's own clients' acquires go there too (with SEEDS_TO_FORWARD
    *   seeds or more): deciding them itself, a third seed would want the
    *   key's tokens from those two and send them back, each move a want, a
-   *   grant, an ack and their journal copies.
-   * - an exact key, whose stock starts split over the seeds, and a glob key
-   *   whose home is not such a seed, go from a member to a seed drawn by
-   *   (key, this node) among them all, so one key's members spread over the
-   *   seeds and each seed's own rate estimate sees its part; a seed decides
-   *   them itself, from its part.
+   *   grant, an ack and their journal copies. While its home is not among
+   *   them, it goes to the next of them after the home alone (`deciders`).
+   * - an exact key, whose stock starts split over the seeds, goes from a
+   *   member to a seed drawn by (key, this node) among them all, so one
+   *   key's members spread over the seeds and each seed's own rate estimate
+   *   sees its part; a seed decides it itself, from its part.
    */
   route (key: string, count: number, waitMs: number, nowMs: number): { to: string, msg: Fwd } | null {
     const c = this.c
@@ -145,8 +145,9 @@ export class Forwarding {
   }
 
   /**
-   * At a member, or a seed, before `route`: an acquire admitted from credit a seed gave
-   * for this key (forward-credit.ts), and that seed; null to forward it.
+   * At a member, or a seed, before `route`: an acquire admitted from credit
+   * a seed gave for this key (forward-credit.ts), and that seed; null to
+   * forward it.
    * Every acquire of such a key is counted here, as the demand credit is
    * asked by.
    */

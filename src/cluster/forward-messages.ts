@@ -132,10 +132,8 @@ export function encodeFans (f: Fans): Uint8Array {
   const odd = f.parity === 1
   if (f.known === true) return wire.pack(odd ? -1 - f.remaining : f.remaining)
   // Short forms for a plain decision: [remaining, resetMs] admitted, [remaining, resetMs, retryAfterMs] denied.
-  if (f.code === undefined && (f.credit === undefined || f.credit <= 0)) {
-    if (f.allowed && f.retryAfterMs === 0) return wire.pack([f.remaining, odd ? -1 - f.resetMs : f.resetMs])
-    if (!f.allowed) return wire.pack([f.remaining, f.resetMs, f.retryAfterMs])
-  }
+  if (plainAdmission(f)) return wire.pack([f.remaining, odd ? -1 - f.resetMs : f.resetMs])
+  if (f.code === undefined && !f.allowed) return wire.pack([f.remaining, f.resetMs, f.retryAfterMs])
   const a: unknown[] = [f.allowed, f.remaining, f.resetMs, f.retryAfterMs]
   if (f.credit !== undefined && f.credit > 0) {
     a.push(null, f.credit)
@@ -177,6 +175,15 @@ export function decodeFans (data: Uint8Array): Fans {
     ...(credit > 0 ? { credit } : {}),
     ...(creditMs === undefined ? {} : { creditMs })
   }
+}
+
+/**
+ * A decided admission with no credit and no retry: the answer whose window
+ * end a seed tells and a member keeps (forward-names.ts), and the one that
+ * goes short.
+ */
+export function plainAdmission (f: Fans): boolean {
+  return f.code === undefined && f.allowed && f.retryAfterMs === 0 && (f.credit ?? 0) <= 0
 }
 
 /** The seed's answer to its own decision `d`. */

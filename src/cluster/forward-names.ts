@@ -103,9 +103,6 @@ export class KeyNumbers {
     const e = this.bySeed.get(seed)?.get(key)
     return e !== undefined && e.parity === parity ? e.endMs : NaN
   }
-
-  /** Seeds this member has numbers with (for status and tests). */
-  get seeds (): number { return this.bySeed.size }
 }
 
 /** At a seed: per member peer id, the key each number names, and the window end last told with it. */

@@ -29,7 +29,7 @@ import type { CompiledRule } from '../core/rules.js'
 import type { ClusterCore } from './cluster-core.js'
 import { Credits, GIVE_SHARE } from './forward-credit.js'
 import { KeyNumbers, Named, UNNAMED } from './forward-names.js'
-import { answerOf, decisionOf, type Fans, type Fwd } from './forward-messages.js'
+import { answerOf, decisionOf, plainAdmission, type Fans, type Fwd } from './forward-messages.js'
 
 /** Counters for status: a member's forwarded acquires, and a seed's served ones. */
 export interface ForwardCounters {
@@ -118,9 +118,8 @@ export class Forwarding {
   route (key: string, count: number, waitMs: number, nowMs: number): { to: string, msg: Fwd } | null {
     const c = this.c
     const rule = c.limiter.ruleFor(key)
-    if (c.phase !== 'running' || rule?.config.decide !== 'seeds') return null
+    if (c.phase !== 'running' || rule === undefined || !this.mayForward(rule)) return null
     const seed = c.seeds.includes(c.node)
-    if (seed && (!rule.glob || c.seeds.length < SEEDS_TO_FORWARD)) return null
     const seeds: string[] = []
     let around = false
     for (const s of c.seeds) {
@@ -154,11 +153,22 @@ export class Forwarding {
   fromCredit (key: string, count: number, nowMs: number): { seed: string, decision: Decision } | null {
     const c = this.c
     const rule = c.limiter.ruleFor(key)
-    // A seed holds credit only for the keys it forwards (`route`): Credits.take finds none for the others.
-    if (c.phase !== 'running' || rule === undefined || !creditable(rule)) return null
+    // Not at a seed for keys it never forwards: their demand would only fill the credit table.
+    if (c.phase !== 'running' || rule === undefined || !creditable(rule) || !this.mayForward(rule)) return null
     const r = this.credits.take(key, count, rule, nowMs)
     if (r !== null) this.counters.forwardFromCredit++
     return r
+  }
+
+  /**
+   * Whether this node may send a key of `rule` to a seed (`route` says
+   * whether it does): a member, for a `decide: "seeds"` rule; a seed, for
+   * such a glob rule, in a cluster of SEEDS_TO_FORWARD seeds or more.
+   */
+  private mayForward (rule: CompiledRule): boolean {
+    const c = this.c
+    if (rule.config.decide !== 'seeds') return false
+    return !c.seeds.includes(c.node) || (rule.glob && c.seeds.length >= SEEDS_TO_FORWARD)
   }
 
   /** At a seed: the member name bound to peer id `from` ('' when none is), which a forward on its session speaks for. */
@@ -199,8 +209,7 @@ export class Forwarding {
    * answers go.
    */
   reply (m: Fwd, from: string, answer: Fans, nowMs: number): Fans {
-    const plain = answer.code === undefined && answer.allowed && answer.retryAfterMs === 0 && (answer.credit ?? 0) === 0
-    if (m.ref === undefined || !plain) return answer
+    if (m.ref === undefined || !plainAdmission(answer)) return answer
     const perMs = this.c.limiter.ruleFor(m.key)?.config.perMs ?? 0
     const t = this.named.tell(from, m.ref, nowMs + answer.resetMs, Math.min(1, perMs / 4))
     if (t === null) return answer
@@ -323,7 +332,7 @@ export class Forwarding {
       // Its window's end is the last whole admission's, if of its parity; else (one missed, or not read yet) at most the rule's per.
       const end = this.numbers.windowEnd(from, req.key, reply.parity ?? 0)
       reply = { ...reply, resetMs: Number.isNaN(end) ? rule?.config.perMs ?? 0 : Math.max(0, Math.ceil(end - nowMs)) }
-    } else if (req.ref !== undefined && reply.allowed && reply.retryAfterMs === 0 && (reply.credit ?? 0) === 0) {
+    } else if (req.ref !== undefined && plainAdmission(reply)) {
       this.numbers.setWindow(from, req.key, nowMs + reply.resetMs, reply.parity ?? 0)
     }
     if (reply.allowed) this.counters.forwardAllowed++

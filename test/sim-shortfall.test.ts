@@ -13,6 +13,7 @@ import type { ClusterNode } from '../src/cluster/cluster-node.js'
 import { clusterStatus } from '../src/cluster/cluster-status.js'
 import { keyShortfall, ownCustody } from '../src/cluster/shortfall.js'
 import { homeNode } from '../src/core/share.js'
+import { BOOKS_FRACTION } from '../src/cluster/replica-reservations.js'
 import { Metrics } from '../src/http/metrics.js'
 import type { UnixServer } from '../src/server/unix-server.js'
 import { VirtualCluster } from '../src/sim/virtual-cluster.js'
@@ -144,7 +145,7 @@ test('with a heir (the default), a seed\'s crash for good: the shortfall falls b
   load(vc, reclaimMs + 3000, { a: 10, b: 1 })
   const heir = vc.cores.get('a')
   t.is(heir?.heir.counters.inherited, 1, 'a (after c in name order, wrapping) inherited c')
-  // What stays short is what the heir could not vouch for: c's reservations left (at most a quarter of its books).
-  for (const n of ['a', 'b']) t.true(short(vc, n, 'api') <= had / 4 + SLACK, `${n} shows ${short(vc, n, 'api')} after the heir, c had ${had}`)
+  // What stays short is what the heir could not vouch for: c's reservations left (at most BOOKS_FRACTION of its books).
+  for (const n of ['a', 'b']) t.true(short(vc, n, 'api') <= had * BOOKS_FRACTION + SLACK, `${n} shows ${short(vc, n, 'api')} after the heir, c had ${had}`)
   t.log(`c had ${had}; after its heir a shows ${short(vc, 'a', 'api')}, b ${short(vc, 'b', 'api')}`)
 })

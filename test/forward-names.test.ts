@@ -47,35 +47,46 @@ test('a member numbers each key per seed, names it until that seed answered a fr
   for (let i = 3; k.ref('a', `k:${i}`) !== null; i++) t.true(i < MAX_NUMBERS + 3)
   t.is(k.ref('a', 'k:new'), null, 'past MAX_NUMBERS a new key goes in full')
   t.deepEqual(k.ref('a', 'k:2'), { n: 1, naming: true }, 'a key numbered before keeps its number')
-  // Window ends, from whole answers; a forward unanswered forgets them all, and every name, with that seed.
+  // Window ends, per seed and rule hash, from whole answers; a forward unanswered forgets them all, and every name, with that seed.
   k.confirm('a', 'k:2', 1)
-  k.setWindow('a', 'k:2', 5000, 1)
-  k.setWindow('b', 'k:2', 6000, 0)
-  t.is(k.windowEnd('a', 'k:2', 1), 5000)
-  t.true(Number.isNaN(k.windowEnd('a', 'k:2', 0)), 'a window of the other parity is not this one')
+  k.setWindow('a', 'h1', 5000, 1)
+  k.setWindow('a', 'h2', 5500, 0)
+  k.setWindow('b', 'h1', 6000, 0)
+  t.is(k.windowEnd('a', 'h1', 1), 5000)
+  t.is(k.windowEnd('a', 'h2', 0), 5500, 'each rule its own')
+  t.true(Number.isNaN(k.windowEnd('a', 'h1', 0)), 'a window of the other parity is not this one')
+  k.forget('a', 'k:2')
+  t.is(k.windowEnd('a', 'h1', 1), 5000, 'one key named again: the seed tells its rule\'s window again, the old one stays until then')
   k.forgetSeed('a')
-  t.true(Number.isNaN(k.windowEnd('a', 'k:2', 1)))
+  t.true(Number.isNaN(k.windowEnd('a', 'h1', 1)))
   t.deepEqual(k.ref('a', 'k:2'), { n: 1, naming: true })
-  t.is(k.windowEnd('b', 'k:2', 0), 6000, 'another seed\'s are kept')
+  t.is(k.windowEnd('b', 'h1', 0), 6000, 'another seed\'s are kept')
 })
 
 test('a seed holds each member\'s numbers apart, and drops them all past MAX_BOUND (members then name their keys again)', t => {
   const s = new Named()
-  s.bind('p1', 0, 'k:1')
-  s.bind('p2', 0, 'k:2')
+  s.bind('p1', 0, 'k:1', 'h')
+  s.bind('p1', 1, 'k:3', 'h')
+  s.bind('p2', 0, 'k:2', 'h')
   t.is(s.keyOf('p1', 0), 'k:1')
   t.is(s.keyOf('p2', 0), 'k:2')
-  t.is(s.keyOf('p1', 1), undefined)
-  t.deepEqual(s.tell('p1', 0, 1000, 1), { same: false, parity: 1 }, 'nothing told yet: the answer goes whole, and tells its window\'s end')
-  t.deepEqual(s.tell('p1', 0, 1000.6, 1), { same: true, parity: 1 }, 'the same window: it may go short')
-  t.deepEqual(s.tell('p1', 0, 2000, 1), { same: false, parity: 0 }, 'the next window: whole again, the parity flipped')
-  t.is(s.tell('p1', 7, 2000, 1), null, 'a number not named here')
-  s.bind('p1', 0, 'k:9')
+  t.is(s.keyOf('p1', 2), undefined)
+  t.is(s.knownWindow('p1', 0, 'h', 1000, 1), null, 'nothing told yet: a denial goes whole')
+  t.deepEqual(s.tell('p1', 0, 'h', 1000, 1), { same: false, parity: 1 }, 'nothing told yet: the answer goes whole, and tells its window\'s end')
+  t.deepEqual(s.tell('p1', 0, 'h', 1000.6, 1), { same: true, parity: 1 }, 'the same window: it may go short')
+  t.deepEqual(s.tell('p1', 1, 'h', 1000.2, 1), { same: true, parity: 1 }, 'another key of the rule, the same window: short too')
+  t.deepEqual(s.knownWindow('p1', 1, 'h', 1000, 1), { same: true, parity: 1 }, 'a denial in that window goes short')
+  t.deepEqual(s.tell('p1', 0, 'h2', 1000, 1), { same: false, parity: 1 }, 'another rule: its own window')
+  t.deepEqual(s.tell('p2', 0, 'h', 1000, 1), { same: false, parity: 1 }, 'another member: its own')
+  t.deepEqual(s.tell('p1', 0, 'h', 2000, 1), { same: false, parity: 0 }, 'the next window: whole again, the parity flipped')
+  t.is(s.knownWindow('p1', 0, 'h', 1000, 1), null, 'a denial of the window before: whole')
+  t.is(s.tell('p1', 7, 'h', 2000, 1), null, 'a number not named here')
+  s.bind('p1', 0, 'k:9', 'h')
   t.is(s.keyOf('p1', 0), 'k:9', 'a member that restarted numbers afresh')
-  t.deepEqual(s.tell('p1', 0, 2000, 1), { same: false, parity: 1 }, 'a new name: nothing told with it yet')
-  t.is(s.size, 2)
-  for (let i = 1; s.size < MAX_BOUND; i++) s.bind('p3', i, `k:${i}`)
-  s.bind('p4', 0, 'k:4')
+  t.deepEqual(s.tell('p1', 1, 'h', 2000, 1), { same: false, parity: 1 }, 'a key named under the rule: nothing told under it any more, and the parity goes on flipping')
+  t.is(s.size, 3)
+  for (let i = 1; s.size < MAX_BOUND; i++) s.bind('p3', i, `k:${i}`, 'h')
+  s.bind('p4', 0, 'k:4', 'h')
   t.is(s.keyOf('p1', 0), undefined, 'the table was dropped')
   t.is(s.keyOf('p4', 0), 'k:4')
   t.is(s.size, 1)
@@ -106,6 +117,13 @@ test('on the wire: a named fwd carries the key and its number; a bare one-token 
   t.deepEqual(decodeFans(encodeFans(denied)), denied)
   const never = { ...denied, retryAfterMs: -1 }
   t.deepEqual(decodeFans(encodeFans(never)), never)
+  const none = { allowed: false, remaining: 0, resetMs: 0, retryAfterMs: -1 }
+  t.is(wire.unpack(encodeFans(none)), null, 'denied, nothing known: nil')
+  t.deepEqual(decodeFans(encodeFans(none)), none)
+  t.deepEqual(wire.unpack(encodeFans({ ...denied, known: true })), false, 'denied until the end of a window the member knows: a boolean, its parity')
+  t.deepEqual(wire.unpack(encodeFans({ ...denied, known: true, parity: 1 })), true)
+  t.deepEqual(decodeFans(encodeFans({ ...denied, known: true, parity: 1 })), { allowed: false, remaining: 0, resetMs: 0, retryAfterMs: 0, known: true, parity: 1 })
+  t.is(encodeFans({ ...denied, known: true }).byteLength, 1)
   t.is(encodeFans({ ...admitted, known: true }).byteLength, 1, 'in a window the member knows: the bare remaining')
   t.deepEqual(decodeFans(encodeFans({ ...admitted, known: true })), { allowed: true, remaining: 57, resetMs: 0, retryAfterMs: 0, known: true })
   t.deepEqual(wire.unpack(encodeFans({ ...admitted, known: true, parity: 1 })), -58, 'a window of parity 1: in the sign')
@@ -160,7 +178,8 @@ test('a seed that read a member\'s number as another key would be caught by the 
   t.throws(sabotaged, { message: /read .* key number 0 as/ })
 })
 
-test('an admission in a window the member was told comes back as the bare remaining; the member reads resetMs from that window\'s end, as the seed\'s within the network\'s latency', t => {
+test('an admission or a denial in a window the member was told comes back bare; the member reads resetMs (a denial\'s retryAfterMs too) from that window\'s end, as the seed\'s within the network\'s latency', t => {
+  let denials = 0
   let short = 0
   let whole = 0
   let stale = 0
@@ -189,8 +208,11 @@ test('an admission in a window the member was told comes back as the bare remain
           // that end is not long past (an answer decided just before a second ends may be read just after it).
           // A bare admission whose window the member does not know yet (read before its window's whole answer,
           // which the simulator may reorder) reads the rule's per, the longest resetMs can be: counted apart.
-          if (d.allowed && d.resetMs === 1000) longest++
-          else if (d.allowed) {
+          // A denial that says "retry when the window ends" is read the same way.
+          const untilEnd = d.allowed || (d.resetMs > 0 && d.retryAfterMs === d.resetMs)
+          if (untilEnd && d.resetMs === 1000) longest++
+          else if (untilEnd) {
+            if (!d.allowed) denials++
             const at = v.clock(name) + d.resetMs
             const end = Math.round(at / 1000) * 1000
             errs.push(at - end)
@@ -204,6 +226,7 @@ test('an admission in a window the member was told comes back as the bare remain
   t.true(r.ok, r.failures.join('; '))
   t.true(short > 2 * whole, `${short} answers as the bare remaining, ${whole} whole`)
   t.true(errs.length > 1000)
+  t.true(denials > 100, `${denials} denials until the window's end`)
   // Never earlier than the window's end (a client told to retry later than it could, by at most the latency, never sooner).
   t.true(Math.min(...errs) >= -1, `min ${Math.min(...errs)}`)
   t.true(Math.max(...errs) <= 50, `max ${Math.max(...errs)}`)

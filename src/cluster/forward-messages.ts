@@ -1,7 +1,7 @@
 /**
  * A member's request decided at a seed (rules with `"decide": "seeds"`,
  * forward.ts), and the seed's answer, as they go on a call session
- * (`/quotad/forward/3.0.0`, transport/calls.ts): msgpack arrays, fields in
+ * (`/quotad/forward/4.0.0`, transport/calls.ts): msgpack arrays, fields in
  * this order, trailing optional fields left off.
  *
  * - fwd (member -> seed): "decide this acquire of `count` of `key` as your
@@ -13,9 +13,13 @@
  *   credit asked; plain `[key, count, wait, more]`.
  * - fans (the answer): the seed's decision, as it would answer its own
  *   client: `remaining` alone, admitted in the window the member knows
- *   (forward-names.ts); `[remaining, resetMs]` admitted (a window of
- *   parity 1 in the sign of either: -1 - x), `[remaining, resetMs,
- *   retryAfterMs]` denied, else `[allowed, remaining, resetMs,
+ *   (forward-names.ts); a boolean, denied with nothing remaining until
+ *   the end of the window the member knows (`retryAfterMs` = `resetMs`),
+ *   its parity (true: 1); nil, denied with nothing remaining and no time
+ *   known (`[0, 0, -1]`, what a seed holding none of the key says);
+ *   `[remaining, resetMs]` admitted (a window of parity 1 in the sign of
+ *   either: -1 - x), `[remaining, resetMs, retryAfterMs]` denied, else
+ *   `[allowed, remaining, resetMs,
  *   retryAfterMs, code, credit, creditMs]`. With `code` (E_NOT_MEMBER,
  *   E_NOT_SEED, E_NOT_RUNNING, E_KEY_UNNAMED, E_NO_RULE, ...) the seed did
  *   not decide. `credit`: tokens the seed spent for the member besides
@@ -71,9 +75,11 @@ export interface Fans {
   /** How long the credit is good from the decision, when less than `resetMs`: the seed's lease's time left. Absent: `resetMs`. */
   creditMs?: number
   /**
-   * An admission sent as the bare `remaining`: its window ends where the last
-   * whole admission for this key's number said (forward-names.ts), so
-   * `resetMs` is not sent and reads 0 here until the member fills it in.
+   * An admission sent as the bare `remaining`, or a denial until the
+   * window's end as a boolean: its window ends where the last whole
+   * admission under this rule said (forward-names.ts), so `resetMs` (and a
+   * denial's `retryAfterMs`) is not sent and reads 0 here until the member
+   * fills it in.
    */
   known?: boolean
   /** The parity of a plain admission's window (forward-names.ts), 1 or absent (0). Sent in the sign. */
@@ -130,7 +136,8 @@ function ref (v: unknown): number {
 export function encodeFans (f: Fans): Uint8Array {
   // A window of parity 1 goes in the sign: -1 - remaining for a bare admission, -1 - resetMs in a whole one.
   const odd = f.parity === 1
-  if (f.known === true) return wire.pack(odd ? -1 - f.remaining : f.remaining)
+  if (f.known === true) return wire.pack(f.allowed ? (odd ? -1 - f.remaining : f.remaining) : odd)
+  if (unknownDenial(f)) return wire.pack(null)
   // Short forms for a plain decision: [remaining, resetMs] admitted, [remaining, resetMs, retryAfterMs] denied.
   if (plainAdmission(f)) return wire.pack([f.remaining, odd ? -1 - f.resetMs : f.resetMs])
   if (f.code === undefined && !f.allowed) return wire.pack([f.remaining, f.resetMs, f.retryAfterMs])
@@ -145,6 +152,8 @@ export function encodeFans (f: Fans): Uint8Array {
 
 export function decodeFans (data: Uint8Array): Fans {
   const raw = unpacked(data, 'fans')
+  if (raw === null || raw === undefined) return { allowed: false, remaining: 0, resetMs: 0, retryAfterMs: -1 }
+  if (typeof raw === 'boolean') return { allowed: false, remaining: 0, resetMs: 0, retryAfterMs: 0, known: true, ...(raw ? { parity: 1 } : {}) }
   if (typeof raw === 'number') {
     const n = Number.isSafeInteger(raw) ? raw : NaN
     const odd = n < 0
@@ -184,6 +193,19 @@ export function decodeFans (data: Uint8Array): Fans {
  */
 export function plainAdmission (f: Fans): boolean {
   return f.code === undefined && f.allowed && f.retryAfterMs === 0 && (f.credit ?? 0) <= 0
+}
+
+/**
+ * A decided denial in the window the member knows: nothing remaining, and
+ * a retry at the window's end, which the member knows (forward.ts `reply`).
+ */
+export function windowDenial (f: Fans): boolean {
+  return f.code === undefined && !f.allowed && f.remaining === 0 && f.retryAfterMs === f.resetMs && f.resetMs > 0 && (f.credit ?? 0) <= 0
+}
+
+/** A decided denial with nothing remaining and no time known: nil on the wire. */
+function unknownDenial (f: Fans): boolean {
+  return f.code === undefined && !f.allowed && f.remaining === 0 && f.resetMs === 0 && f.retryAfterMs === -1 && (f.credit ?? 0) <= 0
 }
 
 /** The seed's answer to its own decision `d`. */

@@ -29,7 +29,7 @@ import type { CompiledRule } from '../core/rules.js'
 import type { ClusterCore } from './cluster-core.js'
 import { Credits, GIVE_SHARE } from './forward-credit.js'
 import { KeyNumbers, Named, UNNAMED } from './forward-names.js'
-import { answerOf, decisionOf, plainAdmission, type Fans, type Fwd } from './forward-messages.js'
+import { answerOf, decisionOf, plainAdmission, windowDenial, type Fans, type Fwd } from './forward-messages.js'
 
 /** Counters for status: a member's forwarded acquires, and a seed's served ones. */
 export interface ForwardCounters {
@@ -192,7 +192,7 @@ export class Forwarding {
   resolve (m: Fwd, from: string): Fans | null {
     if (m.ref === undefined) return null
     if (m.naming === true) {
-      this.named.bind(from, m.ref, m.key)
+      this.named.bind(from, m.ref, m.key, this.c.limiter.ruleFor(m.key)?.hash ?? '')
       return null
     }
     const key = this.named.keyOf(from, m.ref)
@@ -203,15 +203,20 @@ export class Forwarding {
 
   /**
    * At a seed, as it sends the answer to `m` from peer id `from`: a plain
-   * admission in the window the member was last told for this number goes
-   * without its `resetMs` (`known`); a whole one tells its window end; both
-   * carry the window's parity (forward-names.ts). Call it in the order the
-   * answers go.
+   * admission, or a denial until the window's end, in the window the member
+   * was last told under this key's rule goes without its `resetMs`
+   * (`known`); a whole admission tells its window end; both carry the
+   * window's parity (forward-names.ts). Call it in the order the answers go.
    */
   reply (m: Fwd, from: string, answer: Fans, nowMs: number): Fans {
-    if (m.ref === undefined || !plainAdmission(answer)) return answer
-    const perMs = this.c.limiter.ruleFor(m.key)?.config.perMs ?? 0
-    const t = this.named.tell(from, m.ref, nowMs + answer.resetMs, Math.min(1, perMs / 4))
+    if (m.ref === undefined) return answer
+    const admitted = plainAdmission(answer)
+    if (!admitted && !windowDenial(answer)) return answer
+    const rule = this.c.limiter.ruleFor(m.key)
+    if (rule === undefined) return answer
+    const slackMs = Math.min(1, rule.config.perMs / 4)
+    const endMs = nowMs + answer.resetMs
+    const t = admitted ? this.named.tell(from, m.ref, rule.hash, endMs, slackMs) : this.named.knownWindow(from, m.ref, rule.hash, endMs, slackMs)
     if (t === null) return answer
     return { ...answer, ...(t.same ? { known: true } : {}), ...(t.parity === 1 ? { parity: 1 } : {}) }
   }
@@ -330,10 +335,12 @@ export class Forwarding {
     const rule = this.c.limiter.ruleFor(req.key)
     if (reply.known === true) {
       // Its window's end is the last whole admission's, if of its parity; else (one missed, or not read yet) at most the rule's per.
-      const end = this.numbers.windowEnd(from, req.key, reply.parity ?? 0)
-      reply = { ...reply, resetMs: Number.isNaN(end) ? rule?.config.perMs ?? 0 : Math.max(0, Math.ceil(end - nowMs)) }
-    } else if (req.ref !== undefined && plainAdmission(reply)) {
-      this.numbers.setWindow(from, req.key, nowMs + reply.resetMs, reply.parity ?? 0)
+      const end = rule === undefined ? NaN : this.numbers.windowEnd(from, rule.hash, reply.parity ?? 0)
+      const resetMs = Number.isNaN(end) ? rule?.config.perMs ?? 0 : Math.max(0, Math.ceil(end - nowMs))
+      // A denial until the window's end: retry then.
+      reply = { ...reply, resetMs, ...(reply.allowed ? {} : { retryAfterMs: resetMs }) }
+    } else if (req.ref !== undefined && plainAdmission(reply) && rule !== undefined) {
+      this.numbers.setWindow(from, rule.hash, nowMs + reply.resetMs, reply.parity ?? 0)
     }
     if (reply.allowed) this.counters.forwardAllowed++
     // route() sent it only to a seed agreeing on this rule's hash: its name and limit are the seed's.

@@ -53,8 +53,11 @@ import { parseJack, parseJcopy, parseJget, parseJrep, type Jack, type Jcopy, typ
  * 13: a member names a key to a seed once and then sends its number, a
  * one-token acquire as a bare integer, and a plain answer goes short
  * (forward-names.ts, forward-messages.ts), on `/quotad/forward/3.0.0`.
+ * 14: a seed tells a member a window's end once per rule, not once per
+ * key, and a denial goes as nil or a boolean (forward-messages.ts), on
+ * `/quotad/forward/4.0.0`.
  */
-export const CLUSTER_VERSION = 13
+export const CLUSTER_VERSION = 14
 
 /**
  * The gossip topic of a cluster, where seeds publish what members hear of their gossip (member-gossip.ts) and

@@ -94,8 +94,13 @@ test('a seed holds each member\'s numbers apart, and drops them all past MAX_BOU
 
 test('on the wire: a named fwd carries the key and its number; a bare one-token acquire is the number alone; plain decisions go short', t => {
   const named: Fwd = { node: 'm', key: 'signup:203.0.113.7', count: 1, ref: 3, naming: true }
-  t.deepEqual(wire.unpack(encodeFwd(named)), ['signup:203.0.113.7', 1, 0, 0, 3])
+  t.deepEqual(wire.unpack(encodeFwd(named)), [3, 'signup:203.0.113.7'], 'its number, then the key; a count of 1 left off')
   t.deepEqual(decodeFwd(encodeFwd(named), 'm'), named)
+  t.deepEqual(wire.unpack(encodeFwd({ ...named, count: 2 })), [3, 'signup:203.0.113.7', 2])
+  const namedMore: Fwd = { ...named, wait: 40, more: 5 }
+  t.deepEqual(wire.unpack(encodeFwd(namedMore)), [3, 'signup:203.0.113.7', 1, 40, 5])
+  t.deepEqual(decodeFwd(encodeFwd(namedMore), 'm'), namedMore)
+  t.deepEqual(decodeFwd(encodeFwd({ ...named, wait: 40 }), 'm'), { ...named, wait: 40 })
   const bare: Fwd = { node: 'm', key: 'signup:203.0.113.7', count: 1, ref: 3 }
   t.is(encodeFwd(bare).byteLength, 1, 'one byte')
   t.deepEqual(decodeFwd(encodeFwd(bare), 'm'), { node: 'm', key: '', count: 1, ref: 3 }, 'the seed reads the key from its table')
@@ -107,7 +112,7 @@ test('on the wire: a named fwd carries the key and its number; a bare one-token 
   t.throws(() => decodeFwd(wire.pack(-1), 'm'), badFrame)
   t.throws(() => decodeFwd(wire.pack(1.5), 'm'), badFrame)
   t.throws(() => decodeFwd(wire.pack([3, 1, 0, 0, 9]), 'm'), badFrame, 'a number with a number')
-  t.throws(() => decodeFwd(wire.pack(['k', 1, 0, 0, 'x']), 'm'), badFrame, 'a name with no number')
+  t.throws(() => decodeFwd(wire.pack(['k', 1, 0, 0, 3]), 'm'), badFrame, 'the key before its number')
 
   const admitted = { allowed: true, remaining: 57, resetMs: 430, retryAfterMs: 0 }
   t.deepEqual(wire.unpack(encodeFans(admitted)), [57, 430])
@@ -126,7 +131,10 @@ test('on the wire: a named fwd carries the key and its number; a bare one-token 
   t.is(encodeFans({ ...denied, known: true }).byteLength, 1)
   t.is(encodeFans({ ...admitted, known: true }).byteLength, 1, 'in a window the member knows: the bare remaining')
   t.deepEqual(decodeFans(encodeFans({ ...admitted, known: true })), { allowed: true, remaining: 57, resetMs: 0, retryAfterMs: 0, known: true })
-  t.deepEqual(wire.unpack(encodeFans({ ...admitted, known: true, parity: 1 })), -58, 'a window of parity 1: in the sign')
+  t.deepEqual(wire.unpack(encodeFans({ ...admitted, known: true })), 114, 'twice the remaining, plus the parity')
+  t.deepEqual(wire.unpack(encodeFans({ ...admitted, known: true, parity: 1 })), 115, 'a window of parity 1: the low bit')
+  t.is(encodeFans({ ...admitted, remaining: 63, known: true, parity: 1 }).byteLength, 1, 'one byte up to 63, whatever the parity')
+  t.throws(() => decodeFans(wire.pack(-3)), badFrame, 'a negative bare answer')
   t.deepEqual(decodeFans(encodeFans({ ...admitted, known: true, parity: 1 })), { allowed: true, remaining: 57, resetMs: 0, retryAfterMs: 0, known: true, parity: 1 })
   t.deepEqual(wire.unpack(encodeFans({ ...admitted, parity: 1 })), [57, -431])
   t.deepEqual(decodeFans(encodeFans({ ...admitted, parity: 1 })), { ...admitted, parity: 1 })

@@ -8,17 +8,19 @@
  *   own", waiting up to `wait` ms for tokens, as the client asked, and,
  *   with `more`, "spend up to `more` more for me in this window" (credit:
  *   forward.ts). Three forms (the key's number: forward-names.ts):
- *   named `[key, count, wait, more, number]`; by number `[number, count,
- *   wait, more]`, or the number alone for one token with no wait and no
- *   credit asked; plain `[key, count, wait, more]`.
+ *   named `[number, key, count, wait, more]` (`count` left off too when
+ *   it is 1 and nothing follows); by number `[number, count, wait,
+ *   more]`, or the number alone for one token with no wait and no credit
+ *   asked; plain `[key, count, wait, more]`.
  * - fans (the answer): the seed's decision, as it would answer its own
- *   client: `remaining` alone, admitted in the window the member knows
- *   (forward-names.ts); a boolean, denied with nothing remaining until
+ *   client: 2 × `remaining` + the window's parity alone, admitted in the
+ *   window the member knows (forward-names.ts; one byte up to 63
+ *   remaining, whatever the parity); a boolean, denied with nothing remaining until
  *   the end of the window the member knows (`retryAfterMs` = `resetMs`),
  *   its parity (true: 1); nil, denied with nothing remaining and no time
  *   known (`[0, 0, -1]`, what a seed holding none of the key says);
  *   `[remaining, resetMs]` admitted (a window of parity 1 in the sign of
- *   either: -1 - x), `[remaining, resetMs, retryAfterMs]` denied, else
+ *   resetMs: -1 - resetMs), `[remaining, resetMs, retryAfterMs]` denied, else
  *   `[allowed, remaining, resetMs,
  *   retryAfterMs, code, credit, creditMs]`. With `code` (E_NOT_MEMBER,
  *   E_NOT_SEED, E_NOT_RUNNING, E_KEY_UNNAMED, E_NO_RULE, ...) the seed did
@@ -95,8 +97,12 @@ export const MAX_FORWARD_COUNT = 1_000_000_000
 export function encodeFwd (f: Fwd): Uint8Array {
   const wait = f.wait !== undefined && f.wait > 0 ? f.wait : 0
   const more = f.more !== undefined && f.more > 0 ? f.more : 0
-  // Named: the key and its number, with every field before it.
-  if (f.ref !== undefined && f.naming === true) return wire.pack([f.key, f.count, wait, more, f.ref])
+  // Named: its number, the key, and the fields after them that are not 1, 0, 0.
+  if (f.ref !== undefined && f.naming === true) {
+    if (more > 0) return wire.pack([f.ref, f.key, f.count, wait, more])
+    if (wait > 0) return wire.pack([f.ref, f.key, f.count, wait])
+    return wire.pack(f.count === 1 ? [f.ref, f.key] : [f.ref, f.key, f.count])
+  }
   const head = f.ref ?? f.key
   // Bare: the number alone is one token, no wait, no credit asked.
   if (f.ref !== undefined && f.count === 1 && wait === 0 && more === 0) return wire.pack(f.ref)
@@ -113,18 +119,23 @@ export function decodeFwd (data: Uint8Array, node: string, b: MessageBounds = DE
   const raw = unpacked(data, 'fwd')
   if (typeof raw === 'number') return { node, key: '', count: 1, ref: ref(raw) }
   const a = array(raw, 2, 5, 'fwd')
-  const count = seq(a[1], 'count')
+  // Named: [number, key, count?, wait?, more?].
+  if (typeof a[0] === 'number' && typeof a[1] === 'string') return { node, ...fields(a.slice(2), true), key: key(a[1], b), ref: ref(a[0]), naming: true }
+  if (a.length > 4) bad('a fwd by number or key has at most 4 fields')
+  const rest = fields(a.slice(1), false)
+  if (typeof a[0] === 'number') return { node, key: '', ...rest, ref: ref(a[0]) }
+  return { node, key: key(a[0], b), ...rest }
+}
+
+/** A fwd's `[count, wait, more]` (trailing ones left off; `count` too when `optional`, then 1). */
+function fields (a: unknown[], optional: boolean): Pick<Fwd, 'count' | 'wait' | 'more'> {
+  const count = optional && a[0] === undefined ? 1 : seq(a[0], 'count')
   if (count < 1 || count > MAX_FORWARD_COUNT) bad(`count must be 1..${MAX_FORWARD_COUNT}`)
-  const wait = a[2] === undefined ? 0 : seq(a[2], 'wait')
+  const wait = a[1] === undefined ? 0 : seq(a[1], 'wait')
   if (wait > MAX_FORWARD_WAIT_MS) bad(`wait must be at most ${MAX_FORWARD_WAIT_MS}`)
-  const more = a[3] === undefined ? 0 : seq(a[3], 'more')
+  const more = a[2] === undefined ? 0 : seq(a[2], 'more')
   if (more > MAX_FORWARD_COUNT) bad(`more must be at most ${MAX_FORWARD_COUNT}`)
-  const rest = { count, ...(wait > 0 ? { wait } : {}), ...(more > 0 ? { more } : {}) }
-  if (typeof a[0] === 'number') {
-    if (a.length > 4) bad('a fwd by number has at most 4 fields')
-    return { node, key: '', ...rest, ref: ref(a[0]) }
-  }
-  return { node, key: key(a[0], b), ...rest, ...(a[4] === undefined ? {} : { ref: ref(a[4]), naming: true }) }
+  return { count, ...(wait > 0 ? { wait } : {}), ...(more > 0 ? { more } : {}) }
 }
 
 function ref (v: unknown): number {
@@ -134,9 +145,10 @@ function ref (v: unknown): number {
 }
 
 export function encodeFans (f: Fans): Uint8Array {
-  // A window of parity 1 goes in the sign: -1 - remaining for a bare admission, -1 - resetMs in a whole one.
+  // A window of parity 1: the low bit of a bare admission, the sign of a whole one's resetMs (-1 - resetMs), a bare denial's boolean.
   const odd = f.parity === 1
-  if (f.known === true) return wire.pack(f.allowed ? (odd ? -1 - f.remaining : f.remaining) : odd)
+  // A bare admission: 2 × remaining + parity, one byte up to 63 remaining whatever the parity.
+  if (f.known === true) return wire.pack(f.allowed ? 2 * f.remaining + (odd ? 1 : 0) : odd)
   if (unknownDenial(f)) return wire.pack(null)
   // Short forms for a plain decision: [remaining, resetMs] admitted, [remaining, resetMs, retryAfterMs] denied.
   if (plainAdmission(f)) return wire.pack([f.remaining, odd ? -1 - f.resetMs : f.resetMs])
@@ -155,9 +167,9 @@ export function decodeFans (data: Uint8Array): Fans {
   if (raw === null || raw === undefined) return { allowed: false, remaining: 0, resetMs: 0, retryAfterMs: -1 }
   if (typeof raw === 'boolean') return { allowed: false, remaining: 0, resetMs: 0, retryAfterMs: 0, known: true, ...(raw ? { parity: 1 } : {}) }
   if (typeof raw === 'number') {
-    const n = Number.isSafeInteger(raw) ? raw : NaN
-    const odd = n < 0
-    return { allowed: true, remaining: num(odd ? -1 - n : n, 'remaining'), resetMs: 0, retryAfterMs: 0, known: true, ...(odd ? { parity: 1 } : {}) }
+    const n = Number.isSafeInteger(raw) && raw >= 0 ? raw : NaN
+    const odd = n % 2 === 1
+    return { allowed: true, remaining: num(Math.floor(n / 2), 'remaining'), resetMs: 0, retryAfterMs: 0, known: true, ...(odd ? { parity: 1 } : {}) }
   }
   const a = array(raw, 2, 7, 'fans')
   if (typeof a[0] === 'number') {

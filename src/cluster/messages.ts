@@ -54,8 +54,9 @@ import { parseJack, parseJcopy, parseJget, parseJrep, type Jack, type Jcopy, typ
  * one-token acquire as a bare integer, and a plain answer goes short
  * (forward-names.ts, forward-messages.ts), on `/quotad/forward/3.0.0`.
  * 14: a seed tells a member a window's end once per rule, not once per
- * key, and a denial goes as nil or a boolean (forward-messages.ts), on
- * `/quotad/forward/4.0.0`.
+ * key, a denial goes as nil or a boolean, a bare admission carries its
+ * window's parity in the low bit, and a named fwd puts its number first
+ * (forward-messages.ts), on `/quotad/forward/4.0.0`.
  */
 export const CLUSTER_VERSION = 14
 

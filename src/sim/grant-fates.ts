@@ -118,6 +118,22 @@ export class GrantFates {
     }
   }
 
+  /** The grants whose tokens are stranded now: settled as never applied, or open and no longer appliable. */
+  strandedGrants (): Array<{ giverEpoch: string, toEpoch: string, seq: number, tokens: number }> {
+    const out: Array<{ giverEpoch: string, toEpoch: string, seq: number, tokens: number }> = []
+    const parse = (id: string): { giverEpoch: string, toEpoch: string, seq: number } => {
+      const [giverEpoch, rest] = id.split('>')
+      const [toEpoch, seq] = rest.split('#')
+      return { giverEpoch, toEpoch, seq: Number(seq) }
+    }
+    for (const [id, items] of this.strandedIds) out.push({ ...parse(id), tokens: sum(items) })
+    for (const r of this.open.values()) {
+      if (this.live.has(r.toEpoch) && (this.live.has(r.giverEpoch) || r.copies > 0)) continue
+      out.push({ giverEpoch: r.giverEpoch, toEpoch: r.toEpoch, seq: r.seq, tokens: sum(r.items) })
+    }
+    return out
+  }
+
   /** Add the tokens of `key` in open grants to `a`: in transit, or stranded if the grant can no longer be applied. */
   count (key: string, a: { transit: number, stranded: number }): void {
     for (const r of this.open.values()) {

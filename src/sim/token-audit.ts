@@ -262,6 +262,11 @@ export class TokenAudit {
     this.grants.settle()
   }
 
+  /** The grants whose tokens are stranded now, each with its giver's and receiver's epochs (grant-fates.ts). */
+  strandedGrants (): Array<{ giverEpoch: string, toEpoch: string, seq: number, tokens: number }> {
+    return this.grants.strandedGrants()
+  }
+
   /**
    * A survivor took back its grant `g` to a dead seed (estate-marks.ts). If a
    * heir credited a copy of that seed's epoch whose mark for the pair is

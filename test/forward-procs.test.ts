@@ -15,7 +15,7 @@
 import test, { type ExecutionContext } from 'ava'
 import { ErrorCodes, QuotadClient } from '@quotad/client'
 import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
-import { stop } from './helpers/proc.js'
+import { eventually, stop } from './helpers/proc.js'
 
 const DAY = [{ name: 'day', match: 'day', limit: 40, per: '1d', algorithm: 'fixed-window', decide: 'seeds' }]
 
@@ -72,6 +72,13 @@ test.serial('a member\'s acquires are decided at the seeds: with all the demand,
     t.true(st.fenced)
     t.deepEqual(st.lease.echoAgeMs, { a: null, b: null }, 'no seed echoed the member')
   } finally { await q.close() }
+  // Its quiet gossips that say what the last said go as hbs over real gossipsub, and the seeds read them as those
+  // gossips (gossip-repeat.ts): they still hear it alive.
+  await eventually('the member to send hbs and the seeds to read them', async () => {
+    const [mm, a, b] = await Promise.all([counters(c.sockets.m1), counters(c.sockets.a), counters(c.sockets.b)])
+    return mm.hbSent >= 2 && a.hbRead >= 1 && b.hbRead >= 1
+  }, 60_000)
+  await waitForPeers(c, ['a', 'b'], 2)
 })
 
 test.serial('more concurrent acquires at a member than a seed holds of its session: queued for a slot, none denied for the limit', async t => {

@@ -27,7 +27,7 @@ function watchEchoes (vc: VirtualCluster): { echoed: Set<string>, published: Map
     for (const o of out) {
       if (o.kind !== 'gossip') continue
       published.set(from, (published.get(from) ?? 0) + 1)
-      if ((o.msg.heard?.length ?? 0) > 0) echoed.add(from)
+      if (o.msg.t === 'gossip' && (o.msg.heard?.length ?? 0) > 0) echoed.add(from)
     }
     dispatch(from, out)
   }

@@ -28,7 +28,7 @@ import { Ledger } from './ledger.js'
 import { MemberSums } from './member-sums.js'
 import { StopMachine, type Phase } from './lifecycle.js'
 import { admissionPolicy } from './local-policy.js'
-import { CLUSTER_VERSION, type Ack, type Gossip, type Grant, type None, type Want } from './messages.js'
+import { CLUSTER_VERSION, type Ack, type Gossip, type Grant, type Hb, type None, type Want } from './messages.js'
 import { Peers, type Peer } from './peers.js'
 import { Positions } from './positions.js'
 import { Membership, type Verdict } from './membership.js'
@@ -331,7 +331,7 @@ export class ClusterCore {
   // ---- messages in -------------------------------------------------------
 
   /** A gossip signed by peer id `from` (intake.ts). */
-  onGossip (g: Gossip, from: string, nowMs: number): Verdict { return onGossip(this, g, from, nowMs) }
+  onGossip (g: Gossip | Hb, from: string, nowMs: number): Verdict { return onGossip(this, g, from, nowMs) }
   /** A want from peer id `from` (intake.ts). */
   onWant (w: Want, from: string, nowMs: number): Grant | None { return onWant(this, w, from, nowMs) }
   /** A pushed grant from peer id `from` (intake.ts). */

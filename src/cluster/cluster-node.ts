@@ -34,7 +34,7 @@ import { GossipInbox } from './gossip-inbox.js'
 import { forwardAcquire, sendRequest, serveCall, serveRequest, type RequestContext } from './node-requests.js'
 import { ForwardSlots } from './forward-slots.js'
 import type { AcquireResult, Decision } from '../core/types.js'
-import { DEFAULT_BOUNDS, gossipTopic, membersTopic, seedsTopic, type Gossip, type Grant, type MessageBounds } from './messages.js'
+import { DEFAULT_BOUNDS, gossipTopic, membersTopic, seedsTopic, type Gossip, type Grant, type Hb, type MessageBounds } from './messages.js'
 import { decodeGossip, encodeGossip } from './gossip-codec.js'
 import { needsLease } from './member-gossip.js'
 import { gossipAudience } from './member-sums.js'
@@ -245,7 +245,7 @@ export class ClusterNode {
   private readonly reclaimLog: ReclaimLog
 
   /** A gossip; and, at a seed with members, the members' copy on the gossip topic (the same bytes when it is the same). */
-  private publish (t: Transport, msg: Gossip, members: Gossip | undefined): void {
+  private publish (t: Transport, msg: Gossip | Hb, members: Gossip | Hb | undefined): void {
     const bytes = encodeGossip(msg)
     const failed = (err: unknown): void => { this.opts.log.debug('publish failed', { err }) }
     t.publish(bytes).catch(failed)
@@ -291,12 +291,12 @@ export class ClusterNode {
   private onGossip (from: string, data: Uint8Array): void {
     try {
       const m = decodeGossip(data, this.bounds)
-      if (m.t !== 'gossip') throw new Error('not a gossip')
+      if (m.t !== 'gossip' && m.t !== 'hb') throw new Error('not a gossip')
       const before = this.core.peers.get(m.node)?.rules
       const verdict = this.core.onGossip(m, from, this.opts.clock.mono())
       if (verdict !== 'ok') { this.refused(verdict, m.node, from); return }
       this.logRuleChanges(m.node, before ?? {})
-      if (m.members !== undefined) this.checkName()
+      if (m.t === 'gossip' && m.members !== undefined) this.checkName()
     } catch (err) {
       this.core.onBadMessage()
       this.opts.log.debug('dropped a malformed gossip', { from, err })

@@ -101,7 +101,7 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
       recovery: core.recovery === null ? null : { restoredTokens: core.recovery.restoredTokens, deferredShares: core.recovery.deferredShares, startedAt: new Date(core.recovery.calStartMs).toISOString() },
       strandedInLedger: core.ledger.stranded,
       inTransitToDead: [...toDead.values()].reduce((a, b) => a + b, 0),
-      counters: { ...core.counters, ...core.forwarding.counters }
+      counters: { ...core.counters, ...core.forwarding.counters, ...repeats(core) }
     },
     peers,
     ruleAgreement: rules,
@@ -148,4 +148,10 @@ function replicaStatus (core: ClusterCore): Record<string, unknown> | null {
     Object.assign(st[writer] as object, { estate: hit.shown })
   }
   return st
+}
+
+/** Quiet gossips sent as `hb`s, and those received that were read or dropped (gossip-repeat.ts). */
+function repeats (core: ClusterCore): { hbSent: number, hbRead: number, hbDropped: number } {
+  const r = core.gossip.repeat
+  return { hbSent: r.own.repeats + r.copy.repeats, hbRead: r.reader.counters.read, hbDropped: r.reader.counters.dropped }
 }

@@ -3,7 +3,7 @@
  * (cluster-core.ts). Types only.
  */
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
-import type { Ack, Gossip, Grant, Want } from './messages.js'
+import type { Ack, Gossip, Grant, Hb, Want } from './messages.js'
 import type { Jget, Jrep } from './replica-messages.js'
 import type { ClusterTuning } from './tuning.js'
 
@@ -45,7 +45,7 @@ export interface ClusterCoreOptions {
 
 export type Outbound =
   /** `members`: what the members hear of it (a seed with members alive; member-gossip.ts), often `msg` itself. */
-  | { kind: 'gossip', msg: Gossip, members?: Gossip }
+  | { kind: 'gossip', msg: Gossip | Hb, members?: Gossip | Hb }
   | { kind: 'request', to: string, msg: Want | Grant | Ack }
   /** `z`: null, send the text as it is; else deflate it against `z`, the text the replica holds before it (replica-messages.ts encodeJrep). */
   | { kind: 'replicate', to: string, msg: Jrep, z: string | null }

@@ -20,7 +20,7 @@
  */
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import { bad, DEFAULT_BOUNDS, type MessageBounds } from './message-fields.js'
-import { CLUSTER_VERSION, parseMessage, type ClusterMessage, type Gossip } from './messages.js'
+import { CLUSTER_VERSION, parseMessage, type ClusterMessage, type Gossip, type Hb } from './messages.js'
 import { wire } from './wire.js'
 
 /** Most bytes a gossip may inflate to: the transport's bound on one message (transport/types.ts). */
@@ -54,8 +54,16 @@ function compact (msg: Gossip): Partial<Gossip> {
   return out
 }
 
-/** A gossip's bytes: deflated in an envelope when that is smaller. */
-export function encodeGossip (msg: Gossip): Uint8Array {
+/** An `hb` on the wire: `[v, 'hb', node, epoch, inc, seq, now, hv, prev?]` (gossip-repeat.ts), never deflated. */
+function encodeHb (h: Hb): Uint8Array {
+  const a: unknown[] = [h.v, 'hb', h.node, h.epoch, h.inc, h.seq, h.now, h.hv]
+  if (h.prev !== undefined) a.push(h.prev)
+  return wire.pack(a)
+}
+
+/** A gossip's bytes: deflated in an envelope when that is smaller; an `hb` as a short array. */
+export function encodeGossip (msg: Gossip | Hb): Uint8Array {
+  if (msg.t === 'hb') return encodeHb(msg)
   const plain = wire.pack(compact(msg))
   const z = deflateRawSync(plain, { dictionary: GOSSIP_DICTIONARY })
   // The envelope's own fields take 15 bytes or so.
@@ -66,6 +74,10 @@ export function encodeGossip (msg: Gossip): Uint8Array {
 /** A message from a gossip's bytes: a plain one, or an envelope's inflated; validated by parseMessage either way. */
 export function decodeGossip (data: Uint8Array, bounds: MessageBounds = DEFAULT_BOUNDS): ClusterMessage {
   const raw: unknown = wire.unpack(data)
+  if (Array.isArray(raw)) {
+    if (raw[1] !== 'hb' || raw.length < 8 || raw.length > 9) bad('a gossip array must be an hb of 8 or 9 fields')
+    return parseMessage({ v: raw[0], t: 'hb', node: raw[2], epoch: raw[3], inc: raw[4], seq: raw[5], now: raw[6], hv: raw[7], prev: raw[8] }, bounds)
+  }
   if (raw !== null && typeof raw === 'object' && (raw as Record<string, unknown>).t === 'gz') {
     const env = raw as Record<string, unknown>
     if (env.v !== CLUSTER_VERSION) bad(`unsupported version ${String(env.v)}`)

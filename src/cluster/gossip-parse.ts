@@ -29,6 +29,7 @@ export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: nu
   const sync = m.sync === undefined || m.sync === null ? undefined : seq(m.sync, 'sync')
   if (sync !== undefined && sync > (m.seq as number)) bad('sync must not be after the message\'s own seq')
   const prev = m.prev === undefined || m.prev === null ? undefined : seq(m.prev, 'prev')
+  const hv = m.hv === undefined || m.hv === null ? undefined : seq(m.hv, 'hv')
   if (prev !== undefined && prev >= (m.seq as number)) bad('prev must be before the message\'s own seq')
   const carries = list(m.carries ?? [], MAX_CARRIES, 'carries').map(r => name(r, 'carried epoch'))
   const members = m.members === undefined || m.members === null
@@ -95,7 +96,7 @@ export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: nu
     })
   return {
     v, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),
-    pending, ...(sync === undefined ? {} : { sync }), ...(prev === undefined ? {} : { prev }), carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, ...(decay === undefined || decay.length === 0 ? {} : { decay }), acks, ...(m.leaving === true ? { leaving: true } : {}),
+    pending, ...(sync === undefined ? {} : { sync }), ...(prev === undefined ? {} : { prev }), ...(hv === undefined ? {} : { hv }), carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, ...(decay === undefined || decay.length === 0 ? {} : { decay }), acks, ...(m.leaving === true ? { leaving: true } : {}),
     ...(m.fenced === true ? { fenced: true } : {}), ...(m.nolease === true ? { nolease: true } : {}), ...(heard === undefined ? {} : { heard }),
     ...(m.alloc === false ? { alloc: false as const } : {}), ...(attest === undefined || attest.length === 0 ? {} : { attest }),
     ...(estates === undefined || estates.length === 0 ? {} : { estates }),

@@ -26,6 +26,7 @@ import type { ClusterCore } from './cluster-core.js'
 import { buildGossip } from './gossip-builder.js'
 import { ext } from './key-ext.js'
 import { MemberCopies } from './member-copies.js'
+import { RepeatReader, RepeatSender } from './gossip-repeat.js'
 import { needsLease } from './member-gossip.js'
 import type { Gossip } from './messages.js'
 
@@ -38,6 +39,8 @@ export class GossipSchedule {
   private readonly core: ClusterCore
   /** At a seed: which gossips the members get a copy of (member-gossip.ts `gossipOut`). */
   readonly copies = new MemberCopies()
+  /** This node's gossips, and a seed's members' copies, that repeat the last as `hb`s (gossip-repeat.ts); and its peers'. */
+  readonly repeat = { own: new RepeatSender(), copy: new RepeatSender(), reader: new RepeatReader() }
   private last = -Infinity
   /** The last gossip said `nolease`: peers read this node alive for longer (peers.ts isAlive). */
   private saidQuiet = false
@@ -115,6 +118,11 @@ export class GossipSchedule {
       if (p === undefined || !c.peers.isAlive(p, nowMs)) return false
     }
     return true
+  }
+
+  /** Whether a seed came (back) into view lately: this node's gossips go whole (gossip-repeat.ts). */
+  loud (nowMs: number): boolean {
+    return nowMs < this.loudUntil
   }
 
   /** A seed came (back) into view: the usual pace for `aliveTimeoutMs`. */

@@ -22,7 +22,7 @@
 import type { ClusterCore } from './cluster-core.js'
 import { ext } from './key-ext.js'
 import type { HeardEntry } from './lease.js'
-import { CLUSTER_VERSION, type Ack, type AttestEntry, type Gossip, type Grant, type None, type Want } from './messages.js'
+import { CLUSTER_VERSION, type Ack, type AttestEntry, type Gossip, type Grant, type Hb, type None, type Want } from './messages.js'
 import type { Jack, Jrep } from './replica-messages.js'
 import type { ReplicaChange } from './replica-store.js'
 import { replicaGroup } from './replication.js'
@@ -34,8 +34,14 @@ import type { Verdict } from './membership.js'
  * that id (membership.ts); otherwise dropped, and its name never enters
  * the peer table. Returns the verdict (the driver logs refusals).
  */
-export function onGossip (c: ClusterCore, g: Gossip, from: string, nowMs: number): Verdict {
-  if (g.node === c.node || c.phase === 'stopped') return 'ok'
+export function onGossip (c: ClusterCore, m: Gossip | Hb, from: string, nowMs: number): Verdict {
+  if (m.node === c.node || c.phase === 'stopped') return 'ok'
+  // An hb is the sender's last whole gossip again, with its own seq and time; one this node cannot place is dropped
+  // as a lost message (gossip-repeat.ts). Read so, it goes the whole gossip's way, the membership check first.
+  const r = c.gossip.repeat.reader
+  const g = m.t === 'hb' ? r.expand(m) : m
+  if (g === null) return 'ok'
+  if (m.t === 'gossip') r.whole(m)
   const verdict = c.membership.check(g.node, from, true)
   if (verdict !== 'ok') return verdict
   // A settled dead incarnation (reclaim.ts) that speaks again is a cut-off process: what it had is credited elsewhere.

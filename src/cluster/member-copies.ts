@@ -65,6 +65,11 @@ export class MemberCopies {
     this.loudUntil = Math.max(this.loudUntil, untilMs)
   }
 
+  /** Whether a member came into view lately: its copies go whole (gossip-repeat.ts). */
+  loud (nowMs: number): boolean {
+    return nowMs < this.loudUntil
+  }
+
   /** The copy to publish of the members' copy `copy` at `nowMs` (with `prev` when due), or undefined: skip it. */
   next (copy: Gossip, nowMs: number, quietMs: number): Gossip | undefined {
     const isPlain = plain(copy)

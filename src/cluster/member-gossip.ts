@@ -85,9 +85,14 @@ export function hasMembers (core: ClusterCore, nowMs: number): boolean {
  * members' copy, unless it says nothing new to them yet (member-copies.ts).
  */
 export function gossipOut (core: ClusterCore, msg: Gossip, nowMs: number): Outbound {
-  if (!hasMembers(core, nowMs)) return { kind: 'gossip', msg }
+  // Either may go as an `hb` that repeats the last (gossip-repeat.ts); whole while a peer new in view may not hold it.
+  const r = core.gossip.repeat
+  const own = r.own.next(msg, core.gossip.loud(nowMs))
+  if (!hasMembers(core, nowMs)) return { kind: 'gossip', msg: own }
   const members = core.gossip.copies.next(forMembers(core, msg), nowMs, core.tuning.quietGossipMs)
-  return members === undefined ? { kind: 'gossip', msg } : { kind: 'gossip', msg, members }
+  if (members === undefined) return { kind: 'gossip', msg: own }
+  // The same gossip both ways: the same bytes (cluster-node.ts publish).
+  return { kind: 'gossip', msg: own, members: members === msg ? own : r.copy.next(members, core.gossip.copies.loud(nowMs)) }
 }
 
 /**

@@ -56,7 +56,8 @@ import { parseJack, parseJcopy, parseJget, parseJrep, type Jack, type Jcopy, typ
  * 14: a seed tells a member a window's end once per rule, not once per
  * key, a denial goes as nil or a boolean, a bare admission carries its
  * window's parity in the low bit, and a named fwd puts its number first
- * (forward-messages.ts), on `/quotad/forward/4.0.0`.
+ * (forward-messages.ts), on `/quotad/forward/4.0.0`; and a quiet gossip
+ * that says what the last said goes as an `hb` (gossip-repeat.ts).
  */
 export const CLUSTER_VERSION = 14
 
@@ -179,6 +180,13 @@ export interface Gossip {
    * as long as it reads a member that said `nolease` (peers.ts `isAlive`).
    */
   prev?: number
+  /**
+   * The version of this sender's repeatable gossip (gossip-repeat.ts): set
+   * on a gossip that carries nothing but what it said the last time (its
+   * seq, time and `prev` aside), which later `hb`s may stand for. One more
+   * whenever that part changes.
+   */
+  hv?: number
   /**
    * A voter's echoes (lease.ts): [node, inc, newest seq applied from that
    * incarnation], for part of its peers in each message. At most `maxPeers`.
@@ -321,7 +329,26 @@ export interface None {
   inc: number
 }
 
-export type ClusterMessage = Gossip | Want | Grant | Ack | None | Jrep | Jack | Jget | Jcopy
+/**
+ * "My gossip of version `hv`, again, as message `seq` at `now`" (with
+ * `prev` as a members' copy says it): a quiet node's gossip that says what
+ * its last one said, in a fraction of the bytes (gossip-repeat.ts). A
+ * receiver that holds that gossip reads it as it; one that does not drops
+ * it (the sender's next whole gossip comes within FULL_EVERY of them).
+ */
+export interface Hb {
+  v: number
+  t: 'hb'
+  node: string
+  epoch: string
+  inc: number
+  seq: number
+  now: number
+  hv: number
+  prev?: number
+}
+
+export type ClusterMessage = Gossip | Hb | Want | Grant | Ack | None | Jrep | Jack | Jget | Jcopy
 
 export { DEFAULT_BOUNDS, KEY_LINE_FIELDS, MAX_CARRIES, MAX_REFUSED, type MessageBounds } from './message-fields.js'
 
@@ -335,6 +362,12 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
   switch (m.t) {
     case 'gossip':
       return parseGossip(m, b, CLUSTER_VERSION, node, epoch)
+    case 'hb': {
+      const s = seq(m.seq, 'seq')
+      const prev = m.prev === undefined || m.prev === null ? undefined : seq(m.prev, 'prev')
+      if (prev !== undefined && prev >= s) bad('prev must be before the message\'s own seq')
+      return { v: CLUSTER_VERSION, t: 'hb', node, epoch, inc: seq(m.inc, 'inc'), seq: s, now: num(m.now, 'now'), hv: seq(m.hv, 'hv'), ...(prev === undefined ? {} : { prev }) }
+    }
     case 'want':
       return parseWant(m, b, node, epoch)
     case 'grant': {

@@ -51,7 +51,7 @@ export class LeaseWitness {
   }
 
   /** `core` published gossip `g` at true time `at`. */
-  published (core: ClusterCore, g: Gossip, at: number): void {
+  published (core: ClusterCore, g: { seq: number }, at: number): void {
     this.sends.set(`${core.node}/${core.incarnation}/${g.seq}`, at)
   }
 

@@ -14,7 +14,7 @@
  * run is still determined by its seed.
  */
 import type { Outbound } from '../cluster/cluster-core.js'
-import type { Gossip, Grant } from '../cluster/messages.js'
+import type { Gossip, Grant, Hb } from '../cluster/messages.js'
 import { decodeGossip, encodeGossip } from '../cluster/gossip-codec.js'
 import { sampleLatency } from './network.js'
 import { gossipAudience } from '../cluster/member-sums.js'
@@ -34,7 +34,7 @@ export function dispatch (vc: VirtualCluster, replication: SimReplication, from:
       // Published once (as pubsub does), decoded and validated once, delivered to each peer.
       const whole = published(vc, from, o.msg)
       vc.gossipFields.sample(o.msg)
-      if (whole.m.t !== 'gossip') continue
+      if (whole.m.t !== 'gossip' && whole.m.t !== 'hb') continue
       vc.leases?.published(core, whole.m, vc.now)
       // A member's gossip reaches the seeds alone (the daemon's members' topic; member-sums.ts). A seed's whole
       // gossip reaches the seeds; its members' copy, published apart, the members (member-gossip.ts).
@@ -47,12 +47,12 @@ export function dispatch (vc: VirtualCluster, replication: SimReplication, from:
         if (seedsOnly && !seed) continue
         // Without a copy (no member alive in the seed's view), a seed's gossip does not reach the members either.
         const g = seedsOnly || seed ? whole : copy
-        if (g === null || g.m.t !== 'gossip') continue
+        if (g === null || (g.m.t !== 'gossip' && g.m.t !== 'hb')) continue
         const msg = g.m
         vc.transmit(from, to, g.bytes, () => {
           const c = vc.nodes.get(to)?.core
           if (c == null) return
-          vc.leases?.received(c, msg)
+          if (msg.t === 'gossip') vc.leases?.received(c, msg)
           c.onGossip(msg, idOf(from), vc.mono(to))
         }, undefined, true)
       }
@@ -67,7 +67,7 @@ export function dispatch (vc: VirtualCluster, replication: SimReplication, from:
 }
 
 /** A gossip (or a seed's members' copy of one), published (counted as sent) and decoded once, as pubsub does. */
-function published (vc: VirtualCluster, from: string, g: Gossip): { bytes: Uint8Array, m: ReturnType<typeof decodeGossip> } {
+function published (vc: VirtualCluster, from: string, g: Gossip | Hb): { bytes: Uint8Array, m: ReturnType<typeof decodeGossip> } {
   const bytes = encodeGossip(g)
   vc.count(from, bytes.length, 'gossip')
   return { bytes, m: decodeGossip(bytes) }

@@ -11,6 +11,7 @@ import { runSim } from '../src/sim/run.js'
 import { scenario } from '../src/sim/scenario.js'
 import { wire } from '../src/cluster/wire.js'
 import { rule } from './helpers/rules.js'
+import { handCore } from './helpers/hand-core.js'
 
 const quiet = (seq: number, extra: Partial<Gossip> = {}): Gossip => ({
   v: CLUSTER_VERSION, t: 'gossip', node: 'm1', epoch: 'm1.3.abcdef', inc: 3, seq, now: 1_800_000_000_000 + 1000 * seq,
@@ -105,4 +106,31 @@ test('in a cluster of members that forward to the seeds, quiet gossips and copie
     t.true(sent > 20, `${name}: ${sent} hbs sent`)
     t.true(read > 4 * dropped, `${name}: ${read} hbs read, ${dropped} dropped`)
   }
+})
+
+test('a gossip refused for its name (another peer id speaking as the sender) is not kept: the sender\'s hbs stay readable', t => {
+  const rules = [rule({ name: 'day', limit: 100, perMs: 86_400_000 })]
+  const a = handCore('a', rules)
+  const b = handCore('b', rules)
+  // b's gossips to a, from b's listed peer id, until a has read an hb of b's.
+  let last: Gossip | null = null
+  let hb: Hb | null = null
+  for (let ms = 0; ms < 10_000 && hb === null; ms += 50) {
+    for (const o of b.tick(ms)) {
+      if (o.kind !== 'gossip') continue
+      if (o.msg.t === 'hb' && last !== null) hb = o.msg
+      else if (o.msg.t === 'gossip' && o.msg.hv !== undefined) last = o.msg
+      a.onGossip(o.msg, 'id:b', ms)
+    }
+  }
+  if (hb === null || last === null) { t.fail('b sent no hb'); return }
+  const read = a.gossip.repeat.reader.counters.read
+  t.true(read >= 1, 'a read b\'s hbs')
+  // Another peer id, in b's name, a gossip of b's version under another epoch: refused, and not kept.
+  t.not(a.onGossip({ ...last, epoch: 'b.forged', seq: last.seq + 100 }, 'id:x', 10_000), 'ok')
+  const dropped = a.gossip.repeat.reader.counters.dropped
+  a.onGossip({ ...hb, epoch: 'b.forged', seq: last.seq + 101 }, 'id:x', 10_000)
+  t.is(a.gossip.repeat.reader.counters.dropped, dropped + 1, 'nor is an hb of it read: dropped')
+  t.is(a.onGossip({ ...hb, seq: hb.seq + 200, now: hb.now + 1 }, 'id:b', 10_000), 'ok')
+  t.is(a.gossip.repeat.reader.counters.read, read + 1, 'b\'s own next hb is still read as its gossip')
 })

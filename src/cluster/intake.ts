@@ -41,9 +41,10 @@ export function onGossip (c: ClusterCore, m: Gossip | Hb, from: string, nowMs: n
   const r = c.gossip.repeat.reader
   const g = m.t === 'hb' ? r.expand(m) : m
   if (g === null) return 'ok'
-  if (m.t === 'gossip') r.whole(m)
   const verdict = c.membership.check(g.node, from, true)
   if (verdict !== 'ok') return verdict
+  // Kept only from the peer id bound to its name: a peer speaking in another's name cannot make that node's hbs unreadable.
+  if (m.t === 'gossip') r.whole(m)
   // A settled dead incarnation (reclaim.ts) that speaks again is a cut-off process: what it had is credited elsewhere.
   if (c.reclaim.isSettled(g.node, g.inc)) { c.reclaim.sawZombie(g.node, nowMs); return verdict }
   if (c.seeds.includes(g.node) && g.members !== undefined) {

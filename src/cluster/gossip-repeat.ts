@@ -20,8 +20,8 @@
  *
  * Measured in the simulator (keys100, 50 nodes, `decide: "seeds"`, seed
  * 1, kbit/s per node sent + received): 3 seeds 48.8 -> 47.2, 5 seeds 63.1
- * -> 60.5. Sending a new version whole once and FULL_EVERY 4 saved more
- * (47.0, 59.1), but a receiver that lost that whole gossip read none of
+ * -> 60.5. Sending a new version whole once saved a little more (46.7,
+ * 59.9), but a receiver that lost that whole gossip read none of
  * the next: `lossy` at 10 nodes of which 5 seeds (seeds 1-10) fell from
  * 78.0 to 74.7% utilization; with a new version whole twice, 77.4%.
  *

@@ -15,14 +15,14 @@
  * - fans (the answer): the seed's decision, as it would answer its own
  *   client: 2 × `remaining` + the window's parity alone, admitted in the
  *   window the member knows (forward-names.ts; one byte up to 63
- *   remaining, whatever the parity); a boolean, denied with nothing remaining until
- *   the end of the window the member knows (`retryAfterMs` = `resetMs`),
- *   its parity (true: 1); nil, denied with nothing remaining and no time
- *   known (`[0, 0, -1]`, what a seed holding none of the key says);
- *   `[remaining, resetMs]` admitted (a window of parity 1 in the sign of
- *   resetMs: -1 - resetMs), `[remaining, resetMs, retryAfterMs]` denied, else
- *   `[allowed, remaining, resetMs,
- *   retryAfterMs, code, credit, creditMs]`. With `code` (E_NOT_MEMBER,
+ *   remaining, whatever the parity); a boolean, denied with nothing
+ *   remaining until the end of the window the member knows (`retryAfterMs`
+ *   = `resetMs`), its parity (true: 1); nil, denied with nothing remaining
+ *   and no time known (`[0, 0, -1]`, what a seed holding none of the key
+ *   says); `[remaining, resetMs]` admitted (a window of parity 1 in the
+ *   sign of resetMs: -1 - resetMs), `[remaining, resetMs, retryAfterMs]`
+ *   denied, else `[allowed, remaining, resetMs, retryAfterMs, code, credit,
+ *   creditMs]`. With `code` (E_NOT_MEMBER,
  *   E_NOT_SEED, E_NOT_RUNNING, E_KEY_UNNAMED, E_NO_RULE, ...) the seed did
  *   not decide. `credit`: tokens the seed spent for the member besides
  *   `count` (`code` is nil then), which the member may admit until
@@ -84,7 +84,7 @@ export interface Fans {
    * fills it in.
    */
   known?: boolean
-  /** The parity of a plain admission's window (forward-names.ts), 1 or absent (0). Sent in the sign. */
+  /** The parity of a plain admission's window, or a bare denial's (forward-names.ts), 1 or absent (0). Sent as encodeFans says. */
   parity?: number
 }
 
@@ -204,7 +204,12 @@ export function decodeFans (data: Uint8Array): Fans {
  * goes short.
  */
 export function plainAdmission (f: Fans): boolean {
-  return f.code === undefined && f.allowed && f.retryAfterMs === 0 && (f.credit ?? 0) <= 0
+  return decidedNoCredit(f) && f.allowed && f.retryAfterMs === 0
+}
+
+/** The seed decided (no `code`) and gave no credit. */
+function decidedNoCredit (f: Fans): boolean {
+  return f.code === undefined && (f.credit ?? 0) <= 0
 }
 
 /**
@@ -212,12 +217,12 @@ export function plainAdmission (f: Fans): boolean {
  * a retry at the window's end, which the member knows (forward.ts `reply`).
  */
 export function windowDenial (f: Fans): boolean {
-  return f.code === undefined && !f.allowed && f.remaining === 0 && f.retryAfterMs === f.resetMs && f.resetMs > 0 && (f.credit ?? 0) <= 0
+  return decidedNoCredit(f) && !f.allowed && f.remaining === 0 && f.retryAfterMs === f.resetMs && f.resetMs > 0
 }
 
 /** A decided denial with nothing remaining and no time known: nil on the wire. */
 function unknownDenial (f: Fans): boolean {
-  return f.code === undefined && !f.allowed && f.remaining === 0 && f.resetMs === 0 && f.retryAfterMs === -1 && (f.credit ?? 0) <= 0
+  return decidedNoCredit(f) && !f.allowed && f.remaining === 0 && f.resetMs === 0 && f.retryAfterMs === -1
 }
 
 /** The seed's answer to its own decision `d`. */

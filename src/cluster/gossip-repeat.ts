@@ -40,7 +40,7 @@
  *   incarnation's gossip, nor an older version's.
  */
 import type { Gossip, Hb } from './messages.js'
-import { wire } from './wire.js'
+import { equal, packedLess, PLAIN_FIELDS } from './member-copies.js'
 
 /** Whole gossips at least every this many of a stream's repeatable gossips. */
 export const FULL_EVERY = 3
@@ -48,24 +48,18 @@ export const FULL_EVERY = 3
 /** Senders a receiver keeps a whole gossip of; past it the table is dropped (each is whole again within FULL_EVERY). */
 export const MAX_SENDERS = 16_384
 
-/** The fields a repeatable gossip may have (the rest carry news); seq, now, prev and hv are the hb's own. */
-const REPEATABLE = new Set(['v', 't', 'node', 'epoch', 'inc', 'seq', 'now', 'prev', 'hv', 'pending', 'carries', 'cfg', 'rules', 'keys', 'acks', 'fenced', 'nolease', 'alloc', 'attest', 'estates'])
+/** The hb's own fields. */
+const HB_OWN: ReadonlySet<string> = new Set(['seq', 'now', 'prev', 'hv'])
 
-/** What an `hb` may stand for of `g`, packed (less seq, now, prev and hv); null when `g` carries news. */
+/** The fields a repeatable gossip may have: a plain members' copy's (member-copies.ts), a quiet member's flag, and the hb's own. */
+const REPEATABLE: ReadonlySet<string> = new Set([...PLAIN_FIELDS, 'nolease', ...HB_OWN])
+
+/** What an `hb` may stand for of `g`, packed (less the hb's own fields); null when `g` carries news. */
 function repeatable (g: Gossip): Uint8Array | null {
+  // A gossip that carries earlier epochs' books (a restart's first ones: rare) goes whole, as it did before hbs.
   if (g.keys.length > 0 || g.acks.length > 0 || g.carries.length > 0) return null
-  const rest: Record<string, unknown> = {}
-  for (const [f, v] of Object.entries(g)) {
-    if (v === undefined) continue
-    if (!REPEATABLE.has(f)) return null
-    if (f !== 'seq' && f !== 'now' && f !== 'prev' && f !== 'hv') rest[f] = v
-  }
-  // A copy: the codec may reuse its buffer.
-  return Uint8Array.from(wire.pack(rest))
-}
-
-function same (a: Uint8Array, b: Uint8Array): boolean {
-  return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0
+  for (const [f, v] of Object.entries(g)) if (v !== undefined && !REPEATABLE.has(f)) return null
+  return packedLess(g, HB_OWN)
 }
 
 /** One stream's side of it: whole gossips and the `hb`s that repeat them. */
@@ -81,7 +75,7 @@ export class RepeatSender {
     const part = repeatable(g)
     // A gossip with news goes as it is, and leaves the repeat as it was: receivers still hold the last whole one.
     if (part === null) return g
-    if (this.said !== null && same(part, this.said)) {
+    if (this.said !== null && equal(part, this.said)) {
       if (!whole && this.since >= 0 && this.since < FULL_EVERY - 1) {
         this.since++
         this.repeats++
@@ -122,10 +116,5 @@ export class RepeatReader {
     this.counters.read++
     const { prev: _, ...rest } = g
     return { ...rest, seq: h.seq, now: h.now, ...(h.prev === undefined ? {} : { prev: h.prev }) }
-  }
-
-  /** A sender forgotten (its peer entry dropped). */
-  forget (node: string): void {
-    this.last.delete(node)
   }
 }

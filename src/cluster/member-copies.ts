@@ -41,7 +41,7 @@ import type { Gossip } from './messages.js'
  * the last one published: the rest (sync, members, heard, leaving, ...) each
  * carry something a member acts on. `keys` and `acks` must also be empty.
  */
-const PLAIN_FIELDS = new Set(['v', 't', 'node', 'epoch', 'inc', 'seq', 'now', 'pending', 'carries', 'cfg', 'rules', 'keys', 'acks', 'fenced', 'alloc', 'attest', 'estates'])
+export const PLAIN_FIELDS: ReadonlySet<string> = new Set(['v', 't', 'node', 'epoch', 'inc', 'seq', 'now', 'pending', 'carries', 'cfg', 'rules', 'keys', 'acks', 'fenced', 'alloc', 'attest', 'estates'])
 
 /** Whether copy `g` carries nothing a member acts on but what a copy just like it said before. */
 export function plain (g: Gossip): boolean {
@@ -73,8 +73,8 @@ export class MemberCopies {
   /** The copy to publish of the members' copy `copy` at `nowMs` (with `prev` when due), or undefined: skip it. */
   next (copy: Gossip, nowMs: number, quietMs: number): Gossip | undefined {
     const isPlain = plain(copy)
-    // Only a plain copy can match the next (plain) one. A copy of the packed bytes: the codec may reuse its buffer.
-    const said = isPlain ? Uint8Array.from(wire.pack(Object.fromEntries(Object.entries(copy).filter(([f, v]) => v !== undefined && f !== 'seq' && f !== 'now')))) : null
+    // Only a plain copy can match the next (plain) one.
+    const said = isPlain ? packedLess(copy, SEQ_NOW) : null
     const quiet = isPlain && nowMs >= this.loudUntil
     if (quiet && this.lastQuiet && nowMs - this.lastAt < quietMs && said !== null && this.lastSaid !== null && equal(said, this.lastSaid)) return undefined
     const skipped = this.lastSeq > 0 && this.lastSeq < copy.seq - 1
@@ -87,6 +87,13 @@ export class MemberCopies {
   }
 }
 
-function equal (a: Uint8Array, b: Uint8Array): boolean {
+const SEQ_NOW: ReadonlySet<string> = new Set(['seq', 'now'])
+
+/** `g`'s fields but those in `omit` (and those set undefined), packed; a copy, since the codec may reuse its buffer. */
+export function packedLess (g: Gossip, omit: ReadonlySet<string>): Uint8Array {
+  return Uint8Array.from(wire.pack(Object.fromEntries(Object.entries(g).filter(([f, v]) => v !== undefined && !omit.has(f)))))
+}
+
+export function equal (a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && Buffer.compare(a, b) === 0
 }

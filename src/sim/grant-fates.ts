@@ -33,7 +33,7 @@ export class GrantFates {
   /** Grants whose fate is known (a resend of one must not reopen it). */
   private readonly settled = new Set<string>()
   /** Grants settled as never applied (their tokens are in `stranded`): a heir may take them back (estate-returns.ts). */
-  private readonly strandedIds = new Map<string, Grant['items']>()
+  private readonly strandedIds = new Map<string, GrantRecord>()
   /** Tokens of grants ever applied, for the report. */
   applied = 0
 
@@ -65,16 +65,21 @@ export class GrantFates {
     for (const [id, r] of this.open) {
       if (r.toEpoch !== core.epoch) continue
       // What it applied is in its books; what it did not can never be applied now.
-      if (core.ledger.appliedFrom(r.giver, r.giverEpoch) < r.seq) this.strand(r.items, id)
+      if (core.ledger.appliedFrom(r.giver, r.giverEpoch) < r.seq) this.strand(r, id)
       else this.applied += sum(r.items)
       this.open.delete(id)
       this.settled.add(id)
     }
   }
 
-  private strand (items: Grant['items'], id: string): void {
-    for (const [k, n] of items) this.strandTokens(k, n)
-    this.strandedIds.set(id, items)
+  private strand (r: GrantRecord, id: string): void {
+    for (const [k, n] of r.items) this.strandTokens(k, n)
+    this.strandedIds.set(id, r)
+  }
+
+  /** An open grant that can no longer be applied: its receiver ended, or its giver did with no copy left in the network. */
+  private lost (r: GrantRecord): boolean {
+    return !this.live.has(r.toEpoch) || (!this.live.has(r.giverEpoch) && r.copies === 0)
   }
 
   /**
@@ -95,10 +100,10 @@ export class GrantFates {
       this.settled.add(id)
       return
     }
-    const items = this.strandedIds.get(id)
-    if (items === undefined) return
+    const stranded = this.strandedIds.get(id)
+    if (stranded === undefined) return
     this.strandedIds.delete(id)
-    for (const [k, n] of items) this.strandTokens(k, -n)
+    for (const [k, n] of stranded.items) this.strandTokens(k, -n)
   }
 
   /** Move grants whose fate is known out of `open` (token-audit.ts's `settle` says when). */
@@ -111,7 +116,7 @@ export class GrantFates {
         this.settled.add(id)
       } else if (to === undefined && !this.live.has(r.giverEpoch) && r.copies === 0) {
         // Its receiver is gone without applying it: stranded. (died() settles those too.)
-        this.strand(r.items, id)
+        this.strand(r, id)
         this.open.delete(id)
         this.settled.add(id)
       }
@@ -120,24 +125,14 @@ export class GrantFates {
 
   /** The grants whose tokens are stranded now: settled as never applied, or open and no longer appliable. */
   strandedGrants (): Array<{ giverEpoch: string, toEpoch: string, seq: number, tokens: number }> {
-    const out: Array<{ giverEpoch: string, toEpoch: string, seq: number, tokens: number }> = []
-    const parse = (id: string): { giverEpoch: string, toEpoch: string, seq: number } => {
-      const [giverEpoch, rest] = id.split('>')
-      const [toEpoch, seq] = rest.split('#')
-      return { giverEpoch, toEpoch, seq: Number(seq) }
-    }
-    for (const [id, items] of this.strandedIds) out.push({ ...parse(id), tokens: sum(items) })
-    for (const r of this.open.values()) {
-      if (this.live.has(r.toEpoch) && (this.live.has(r.giverEpoch) || r.copies > 0)) continue
-      out.push({ giverEpoch: r.giverEpoch, toEpoch: r.toEpoch, seq: r.seq, tokens: sum(r.items) })
-    }
-    return out
+    const lost = [...this.open.values()].filter(r => this.lost(r))
+    return [...this.strandedIds.values(), ...lost].map(r => ({ giverEpoch: r.giverEpoch, toEpoch: r.toEpoch, seq: r.seq, tokens: sum(r.items) }))
   }
 
   /** Add the tokens of `key` in open grants to `a`: in transit, or stranded if the grant can no longer be applied. */
   count (key: string, a: { transit: number, stranded: number }): void {
     for (const r of this.open.values()) {
-      const lost = !this.live.has(r.toEpoch) || (!this.live.has(r.giverEpoch) && r.copies === 0)
+      const lost = this.lost(r)
       for (const [k, n] of r.items) {
         if (k !== key) continue
         if (lost) a.stranded += n

@@ -70,7 +70,7 @@ export class Daemon {
       clock,
       cluster: cluster === null
         ? undefined
-        : { decider: cluster.core, limiter: cluster.core.limiter, status: () => cluster.status(), urgent: () => cluster.tickSoon(), forward: (k, n, w) => cluster.forward(k, n, w), elsewhere: k => cluster.core.forwarding.decidesAtSeeds(k) }
+        : { decider: cluster.core, limiter: cluster.core.limiter, status: () => cluster.status(), urgent: () => cluster.tickSoon(), forward: (k, n, w, here) => cluster.forward(k, n, w, here), elsewhere: k => cluster.core.forwarding.decidesAtSeeds(k) }
     })
     this.server = new UnixServer({
       path: this.node.socket,
@@ -101,7 +101,7 @@ export class Daemon {
         ? await ClusterNode.create({
           config: opts.config, node, clock: opts.clock ?? systemClock, log: log.child('cluster'),
           onTokens: () => ref.d?.quota.kick(),
-          acquire: (k, n, w) => ref.d?.quota.acquire(k, n, Math.min(w, opts.config.limits.maxWaitMs)),
+          acquire: (k, n, w, here) => ref.d?.quota.acquire(k, n, Math.min(w, opts.config.limits.maxWaitMs), here),
           onReclaimed: () => opts.onReclaimed?.()
         })
         : null

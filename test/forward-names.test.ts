@@ -109,7 +109,14 @@ test('on the wire: a named fwd carries the key and its number; a bare one-token 
   t.deepEqual(decodeFwd(encodeFwd(waited), 'm'), { ...waited, key: '' })
   t.deepEqual(wire.unpack(encodeFwd({ node: 'm', key: 'k', count: 1 })), ['k', 1], 'no number: the key in full, as before')
   t.throws(() => decodeFwd(wire.pack(MAX_NUMBERS), 'm'), badFrame, 'a number out of range')
-  t.throws(() => decodeFwd(wire.pack(-1), 'm'), badFrame)
+  t.throws(() => decodeFwd(wire.pack(-1 - MAX_NUMBERS), 'm'), badFrame, 'a number sent on, out of range')
+  // Sent on by one of the key's two seeds to the other (forward.ts `partnerFor`): the number as -1 - number.
+  const moved: Fwd = { ...bare, moved: true }
+  t.deepEqual(wire.unpack(encodeFwd(moved)), -4, 'still one byte')
+  t.deepEqual(decodeFwd(encodeFwd(moved), 'm'), { node: 'm', key: '', count: 1, ref: 3, moved: true })
+  t.deepEqual(wire.unpack(encodeFwd({ ...named, moved: true })), [-4, 'signup:203.0.113.7'])
+  t.deepEqual(decodeFwd(encodeFwd({ ...named, moved: true }), 'm'), { ...named, moved: true })
+  t.deepEqual(decodeFwd(encodeFwd({ ...waited, moved: true }), 'm'), { ...waited, key: '', moved: true })
   t.throws(() => decodeFwd(wire.pack(1.5), 'm'), badFrame)
   t.throws(() => decodeFwd(wire.pack([3, 1, 0, 0, 9]), 'm'), badFrame, 'a number with a number')
   t.throws(() => decodeFwd(wire.pack(['k', 1, 0, 0, 3]), 'm'), badFrame, 'the key before its number')

@@ -206,8 +206,8 @@ test('parseMessage: want, grant, ack and none carry a whole, non-negative inc', 
     }
   }
   t.throws(() => round({ ...msgs[0], v: 2 }), { code: 'E_BAD_FRAME' }, 'version 2 is refused')
-  t.is(CLUSTER_VERSION, 14)
-  t.is(gossipTopic('prod'), 'quotad/prod/gossip/14')
-  t.is(membersTopic('prod'), 'quotad/prod/members/14')
-  t.is(seedsTopic('prod'), 'quotad/prod/seeds/14')
+  t.is(CLUSTER_VERSION, 15)
+  t.is(gossipTopic('prod'), 'quotad/prod/gossip/15')
+  t.is(membersTopic('prod'), 'quotad/prod/members/15')
+  t.is(seedsTopic('prod'), 'quotad/prod/seeds/15')
 })

@@ -107,8 +107,10 @@ test('a forwarded acquire and its answer go as compact arrays without what eithe
   t.throws(() => decodeFans(arr([true, 0, 10, 0, 'E_NO_RULE', 5])), badFrame, 'credit with a refusal')
   t.throws(() => decodeFans(arr([true, 0, 10, 0, null, 1.5])), badFrame, 'a fractional credit')
   t.throws(() => decodeFans(arr([true, 0, 10, 0, null, 0, 5])), badFrame, 'creditMs without credit')
-  // A 1.0.0 fwd (its version first) reads as a named one now: the session's protocol id keeps it off 4.0.0 sessions.
-  t.throws(() => decodeFwd(arr([-1, 'k', 1]), 'n21'), badFrame, 'a named fwd with a negative number')
+  // A 1.0.0 fwd (its version first) reads as a named one sent on by a seed now (a negative number: `moved`): the
+  // session's protocol id keeps it off 5.0.0 sessions.
+  t.like(decodeFwd(arr([-1, 'k', 1]), 'n21'), { key: 'k', ref: 0, moved: true, naming: true })
+  t.throws(() => decodeFwd(arr([-1.5, 'k', 1]), 'n21'), badFrame, 'a named fwd with a fractional number')
   t.throws(() => decodeFwd(arr([3, 'k', 0]), 'n21'), badFrame, 'a named fwd of count 0')
   t.throws(() => decodeFwd(arr([3, 'k', 1, 0, 0, 9]), 'n21'), badFrame, 'a named fwd of 6 fields')
   t.throws(() => decodeFwd(wire.pack({ key: 'k', count: 1 }), 'n21'), badFrame, 'a map')

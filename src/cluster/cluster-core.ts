@@ -201,9 +201,10 @@ export class ClusterCore {
 
   // ---- local decisions -------------------------------------------------
 
-  acquire (key: string, count: number, nowMs: number): Decision {
+  /** `demand`: count it in the key's demand here (not for a request another seed sent on: forward.ts `sendAway`). */
+  acquire (key: string, count: number, nowMs: number, demand = true): Decision {
     const ks = this.limiter.keyState(key, count, nowMs)
-    const x = this.prepare(ks, count, nowMs)
+    const x = this.prepare(ks, demand ? count : 0, nowMs)
     const special = admissionPolicy(this, ks, x, count, nowMs)
     if (special !== undefined) return special
     const d = this.limiter.acquireOn(ks, count, nowMs)
@@ -243,14 +244,26 @@ export class ClusterCore {
     return out
   }
 
+  /** A request for `count` of `key` this seed sent to another (forward.ts `sendAway`): demand here all the same. */
+  noteDemand (key: string, count: number, nowMs: number): void {
+    const ks = this.limiter.existing(key)
+    if (ks === undefined) return
+    const x = ext(ks)
+    x.demand += count
+    x.lastDemandAt = nowMs
+    this.active.add(ks)
+  }
+
   private prepare (ks: KeyState, count: number, nowMs: number): KeyExt {
     const x = ext(ks)
     if (x.deferred !== null) applyDeferred(ks, x, this.calendar.at(nowMs))
     if (x.burn > 0) this.burn(ks, x, nowMs)
     this.fenced(nowMs)
     updateReserve(this.caution, ks, nowMs)
-    x.demand += count
-    x.lastDemandAt = nowMs
+    if (count > 0) {
+      x.demand += count
+      x.lastDemandAt = nowMs
+    }
     this.active.add(ks)
     return x
   }

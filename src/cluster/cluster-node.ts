@@ -52,7 +52,7 @@ export interface ClusterNodeOptions {
   /** Called when tokens arrived, so waiting acquires can be served. */
   onTokens?: () => void
   /** A member's forwarded acquire with a `wait`, served as this node's own client's (the daemon's LocalQuota). */
-  acquire?: (key: string, count: number, waitMs: number) => AcquireResult | undefined
+  acquire?: (key: string, count: number, waitMs: number, here: boolean) => AcquireResult | undefined
   /** Called once when a quorum of seeds attests this incarnation dead (reclaim.ts): the daemon restarts as a new one. */
   onReclaimed?: () => void
 }
@@ -85,7 +85,7 @@ export class ClusterNode {
     this.bounds = { ...DEFAULT_BOUNDS, maxKeyBytes: opts.config.limits.maxKeyBytes, maxMembers: opts.config.limits.maxMembers }
     this.memberTopic = gossipTopic(opts.config.cluster.name)
     this.disk = new NodeDisk(core, opts.node.dataDir, opts.config.cluster.name, opts.log, opts.clock)
-    this.requests = { core, disk: this.disk, bounds: this.bounds, clock: opts.clock, log: opts.log, onTokens: () => { opts.onTokens?.() }, acquire: (k, n, w) => opts.acquire?.(k, n, w) }
+    this.requests = { core, disk: this.disk, bounds: this.bounds, clock: opts.clock, log: opts.log, onTokens: () => { opts.onTokens?.() }, acquire: (k, n, w, here) => opts.acquire?.(k, n, w, here) }
     this.disk.onWaiting = () => { if (this.transport !== null) sendReplicas(this.core, this.transport, this.bounds, opts.clock, opts.log) }
   }
 
@@ -199,8 +199,8 @@ export class ClusterNode {
    * decision, or a denial after waitMs + forwardTimeoutMs; null when
    * this node decides it (a seed, another rule, no seed to ask).
    */
-  forward (key: string, count: number, waitMs: number): Promise<Decision> | null {
-    return this.transport === null ? null : forwardAcquire(this.requests, this.transport, this.slots, key, count, waitMs)
+  forward (key: string, count: number, waitMs: number, here = false): Promise<Decision> | null {
+    return this.transport === null ? null : forwardAcquire(this.requests, this.transport, this.slots, key, count, waitMs, here)
   }
 
   /** Forwards in flight per seed, the rest queued (forward-slots.ts). */

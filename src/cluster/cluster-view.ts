@@ -248,8 +248,8 @@ export class ClusterView {
    * A glob key idle here, at a node that is not its home, goes back home (so
    * both ends can evict it), once its holding has been gossiped.
    */
-  shouldReturnHome (ks: KeyState, x: KeyExt, nowMs: number): boolean {
-    if (!ks.rule.glob || ks.bucket.held < 1 || nowMs - x.lastDemandAt < this.tuning.idleReturnMs) return false
+  shouldReturnHome (ks: KeyState, x: KeyExt, nowMs: number, idleMs = this.tuning.idleReturnMs): boolean {
+    if (!ks.rule.glob || ks.bucket.held < 1 || nowMs - x.lastDemandAt < idleMs) return false
     // Only once peers have heard what it holds: the home checks a push against what the giver said (transfers.ts).
     if (x.sentHeld !== ks.bucket.held) return false
     const home = homeOf(ks.key, this.seeds, this.homes)

@@ -1,7 +1,7 @@
 /**
  * A member's request decided at a seed (rules with `"decide": "seeds"`,
  * forward.ts), and the seed's answer, as they go on a call session
- * (`/quotad/forward/4.0.0`, transport/calls.ts): msgpack arrays, fields in
+ * (`/quotad/forward/5.0.0`, transport/calls.ts): msgpack arrays, fields in
  * this order, trailing optional fields left off.
  *
  * - fwd (member -> seed): "decide this acquire of `count` of `key` as your
@@ -62,6 +62,15 @@ export interface Fwd {
   ref?: number
   /** Send the key with its number: the seed has not answered a frame that named it yet. */
   naming?: boolean
+  /**
+   * Sent on by one of a glob key's two seeds, out of tokens, to the other
+   * (forward.ts `partnerFor`): the other decides it here, sends it nowhere
+   * else, and counts it in no demand of its own (it is the sender's
+   * clients' and members', counted there). On the wire, the key's number as
+   * `-1 - number` (a seed's own fwds always have a number but when out of
+   * numbers: then it is sent plain, and counted as demand).
+   */
+  moved?: boolean
 }
 
 /** The seed's answer: a decision without the rule's name and limit (the member's own), or a refusal with `code`. */
@@ -97,15 +106,16 @@ export const MAX_FORWARD_COUNT = 1_000_000_000
 export function encodeFwd (f: Fwd): Uint8Array {
   const wait = f.wait !== undefined && f.wait > 0 ? f.wait : 0
   const more = f.more !== undefined && f.more > 0 ? f.more : 0
+  const n = f.ref === undefined ? undefined : f.moved === true ? -1 - f.ref : f.ref
   // Named: its number, the key, and the fields after them that are not 1, 0, 0.
-  if (f.ref !== undefined && f.naming === true) {
-    if (more > 0) return wire.pack([f.ref, f.key, f.count, wait, more])
-    if (wait > 0) return wire.pack([f.ref, f.key, f.count, wait])
-    return wire.pack(f.count === 1 ? [f.ref, f.key] : [f.ref, f.key, f.count])
+  if (n !== undefined && f.naming === true) {
+    if (more > 0) return wire.pack([n, f.key, f.count, wait, more])
+    if (wait > 0) return wire.pack([n, f.key, f.count, wait])
+    return wire.pack(f.count === 1 ? [n, f.key] : [n, f.key, f.count])
   }
-  const head = f.ref ?? f.key
+  const head = n ?? f.key
   // Bare: the number alone is one token, no wait, no credit asked.
-  if (f.ref !== undefined && f.count === 1 && wait === 0 && more === 0) return wire.pack(f.ref)
+  if (n !== undefined && f.count === 1 && wait === 0 && more === 0) return wire.pack(n)
   if (more > 0) return wire.pack([head, f.count, wait, more])
   return wire.pack(wait > 0 ? [head, f.count, wait] : [head, f.count])
 }
@@ -117,13 +127,13 @@ export function encodeFwd (f: Fwd): Uint8Array {
  */
 export function decodeFwd (data: Uint8Array, node: string, b: MessageBounds = DEFAULT_BOUNDS): Fwd {
   const raw = unpacked(data, 'fwd')
-  if (typeof raw === 'number') return { node, key: '', count: 1, ref: ref(raw) }
+  if (typeof raw === 'number') return { node, key: '', count: 1, ...ref(raw) }
   const a = array(raw, 2, 5, 'fwd')
   // Named: [number, key, count?, wait?, more?].
-  if (typeof a[0] === 'number' && typeof a[1] === 'string') return { node, ...fields(a.slice(2), true), key: key(a[1], b), ref: ref(a[0]), naming: true }
+  if (typeof a[0] === 'number' && typeof a[1] === 'string') return { node, ...fields(a.slice(2), true), key: key(a[1], b), ...ref(a[0]), naming: true }
   if (a.length > 4) bad('a fwd by number or key has at most 4 fields')
   const rest = fields(a.slice(1), false)
-  if (typeof a[0] === 'number') return { node, key: '', ...rest, ref: ref(a[0]) }
+  if (typeof a[0] === 'number') return { node, key: '', ...rest, ...ref(a[0]) }
   return { node, key: key(a[0], b), ...rest }
 }
 
@@ -138,10 +148,12 @@ function fields (a: unknown[], optional: boolean): Pick<Fwd, 'count' | 'wait' | 
   return { count, ...(wait > 0 ? { wait } : {}), ...(more > 0 ? { more } : {}) }
 }
 
-function ref (v: unknown): number {
-  const n = seq(v, 'key number')
+/** A key number as sent: `n`, or `-1 - n` for a fwd sent on (`moved`). */
+function ref (v: unknown): { ref: number, moved?: true } {
+  const moved = typeof v === 'number' && v < 0
+  const n = seq(moved ? -1 - v : v, 'key number')
   if (n >= MAX_NUMBERS) bad(`key number must be below ${MAX_NUMBERS}`)
-  return n
+  return moved ? { ref: n, moved: true } : { ref: n }
 }
 
 export function encodeFans (f: Fans): Uint8Array {

@@ -30,6 +30,8 @@ import type { ClusterCore } from './cluster-core.js'
 import { Credits, GIVE_SHARE } from './forward-credit.js'
 import { KeyNumbers, Named, UNNAMED } from './forward-names.js'
 import { answerOf, decisionOf, plainAdmission, windowDenial, type Fans, type Fwd } from './forward-messages.js'
+import { keeps, KeptDenials } from './forward-kept.js'
+import { deciders, inOwnWindow, partnerFor, SEEDS_TO_FORWARD, sendsOn, upSeeds } from './forward-pair.js'
 
 /** Counters for status: a member's forwarded acquires, and a seed's served ones. */
 export interface ForwardCounters {
@@ -48,21 +50,14 @@ export interface ForwardCounters {
   forwardCreditGiven: number
   /** At a member: acquires sent again naming their key, after a seed answered that it did not know its number (forward-names.ts). */
   forwardRenamed: number
+  /** At a seed: acquires (its clients' and its members') sent on to the key's other seed for want of tokens here (`partnerFor`). */
+  forwardSentOn: number
+  /** At a member: acquires denied from a seed's last denial of their key, kept (`kept`). */
+  forwardKeptDenials: number
 }
 
-/** A glob key's members go to its home and the seeds after it, this many in all (see `route`). */
-const PAIR = 2
-
-/**
- * A seed sends its own clients' acquires of a glob key it does not decide to
- * the two that do (`route`) only in a cluster of at least this many seeds.
- * With 3, it saved 4% of keys100's traffic at 50 nodes, and while one of a
- * key's two seeds was dead before its heir inherited, the third held none
- * of the key's stock: 5 to 15 points of utilization lost at 10 nodes
- * (seed-crash-forever, heir-crash). With 5, 17% saved and nothing lost
- * (protocol.md, "Which seed").
- */
-const SEEDS_TO_FORWARD = 4
+/** Where `route` sends an acquire: to seed `to`, or denied at once from a seed's denial kept here (`kept`). */
+export type Routed = { to: string, msg: Fwd, denied?: undefined } | { denied: Decision, to?: undefined, msg?: undefined }
 
 /** Peer ids whose member names a seed remembers (forwards come at client rates; membership.nameOf scans every binding). */
 const MAX_NAMES = 4096
@@ -72,7 +67,7 @@ const SUSPECT_AFTER = 3
 
 export class Forwarding {
   readonly counters: ForwardCounters = {
-    forwarded: 0, forwardAllowed: 0, forwardFailed: 0, forwardServed: 0, forwardRoutedAround: 0, forwardFromCredit: 0, forwardCredit: 0, forwardCreditGiven: 0, forwardRenamed: 0
+    forwarded: 0, forwardAllowed: 0, forwardFailed: 0, forwardServed: 0, forwardRoutedAround: 0, forwardFromCredit: 0, forwardCredit: 0, forwardCreditGiven: 0, forwardRenamed: 0, forwardSentOn: 0, forwardKeptDenials: 0
   }
   /** At a member: credit from the seeds, and its keys' demand (forward-credit.ts). */
   readonly credits = new Credits()
@@ -81,6 +76,8 @@ export class Forwarding {
   private readonly named = new Named()
   /** At a seed: peer id -> the name last bound to it (checked again at each forward: `admit`). */
   private readonly names = new Map<string, string>()
+  /** At a member (or a seed, for what it forwards): seeds' denials kept until their window ends (forward-kept.ts). */
+  private readonly denials = new KeptDenials()
   /** At a member, per seed: forwards in a row it did not answer, and when the last of them failed (see `unanswered`). */
   private readonly silent = new Map<string, { count: number, atMs: number }>()
 
@@ -114,33 +111,39 @@ export class Forwarding {
    *   member to a seed drawn by (key, this node) among them all, so one
    *   key's members spread over the seeds and each seed's own rate estimate
    *   sees its part; a seed decides it itself, from its part.
+   * - one of a glob key's two, out of its tokens, sends it on to the other
+   *   while that one says it holds some (forward-pair.ts `partnerFor`; not
+   *   with `here`: a peer's acquire sent on to this one, or decided here).
+   * `denied` instead: a seed's last denial of the key, kept (forward-kept.ts).
    */
-  route (key: string, count: number, waitMs: number, nowMs: number): { to: string, msg: Fwd } | null {
+  route (key: string, count: number, waitMs: number, nowMs: number, here = false): Routed | null {
     const c = this.c
     const rule = c.limiter.ruleFor(key)
     if (c.phase !== 'running' || rule === undefined || !this.mayForward(rule)) return null
     const seed = c.seeds.includes(c.node)
-    const seeds: string[] = []
-    let around = false
-    for (const s of c.seeds) {
-      if (s === c.node) { seeds.push(s); continue }
-      const p = c.peers.get(s)
-      if (p === undefined || !c.peers.isAlive(p, nowMs) || p.leaving || p.fenced || !p.sameCluster || p.rules[rule.name] !== rule.hash) continue
-      if (this.suspect(s, p.lastHeard, nowMs)) { around = true; continue }
-      seeds.push(s)
-    }
+    const { seeds, around } = upSeeds(c, rule, nowMs, (s, heard) => this.suspect(s, heard, nowMs))
     if (seeds.length === 0) return null
     const draw = fmix32(hash32(key) ^ hash32(c.node))
     const pair = rule.glob ? deciders(homeOf(key, c.seeds, c.view.homes), c.seeds, seeds) : []
-    if (seed && (pair.length === 0 || pair.includes(c.node))) return null
-    const to = pair.length > 0 ? pair[draw % pair.length] : seeds[draw % seeds.length]
+    // At one of the two, out of tokens: to the other, which holds some (not for a peer's acquire sent on to this one: `here`).
+    const other = seed && !here ? partnerFor(c, key, count, rule, pair, nowMs) : null
+    if (seed && other === null && (pair.length === 0 || pair.includes(c.node) || c.seeds.length < SEEDS_TO_FORWARD)) return null
+    const to = other ?? (pair.length > 0 ? pair[draw % pair.length] : seeds[draw % seeds.length])
+    // A seed's last denial of the key, kept (forward-kept.ts): denied here, at once.
+    const kept = this.kept(key, rule, nowMs)
+    if (kept !== null) return { denied: kept }
+    if (other !== null) {
+      // Demand here all the same: this seed asks for its part of the next windows by it (rebalance.ts).
+      c.noteDemand(key, count, nowMs)
+      this.counters.forwardSentOn++
+    }
     if (around) this.counters.forwardRoutedAround++
     this.counters.forwarded++
     // Credit only for an acquire the seed decides at once (one that waits goes through the seed's waiters).
     const more = waitMs <= 0 && creditable(rule) ? this.credits.ask(key, rule, nowMs) : 0
     const n = this.numbers.ref(to, key)
     const ref = n === null ? {} : { ref: n.n, ...(n.naming ? { naming: true } : {}) }
-    return { to, msg: { node: c.node, key, count, ...(waitMs > 0 ? { wait: waitMs } : {}), ...(more > 0 ? { more } : {}), ruleHash: rule.hash, ...ref } }
+    return { to, msg: { node: c.node, key, count, ...(waitMs > 0 ? { wait: waitMs } : {}), ...(more > 0 ? { more } : {}), ruleHash: rule.hash, ...ref, ...(other !== null ? { moved: true } : {}) } }
   }
 
   /**
@@ -154,7 +157,7 @@ export class Forwarding {
     const c = this.c
     const rule = c.limiter.ruleFor(key)
     // Not at a seed for keys it never forwards: their demand would only fill the credit table.
-    if (c.phase !== 'running' || rule === undefined || !creditable(rule) || !this.mayForward(rule)) return null
+    if (c.phase !== 'running' || rule === undefined || !creditable(rule) || !this.mayForward(rule) || (c.seeds.includes(c.node) && c.seeds.length < SEEDS_TO_FORWARD)) return null
     const r = this.credits.take(key, count, rule, nowMs)
     if (r !== null) this.counters.forwardFromCredit++
     return r
@@ -163,12 +166,24 @@ export class Forwarding {
   /**
    * Whether this node may send a key of `rule` to a seed (`route` says
    * whether it does): a member, for a `decide: "seeds"` rule; a seed, for
-   * such a glob rule, in a cluster of SEEDS_TO_FORWARD seeds or more.
+   * such a glob rule (one it does not decide, in a cluster of
+   * SEEDS_TO_FORWARD seeds or more; one it decides, to the other of its
+   * two while it is out of tokens: `partnerFor`).
    */
   private mayForward (rule: CompiledRule): boolean {
     const c = this.c
     if (rule.config.decide !== 'seeds') return false
-    return !c.seeds.includes(c.node) || (rule.glob && c.seeds.length >= SEEDS_TO_FORWARD)
+    return !c.seeds.includes(c.node) || rule.glob
+  }
+
+  /**
+   * At a seed: whether member `m`'s acquire goes on to the key's other seed
+   * (forward-pair.ts `sendsOn`), through this seed's own path for its
+   * clients (`route`, with `here` false), so that the answer comes back here
+   * and goes to the member.
+   */
+  sendsOn (m: Fwd, nowMs: number): boolean {
+    return sendsOn(this.c, m, nowMs)
   }
 
   /** At a seed: the member name bound to peer id `from` ('' when none is), which a forward on its session speaks for. */
@@ -258,12 +273,18 @@ export class Forwarding {
     return answerOf(d)
   }
 
+  /** At a seed, the answer to member `m`'s acquire it sent on (`sendsOn`), decided there as `d` (forward-pair.ts `inOwnWindow`). */
+  sentOn (d: Decision | { error: unknown }, m: Fwd, nowMs: number): Fans {
+    return inOwnWindow(this.c, m.key, this.decided(d), nowMs)
+  }
+
   /** At a seed: a member's acquire decided at once (a `wait` is the driver's to honour: see node-requests.ts). */
   serve (m: Fwd, from: string, nowMs: number): Fans {
     const refusal = this.admit(m, from)
     if (refusal !== null) return refusal
     try {
-      const d = this.c.acquire(m.key, m.count, nowMs)
+      // One sent on by the other seed is that seed's clients' and members' demand, counted there (`route`), not here.
+      const d = this.c.acquire(m.key, m.count, nowMs, m.moved !== true)
       const answer = this.decided(d)
       return d.allowed && m.more !== undefined ? this.credit(answer, m.key, m.more, d.remaining, nowMs) : answer
     } catch (error) {
@@ -333,14 +354,15 @@ export class Forwarding {
     // Decided: the seed read this frame, so the name it carried (forward-names.ts).
     if (req.ref !== undefined && req.naming === true) this.numbers.confirm(from, req.key, req.ref)
     const rule = this.c.limiter.ruleFor(req.key)
-    if (reply.known === true) {
-      // Its window's end is the last whole admission's, if of its parity; else (one missed, or not read yet) at most the rule's per.
-      const end = rule === undefined ? NaN : this.numbers.windowEnd(from, rule.hash, reply.parity ?? 0)
-      const resetMs = Number.isNaN(end) ? rule?.config.perMs ?? 0 : Math.max(0, Math.ceil(end - nowMs))
-      // A denial until the window's end: retry then.
-      reply = { ...reply, resetMs, ...(reply.allowed ? {} : { retryAfterMs: resetMs }) }
-    } else if (req.ref !== undefined && plainAdmission(reply) && rule !== undefined) {
+    const known = reply.known === true
+    reply = this.filled(reply, from, nowMs, req.key)
+    if (!known && req.ref !== undefined && plainAdmission(reply) && rule !== undefined) {
       this.numbers.setWindow(from, rule.hash, nowMs + reply.resetMs, reply.parity ?? 0)
+    }
+    // Nothing left at the seed nor, as it knew, at the key's other seed: denied here a while, if the window's end
+    // is known (not the rule's per, guessed when the answer telling it was missed): forward-kept.ts.
+    if (rule !== undefined && keeps(rule) && windowDenial(reply) && (!known || !Number.isNaN(this.numbers.windowEnd(from, rule.hash, reply.parity ?? 0)))) {
+      this.denials.keep(req.key, reply.retryAfterMs, this.c.tuning.gossipIntervalMs, nowMs)
     }
     if (reply.allowed) this.counters.forwardAllowed++
     // route() sent it only to a seed agreeing on this rule's hash: its name and limit are the seed's.
@@ -350,6 +372,28 @@ export class Forwarding {
       this.counters.forwardCredit += reply.credit ?? 0
     }
     return decisionOf(reply, rule?.stock ?? 0, rule?.name ?? '')
+  }
+
+  /**
+   * At the member: `reply` from seed `from`, its `resetMs` (and a denial's
+   * `retryAfterMs`) filled in when it was sent as in the window this member
+   * knows (`known`, forward-names.ts).
+   */
+  private filled (reply: Fans, from: string, nowMs: number, key?: string): Fans {
+    if (reply.known !== true) return reply
+    const rule = key === undefined ? undefined : this.c.limiter.ruleFor(key)
+    // Its window's end is the last whole admission's, if of its parity; else (one missed, or not read yet) at most the rule's per.
+    const end = rule === undefined ? NaN : this.numbers.windowEnd(from, rule.hash, reply.parity ?? 0)
+    const resetMs = Number.isNaN(end) ? rule?.config.perMs ?? 0 : Math.max(0, Math.ceil(end - nowMs))
+    // A denial until the window's end: retry then.
+    return { ...reply, resetMs, ...(reply.allowed ? {} : { retryAfterMs: resetMs }) }
+  }
+
+  /** Before `route` sends: a seed's denial of `key` kept here (forward-kept.ts), counted; else null. */
+  private kept (key: string, rule: CompiledRule, nowMs: number): Decision | null {
+    const d = this.denials.kept(key, rule, nowMs)
+    if (d !== null) this.counters.forwardKeptDenials++
+    return d
   }
 
   /** At the member: no answer in time (or none that decided): denied, as a central limiter out of reach would. */
@@ -362,26 +406,6 @@ export class Forwarding {
   private refuse (code: string): Fans {
     return { allowed: false, remaining: 0, resetMs: 0, retryAfterMs: -1, code }
   }
-}
-
-/**
- * The seeds that decide a glob key whose home is `home`, of the seeds `up`
- * (those a node may send to now, in seed order): the home and the next of
- * them after it; or, while the home is not up, the next one after it
- * alone, which holds the rest of the key's stock until the heir inherits
- * the home's (the others hold none). Empty when none is up, or the key has
- * no home among `all`.
- */
-function deciders (home: string | undefined, all: readonly string[], up: readonly string[]): string[] {
-  const i = home === undefined ? -1 : all.indexOf(home)
-  if (i < 0) return []
-  const want = up.includes(all[i]) ? PAIR : 1
-  const out: string[] = []
-  for (let j = 0; j < all.length && out.length < want; j++) {
-    const s = all[(i + j) % all.length]
-    if (up.includes(s)) out.push(s)
-  }
-  return out
 }
 
 /**

@@ -58,8 +58,11 @@ import { parseJack, parseJcopy, parseJget, parseJrep, type Jack, type Jcopy, typ
  * window's parity in the low bit, and a named fwd puts its number first
  * (forward-messages.ts), on `/quotad/forward/4.0.0`; and a quiet gossip
  * that says what the last said goes as an `hb` (gossip-repeat.ts).
+ * 15: one of a glob key's two seeds, out of tokens, sends an acquire on to
+ * the other as a `fwd` whose key number is negative (`moved`), on
+ * `/quotad/forward/5.0.0` (forward.ts `partnerFor`).
  */
-export const CLUSTER_VERSION = 14
+export const CLUSTER_VERSION = 15
 
 /**
  * The gossip topic of a cluster, where seeds publish what members hear of their gossip (member-gossip.ts) and

@@ -27,8 +27,12 @@ export interface RequestContext {
   log: Logger
   /** Tokens arrived: waiting acquires may be served. */
   onTokens?: () => void
-  /** This node's own clients' acquire (LocalQuota): a forwarded acquire with a `wait` is served through it. */
-  acquire?: (key: string, count: number, waitMs: number) => AcquireResult | undefined
+  /**
+   * This node's own clients' acquire (LocalQuota): a forwarded acquire with a
+   * `wait`, or one sent on to the key's other seed, is served through it;
+   * `here`: decided at this node, never sent on (forward.ts `route`).
+   */
+  acquire?: (key: string, count: number, waitMs: number, here: boolean) => AcquireResult | undefined
 }
 
 /** A peer's request (want, pushed grant, ack, jrep, jget) on a stream from peer id `from`: the reply's bytes, or a throw that resets the stream. */
@@ -123,13 +127,15 @@ export async function sendRequest (x: RequestContext, t: Transport, to: string, 
  * decision, or a denial after waitMs + forwardTimeoutMs; null when this
  * node decides it (a seed, another rule, no seed to ask).
  */
-export function forwardAcquire (x: RequestContext, t: Transport, slots: ForwardSlots, key: string, count: number, waitMs: number): Promise<Decision> | null {
+export function forwardAcquire (x: RequestContext, t: Transport, slots: ForwardSlots, key: string, count: number, waitMs: number, here = false): Promise<Decision> | null {
   const t0 = x.clock.mono()
   // Credit a seed gave for this key (forward-credit.ts): admitted here, at once (whatever the client's waitMs).
   const credited = x.core.forwarding.fromCredit(key, count, t0)
   if (credited !== null) return Promise.resolve(credited.decision)
-  const r = x.core.forwarding.route(key, count, waitMs, t0)
+  const r = x.core.forwarding.route(key, count, waitMs, t0, here)
   if (r === null) return null
+  // A seed's denial of the key, kept until its window ends (forward.ts `kept`): denied here, at once.
+  if (r.denied !== undefined) return Promise.resolve(r.denied)
   // The seed may hold it up to waitMs for tokens; then the answer's way back. A forward queued for a slot
   // (forward-slots.ts) spends that time from both.
   const budget = waitMs + x.core.tuning.forwardTimeoutMs
@@ -179,13 +185,16 @@ export async function sendForward (x: RequestContext, t: Transport, to: string, 
  */
 async function serveForward (x: RequestContext, m: Fwd, from: string, now: number): Promise<Fans> {
   const f = x.core.forwarding
-  if (m.wait === undefined || x.acquire === undefined) return f.serve(m, from, now)
   const refusal = f.admit(m, from)
   if (refusal !== null) return refusal
+  // Out of tokens here while the key's other seed holds some: on to it, as this seed's own client's (forward.ts `sendsOn`).
+  const on = f.sendsOn(m, now)
+  if ((m.wait === undefined && !on) || x.acquire === undefined) return f.serve(m, from, now)
   try {
-    const r = x.acquire(m.key, m.count, m.wait)
+    const r = x.acquire(m.key, m.count, m.wait ?? 0, !on)
     if (r === undefined) return f.serve(m, from, now)
-    return f.decided(isWaitHandle(r) ? await r.promise : r)
+    const d = isWaitHandle(r) ? await r.promise : r
+    return on ? f.sentOn(d, m, x.clock.mono()) : f.decided(d)
   } catch (error) {
     return f.decided({ error })
   }

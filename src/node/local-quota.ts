@@ -39,7 +39,7 @@ export interface LocalQuotaOptions {
     status: () => Record<string, unknown>
     urgent?: () => void
     /** A member's acquire decided at a seed (`decide: "seeds"`, forward.ts): its answer to come; null: decide here. */
-    forward?: (key: string, count: number, waitMs: number) => Promise<Decision> | null
+    forward?: (key: string, count: number, waitMs: number, here: boolean) => Promise<Decision> | null
     /** Whether a key's acquires go to a seed (forward.ts `decidesAtSeeds`). */
     elsewhere?: (key: string) => boolean
   }
@@ -74,7 +74,7 @@ export class LocalQuota implements QuotaService {
   private readonly decider: Decider
   private readonly clusterStatus?: () => Record<string, unknown>
   /** A member's acquires of `decide: "seeds"` rules go to a seed (forward.ts). */
-  private readonly forward?: (key: string, count: number, waitMs: number) => Promise<Decision> | null
+  private readonly forward?: (key: string, count: number, waitMs: number, here: boolean) => Promise<Decision> | null
   private readonly elsewhere?: (key: string) => boolean
   /** Ask the cluster to tick now (a first-use wait wants its want sent at once, not at the next tick). */
   private readonly urgent?: () => void
@@ -130,16 +130,17 @@ export class LocalQuota implements QuotaService {
   /** Set by the daemon once its metrics exist. */
   timing: DecisionTiming | null = null
 
-  acquire (key: string, count: number, waitMs: number): AcquireResult {
+  /** `here`: a peer's acquire this seed decides (node-requests.ts `serveForward`), never sent on to another seed. */
+  acquire (key: string, count: number, waitMs: number, here = false): AcquireResult {
     if (this.timing?.sample() === true) {
       const t0 = performance.now()
-      try { return this.decide(key, count, waitMs) } finally { this.timing.record((performance.now() - t0) / 1000) }
+      try { return this.decide(key, count, waitMs, here) } finally { this.timing.record((performance.now() - t0) / 1000) }
     }
-    return this.decide(key, count, waitMs)
+    return this.decide(key, count, waitMs, here)
   }
 
-  private decide (key: string, count: number, waitMs: number): AcquireResult {
-    const forwarded = this.forward?.(key, count, waitMs) ?? null
+  private decide (key: string, count: number, waitMs: number, here: boolean): AcquireResult {
+    const forwarded = this.forward?.(key, count, waitMs, here) ?? null
     if (forwarded !== null) {
       // Decided at a seed: answered when its decision comes (or denied at the bound); a client that goes away
       // meanwhile cancels nothing there (the seed may have spent the token, never more than the limit allows).

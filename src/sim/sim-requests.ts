@@ -103,8 +103,10 @@ export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterC
       const f = tc.forwarding
       const from = idOf(sender.name)
       const m = decodeFwd(splitCallFrame(bytes).data, f.memberOf(from))
+      // Sent on to the key's other seed: decided there, and counted there, when it decides (`decided` goes with it).
+      let sentOn = false
       const answer = (reply: Fans): void => {
-        if (reply.code === undefined) {
+        if (reply.code === undefined && !sentOn) {
           const rule = tc.limiter.ruleFor(m.key)
           decided(to, decisionOf(reply, rule?.stock ?? 0, rule?.name ?? ''))
         }
@@ -126,19 +128,22 @@ export function sendForward (vc: VirtualCluster, sender: SimNode, core: ClusterC
       // The invariant key numbers stand on: a seed never reads a live member's number as another key.
       if (m.key !== req.key && sender.core === core) throw new Error(`${to} read ${sender.name}'s key number ${req.ref ?? '-'} as "${m.key}", sent for "${req.key}"`)
       // With a wait, as the seed's own client's (node-requests.ts serveForward): held for tokens, answered when decided.
-      const refusal = m.wait === undefined ? null : f.admit(m, from)
-      if (m.wait === undefined || refusal !== null) {
+      const refusal = f.admit(m, from)
+      // Out of tokens here while the key's other seed holds some: on to it, as the seed's own client's (node-requests.ts).
+      const on = refusal === null && f.sendsOn(m, vc.mono(to))
+      if ((m.wait === undefined && !on) || refusal !== null) {
         answer(refusal ?? f.serve(m, from, vc.mono(to)))
         vc.persist(target, tc)
         return
       }
       let d: ReturnType<VirtualCluster['acquire']>
       try {
-        d = vc.acquire(to, m.key, m.count, late2 => { answer(f.decided(late2)) }, undefined, m.wait)
+        d = vc.acquire(to, m.key, m.count, late2 => { answer(on ? f.sentOn(late2, m, vc.mono(to)) : f.decided(late2)) }, on ? decided : undefined, m.wait ?? 0, !on)
       } catch (error) {
         answer(f.decided({ error }))
         return
       }
+      sentOn = d === 'forwarded'
       if (d !== undefined && d !== 'waiting' && d !== 'forwarded') answer(f.decided(d))
       vc.persist(target, tc)
     })

@@ -275,8 +275,8 @@ export class VirtualCluster {
    * Undefined when the node is not serving.
    */
   acquire (name: string, key: string, count: number): Decision | undefined
-  acquire (name: string, key: string, count: number, late: (d: Decision) => void, decided?: Decided, clientWaitMs?: number): Decision | 'waiting' | 'forwarded' | undefined
-  acquire (name: string, key: string, count: number, late?: (d: Decision) => void, decided?: Decided, clientWaitMs = 0): Decision | 'waiting' | 'forwarded' | undefined {
+  acquire (name: string, key: string, count: number, late: (d: Decision) => void, decided?: Decided, clientWaitMs?: number, here?: boolean): Decision | 'waiting' | 'forwarded' | undefined
+  acquire (name: string, key: string, count: number, late?: (d: Decision) => void, decided?: Decided, clientWaitMs = 0, here = false): Decision | 'waiting' | 'forwarded' | undefined {
     const n = this.nodes.get(name)
     if (n === undefined || n.core === null || n.state !== 'up') return undefined
     const core = n.core
@@ -290,8 +290,14 @@ export class VirtualCluster {
       return 'forwarded'
     }
     // A member's acquire of a `decide: "seeds"` rule goes to a seed (forward.ts): decided there, answered later.
-    const route = late === undefined ? null : core.forwarding.route(key, count, clientWaitMs, mono)
-    if (route !== null && late !== undefined) {
+    const route = late === undefined ? null : core.forwarding.route(key, count, clientWaitMs, mono, here)
+    // A seed's denial of the key, kept until its window ends (forward.ts `kept`): denied here, answered later as a forward is.
+    const kept = route?.denied
+    if (kept !== undefined && late !== undefined) {
+      this.at(this.now, () => { if (n.core === core && n.state === 'up') late(kept) })
+      return 'forwarded'
+    }
+    if (route !== null && route.to !== undefined && late !== undefined) {
       sendForward(this, n, core, route.to, route.msg, decided ?? (() => {}), late, mono)
       return 'forwarded'
     }

@@ -1,5 +1,5 @@
 /**
- * Call sessions (`/quotad/forward/4.0.0`): many request/answer exchanges on
+ * Call sessions (`/quotad/forward/5.0.0`): many request/answer exchanges on
  * one long-lived stream per peer, for what a node sends at the rate of its
  * clients' requests (a member's forwarded acquires, forward.ts).
  *

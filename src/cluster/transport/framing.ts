@@ -1,7 +1,7 @@
 /**
  * Framing for the `/quotad/transfer/1.0.0` stream protocol (each direction
  * carries exactly one frame, a 4-byte big-endian length and that many bytes)
- * and for the call sessions of `/quotad/forward/4.0.0` (many frames, each
+ * and for the call sessions of `/quotad/forward/5.0.0` (many frames, each
  * with a call id).
  * The reader enforces the size cap from the header alone, before buffering the
  * body, so a peer cannot make us hold more than `maxBytes` (+ one chunk).
@@ -75,7 +75,7 @@ function concat (parts: Uint8Array[], total: number): Uint8Array {
  * frames follow each other on one stream, in both directions. Why varints:
  * a forwarded acquire's payload is 8 bytes or so, and its caller's ids stay
  * small (calls.ts reuses the lowest free ones), so the header is 2 bytes,
- * not the 8 of two u32s (protocol `/quotad/forward/4.0.0`).
+ * not the 8 of two u32s (protocol `/quotad/forward/5.0.0`).
  */
 /** Most bytes a call frame's length or id takes (a u32 as a varint). */
 const MAX_VARINT_BYTES = 5

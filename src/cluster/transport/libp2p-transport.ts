@@ -15,7 +15,7 @@
  *   above `maxMessageBytes` (not delivered, not forwarded, counted).
  *   A watchdog resets connections on which gossipsub silently gave up.
  * - Requests: `/quotad/transfer/1.0.0`, see `transfer.ts` and `framing.ts`;
- *   calls on long-lived sessions: `/quotad/forward/4.0.0`, see `calls.ts`.
+ *   calls on long-lived sessions: `/quotad/forward/5.0.0`, see `calls.ts`.
  * - Seeds: `redialer.ts` keeps every seed connected.
  * - Identity: `identity.ts`; option checks: `options.ts`.
  *

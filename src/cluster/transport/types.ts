@@ -9,7 +9,7 @@
 export const TRANSFER_PROTOCOL = '/quotad/transfer/1.0.0'
 
 /** Calls on a long-lived session per peer: many length-prefixed frames each way, each with a call id (calls.ts). */
-export const CALL_PROTOCOL = '/quotad/forward/4.0.0'
+export const CALL_PROTOCOL = '/quotad/forward/5.0.0'
 
 export const TRANSPORT_DEFAULTS = {
   maxMessageBytes: 64 * 1024,
@@ -114,7 +114,7 @@ export interface Transport {
    */
   request(peerId: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array>
   /**
-   * One call to a peer over `/quotad/forward/4.0.0`: on this node's session
+   * One call to a peer over `/quotad/forward/5.0.0`: on this node's session
    * with the peer (one long-lived stream, opened at the first call and again
    * after it ends), framed with a call id, answered in any order (calls.ts).
    * Rejects with E_TIMEOUT after `timeoutMs` (the session stays),

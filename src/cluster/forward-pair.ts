@@ -25,8 +25,9 @@
  * - A request is sent on once: never one that was sent on (`moved`), nor one
  *   a seed sent (that is a seed's own client's, decided where it went).
  * - The seed that sends it on counts it in its own demand (its members' and
- *   clients'), the other does not: each one's rate is its own side's, and
- *   asks for its part of the next windows by it.
+ *   clients'), the other does not (only from a seed: a member cannot mark
+ *   its own acquires so): each one's rate is its own side's, and asks for
+ *   its part of the next windows by it.
  * - Sending on moves no token: hard mode's guarantee is the deciding seed's.
  */
 import { homeOf } from '../core/share.js'
@@ -107,18 +108,25 @@ function paired (c: ClusterCore, rule: CompiledRule | undefined): rule is Compil
  */
 export function partnerFor (c: ClusterCore, key: string, count: number, rule: CompiledRule, pair: readonly string[], nowMs: number): string | null {
   if (pair.length !== PAIR || !pair.includes(c.node) || rule.config.algorithm !== 'fixed-window') return null
-  // As an acquire here would find it (a home creates a key new here with its whole stock).
-  const ks = c.limiter.keyState(key, count, nowMs)
-  ks.bucket.advance(nowMs)
-  if (ks.bucket.held + 1e-9 >= count) return null
+  // As an acquire here would find it (a home creates a key new here with its whole stock), and counts its demand.
+  // One it cannot create (the key table full) it decides here, and answers that error.
+  let held: number
+  try {
+    const ks = c.limiter.keyState(key, count, nowMs)
+    ks.bucket.advance(nowMs)
+    held = ks.bucket.held
+  } catch {
+    return null
+  }
+  if (held + 1e-9 >= count) return null
   const other = pair[0] === c.node ? pair[1] : pair[0]
   const p = c.peers.get(other)
   // Heard within FRESH_INTERVALS gossips (a seed gossips to the seeds every interval): one that died is not sent to.
   if (p === undefined || nowMs - p.lastHeard > FRESH_INTERVALS * c.tuning.gossipIntervalMs) return null
   const line = p.keys.get(key)
   // Never announced: its pre-allocated share, which for a glob key is the whole stock at its home.
-  const held = line !== undefined ? line.held : homeOf(key, c.seeds, c.view.homes) === other ? rule.stock : 0
-  return held >= count ? other : null
+  const there = line !== undefined ? line.held : homeOf(key, c.seeds, c.view.homes) === other ? rule.stock : 0
+  return there >= count ? other : null
 }
 
 /**

@@ -140,7 +140,8 @@ export class Forwarding {
     if (around) this.counters.forwardRoutedAround++
     this.counters.forwarded++
     // Credit only for an acquire the seed decides at once (one that waits goes through the seed's waiters).
-    const more = waitMs <= 0 && creditable(rule) ? this.credits.ask(key, rule, nowMs) : 0
+    // Not for one sent on to the key's other seed: a seed takes no credit (it decides what it holds itself).
+    const more = other === null && waitMs <= 0 && creditable(rule) ? this.credits.ask(key, rule, nowMs) : 0
     const n = this.numbers.ref(to, key)
     const ref = n === null ? {} : { ref: n.n, ...(n.naming ? { naming: true } : {}) }
     return { to, msg: { node: c.node, key, count, ...(waitMs > 0 ? { wait: waitMs } : {}), ...(more > 0 ? { more } : {}), ruleHash: rule.hash, ...ref, ...(other !== null ? { moved: true } : {}) } }
@@ -284,7 +285,7 @@ export class Forwarding {
     if (refusal !== null) return refusal
     try {
       // One sent on by the other seed is that seed's clients' and members' demand, counted there (`route`), not here.
-      const d = this.c.acquire(m.key, m.count, nowMs, m.moved !== true)
+      const d = this.c.acquire(m.key, m.count, nowMs, !(m.moved === true && this.c.seeds.includes(m.node)))
       const answer = this.decided(d)
       return d.allowed && m.more !== undefined ? this.credit(answer, m.key, m.more, d.remaining, nowMs) : answer
     } catch (error) {

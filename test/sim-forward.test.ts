@@ -106,7 +106,7 @@ test('a glob key is forwarded to its home and the seed after it, never another, 
     const members = [...v.cores].filter(([n]) => !seeds.includes(n))
     const keys = glob ? Array.from({ length: 30 }, (_, i) => `k:${i}`) : ['api']
     // Where a node sends the key's acquires (`here`: as its own, not sent on when out of tokens); one denied from a
-    // seed's denial it keeps (forward.ts `kept`) says nothing of where.
+    // seed's denial it keeps (forward-kept.ts) says nothing of where.
     const dest = (c: ClusterCore | undefined, key: string, at: number): string | undefined | 'kept' => {
       const r = c?.forwarding.route(key, 1, 0, at, true)
       return r?.denied !== undefined ? 'kept' : r?.to

@@ -201,7 +201,7 @@ export class ClusterCore {
 
   // ---- local decisions -------------------------------------------------
 
-  /** `demand`: count it in the key's demand here (not for a request another seed sent on: forward.ts `sendAway`). */
+  /** `demand`: count it in the key's demand here (not for a request another seed sent on: forward-pair.ts). */
   acquire (key: string, count: number, nowMs: number, demand = true): Decision {
     const ks = this.limiter.keyState(key, count, nowMs)
     const x = this.prepare(ks, demand ? count : 0, nowMs)
@@ -244,7 +244,7 @@ export class ClusterCore {
     return out
   }
 
-  /** A request for `count` of `key` this seed sent to another (forward.ts `sendAway`): demand here all the same. */
+  /** A request for `count` of `key` this seed sent on to the key's other seed (forward-pair.ts): demand here all the same. */
   noteDemand (key: string, count: number, nowMs: number): void {
     const ks = this.limiter.existing(key)
     if (ks === undefined) return

@@ -134,7 +134,7 @@ export function forwardAcquire (x: RequestContext, t: Transport, slots: ForwardS
   if (credited !== null) return Promise.resolve(credited.decision)
   const r = x.core.forwarding.route(key, count, waitMs, t0, here)
   if (r === null) return null
-  // A seed's denial of the key, kept until its window ends (forward.ts `kept`): denied here, at once.
+  // A seed's denial of the key, kept until its window ends (forward-kept.ts): denied here, at once.
   if (r.denied !== undefined) return Promise.resolve(r.denied)
   // The seed may hold it up to waitMs for tokens; then the answer's way back. A forward queued for a slot
   // (forward-slots.ts) spends that time from both.

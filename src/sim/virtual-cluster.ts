@@ -291,7 +291,7 @@ export class VirtualCluster {
     }
     // A member's acquire of a `decide: "seeds"` rule goes to a seed (forward.ts): decided there, answered later.
     const route = late === undefined ? null : core.forwarding.route(key, count, clientWaitMs, mono, here)
-    // A seed's denial of the key, kept until its window ends (forward.ts `kept`): denied here, answered later as a forward is.
+    // A seed's denial of the key, kept until its window ends (forward-kept.ts): denied here, answered later as a forward is.
     const kept = route?.denied
     if (kept !== undefined && late !== undefined) {
       this.at(this.now, () => { if (n.core === core && n.state === 'up') late(kept) })

@@ -247,10 +247,15 @@ export class ClusterCore {
   /** A request for `count` of `key` this seed sent on to the key's other seed (forward-pair.ts): demand here all the same. */
   noteDemand (key: string, count: number, nowMs: number): void {
     const ks = this.limiter.existing(key)
-    if (ks === undefined) return
-    const x = ext(ks)
-    x.demand += count
-    x.lastDemandAt = nowMs
+    if (ks !== undefined) this.demanded(ks, ext(ks), count, nowMs)
+  }
+
+  /** `count` more demand for a key (none for 0), which is active here from now. */
+  private demanded (ks: KeyState, x: KeyExt, count: number, nowMs: number): void {
+    if (count > 0) {
+      x.demand += count
+      x.lastDemandAt = nowMs
+    }
     this.active.add(ks)
   }
 
@@ -260,11 +265,7 @@ export class ClusterCore {
     if (x.burn > 0) this.burn(ks, x, nowMs)
     this.fenced(nowMs)
     updateReserve(this.caution, ks, nowMs)
-    if (count > 0) {
-      x.demand += count
-      x.lastDemandAt = nowMs
-    }
-    this.active.add(ks)
+    this.demanded(ks, x, count, nowMs)
     return x
   }
 

@@ -49,6 +49,8 @@
  * whole answer for a quarter of its admissions, and now one per seed and
  * rule per window.)
  */
+import type { CompiledRule } from '../core/rules.js'
+import type { Fans } from './forward-messages.js'
 
 /** Numbers one member gives keys it forwards to one seed; later keys go in full, never under a number used before. */
 export const MAX_NUMBERS = 16_384
@@ -113,6 +115,21 @@ export class KeyNumbers {
   windowEnd (seed: string, rule: string, parity: number): number {
     const e = this.windows.get(seed)?.get(rule)
     return e !== undefined && e.parity === parity ? e.endMs : NaN
+  }
+
+  /**
+   * `reply` from `seed` under `rule`, its `resetMs` (and a denial's
+   * `retryAfterMs`: retry at the window's end) filled in when it was sent as
+   * in the window this node knows (`known`): that window's end, as the last
+   * whole admission of its parity said. `guessed`: not known (that answer
+   * was missed, or not read yet), so at most the rule's `per`.
+   */
+  filled (reply: Fans, seed: string, rule: CompiledRule | undefined, nowMs: number): { reply: Fans, guessed: boolean } {
+    if (reply.known !== true) return { reply, guessed: false }
+    const end = rule === undefined ? NaN : this.windowEnd(seed, rule.hash, reply.parity ?? 0)
+    const guessed = Number.isNaN(end)
+    const resetMs = guessed ? rule?.config.perMs ?? 0 : Math.max(0, Math.ceil(end - nowMs))
+    return { reply: { ...reply, resetMs, ...(reply.allowed ? {} : { retryAfterMs: resetMs }) }, guessed }
   }
 }
 

@@ -107,18 +107,7 @@ function paired (c: ClusterCore, rule: CompiledRule | undefined): rule is Compil
  * other, heard lately, says it holds `count`; else null.
  */
 export function partnerFor (c: ClusterCore, key: string, count: number, rule: CompiledRule, pair: readonly string[], nowMs: number): string | null {
-  if (pair.length !== PAIR || !pair.includes(c.node) || rule.config.algorithm !== 'fixed-window') return null
-  // As an acquire here would find it (a home creates a key new here with its whole stock), and counts its demand.
-  // One it cannot create (the key table full) it decides here, and answers that error.
-  let held: number
-  try {
-    const ks = c.limiter.keyState(key, count, nowMs)
-    ks.bucket.advance(nowMs)
-    held = ks.bucket.held
-  } catch {
-    return null
-  }
-  if (held + 1e-9 >= count) return null
+  if (pair.length !== PAIR || !pair.includes(c.node) || rule.config.algorithm !== 'fixed-window' || !short(c, key, count, nowMs)) return null
   const other = pair[0] === c.node ? pair[1] : pair[0]
   const p = c.peers.get(other)
   // Heard within FRESH_INTERVALS gossips (a seed gossips to the seeds every interval): one that died is not sent to.
@@ -130,12 +119,30 @@ export function partnerFor (c: ClusterCore, key: string, count: number, rule: Co
 }
 
 /**
+ * Whether this node holds fewer than `count` tokens of `key`, as an acquire
+ * here would find it: a home creates a key new here with its whole stock
+ * (and then counts its demand). One it cannot create (the key table full)
+ * it decides here, and answers that error: not short.
+ */
+function short (c: ClusterCore, key: string, count: number, nowMs: number): boolean {
+  try {
+    const ks = c.limiter.keyState(key, count, nowMs)
+    ks.bucket.advance(nowMs)
+    return ks.bucket.held + 1e-9 < count
+  } catch {
+    return false
+  }
+}
+
+/**
  * At a seed: whether member `m`'s acquire goes on to the key's other seed
- * (`partnerFor`). Never one that was sent on, nor one a seed sent.
+ * (`partnerFor`). Never one that was sent on, nor one a seed sent. Asked of
+ * every member's acquire, so what it holds is looked at first: the seeds'
+ * view is read only for one this seed is short of.
  */
 export function sendsOn (c: ClusterCore, m: Fwd, nowMs: number): boolean {
   const rule = c.limiter.ruleFor(m.key)
-  if (!paired(c, rule) || m.moved === true || c.seeds.includes(m.node)) return false
+  if (!paired(c, rule) || m.moved === true || c.seeds.includes(m.node) || !short(c, m.key, m.count, nowMs)) return false
   return partnerFor(c, m.key, m.count, rule, pairOf(c, m.key, rule, nowMs), nowMs) !== null
 }
 

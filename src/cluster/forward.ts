@@ -356,13 +356,14 @@ export class Forwarding {
     if (req.ref !== undefined && req.naming === true) this.numbers.confirm(from, req.key, req.ref)
     const rule = this.c.limiter.ruleFor(req.key)
     const known = reply.known === true
-    reply = this.filled(reply, from, nowMs, req.key)
+    const filled = this.numbers.filled(reply, from, rule, nowMs)
+    reply = filled.reply
     if (!known && req.ref !== undefined && plainAdmission(reply) && rule !== undefined) {
       this.numbers.setWindow(from, rule.hash, nowMs + reply.resetMs, reply.parity ?? 0)
     }
     // Nothing left at the seed nor, as it knew, at the key's other seed: denied here a while, if the window's end
     // is known (not the rule's per, guessed when the answer telling it was missed): forward-kept.ts.
-    if (rule !== undefined && keeps(rule) && windowDenial(reply) && (!known || !Number.isNaN(this.numbers.windowEnd(from, rule.hash, reply.parity ?? 0)))) {
+    if (rule !== undefined && keeps(rule) && windowDenial(reply) && !filled.guessed) {
       this.denials.keep(req.key, reply.retryAfterMs, this.c.tuning.gossipIntervalMs, nowMs)
     }
     if (reply.allowed) this.counters.forwardAllowed++
@@ -373,21 +374,6 @@ export class Forwarding {
       this.counters.forwardCredit += reply.credit ?? 0
     }
     return decisionOf(reply, rule?.stock ?? 0, rule?.name ?? '')
-  }
-
-  /**
-   * At the member: `reply` from seed `from`, its `resetMs` (and a denial's
-   * `retryAfterMs`) filled in when it was sent as in the window this member
-   * knows (`known`, forward-names.ts).
-   */
-  private filled (reply: Fans, from: string, nowMs: number, key?: string): Fans {
-    if (reply.known !== true) return reply
-    const rule = key === undefined ? undefined : this.c.limiter.ruleFor(key)
-    // Its window's end is the last whole admission's, if of its parity; else (one missed, or not read yet) at most the rule's per.
-    const end = rule === undefined ? NaN : this.numbers.windowEnd(from, rule.hash, reply.parity ?? 0)
-    const resetMs = Number.isNaN(end) ? rule?.config.perMs ?? 0 : Math.max(0, Math.ceil(end - nowMs))
-    // A denial until the window's end: retry then.
-    return { ...reply, resetMs, ...(reply.allowed ? {} : { retryAfterMs: resetMs }) }
   }
 
   /** Before `route` sends: a seed's denial of `key` kept here (forward-kept.ts), counted; else null. */

@@ -58,9 +58,8 @@ import { parseJack, parseJcopy, parseJget, parseJrep, type Jack, type Jcopy, typ
  * window's parity in the low bit, and a named fwd puts its number first
  * (forward-messages.ts), on `/quotad/forward/4.0.0`; and a quiet gossip
  * that says what the last said goes as an `hb` (gossip-repeat.ts).
- * 15: one of a glob key's two seeds, out of tokens, sends an acquire on to
- * the other as a `fwd` whose key number is negative (`moved`), on
- * `/quotad/forward/5.0.0` (forward.ts `partnerFor`).
+ * 15: a glob key's seed, out of tokens, sends an acquire on to its other
+ * seed, the key number negative, on `/quotad/forward/5.0.0` (forward-pair.ts).
  */
 export const CLUSTER_VERSION = 15
 

@@ -284,17 +284,13 @@ export class VirtualCluster {
     // Credit a seed gave this member for the key (forward-credit.ts): the seed's tokens, spent in its window,
     // handed out here now. Reported as that seed's (`decided`, `credit`), answered as a forward is: later.
     const credited = late === undefined ? null : core.forwarding.fromCredit(key, count, mono)
-    if (credited !== null && late !== undefined) {
-      decided?.(credited.seed, credited.decision, true)
-      this.at(this.now, () => { if (n.core === core && n.state === 'up') late(credited.decision) })
-      return 'forwarded'
-    }
+    if (credited !== null) decided?.(credited.seed, credited.decision, true)
     // A member's acquire of a `decide: "seeds"` rule goes to a seed (forward.ts): decided there, answered later.
-    const route = late === undefined ? null : core.forwarding.route(key, count, clientWaitMs, mono, here)
-    // A seed's denial of the key, kept until its window ends (forward-kept.ts): denied here, answered later as a forward is.
-    const kept = route?.denied
-    if (kept !== undefined && late !== undefined) {
-      this.at(this.now, () => { if (n.core === core && n.state === 'up') late(kept) })
+    const route = late === undefined || credited !== null ? null : core.forwarding.route(key, count, clientWaitMs, mono, here)
+    // Admitted from credit, or denied from a seed's denial kept here (forward-kept.ts): answered later, as a forward is.
+    const now = credited?.decision ?? route?.denied
+    if (now !== undefined && late !== undefined) {
+      this.at(this.now, () => { if (n.core === core && n.state === 'up') late(now) })
       return 'forwarded'
     }
     if (route !== null && route.to !== undefined && late !== undefined) {

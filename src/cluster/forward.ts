@@ -8,7 +8,8 @@
  * sends each acquire to a seed (`fwd`), which decides it as its own request,
  * with its own tokens, fence and lease, and answers (`fans`). Both go on
  * the member's call session with that seed (transport/calls.ts), compact
- * (forward-messages.ts).
+ * (forward-messages.ts). A member's acquire of a rule it decides itself goes
+ * the same way when it holds too few tokens for it (forward-overflow.ts).
  *
  * Invariants:
  * - A forwarded acquire is decided once, at one seed, by the same
@@ -31,30 +32,10 @@ import { Credits, GIVE_SHARE } from './forward-credit.js'
 import { KeyNumbers, Named, UNNAMED } from './forward-names.js'
 import { answerOf, decisionOf, plainAdmission, windowDenial, type Fans, type Fwd } from './forward-messages.js'
 import { keeps, KeptDenials } from './forward-kept.js'
+import { Overflow } from './forward-overflow.js'
+import { ext } from './key-ext.js'
+import { newForwardCounters, type ForwardCounters } from './forward-counters.js'
 import { deciders, inOwnWindow, partnerFor, SEEDS_TO_FORWARD, sendsOn, upSeeds } from './forward-pair.js'
-
-/** Counters for status: a member's forwarded acquires, and a seed's served ones. */
-export interface ForwardCounters {
-  forwarded: number
-  forwardAllowed: number
-  /** No answer in time, or an answer that was not a decision. */
-  forwardFailed: number
-  /** At a seed: members' acquires decided here. */
-  forwardServed: number
-  /** Acquires sent past a seed that left forwards unanswered (see `unanswered`). */
-  forwardRoutedAround: number
-  /** At a member: acquires admitted from credit (forward-credit.ts), and tokens of credit received. */
-  forwardFromCredit: number
-  forwardCredit: number
-  /** At a seed: tokens spent as credit for members. */
-  forwardCreditGiven: number
-  /** At a member: acquires sent again naming their key, after a seed answered that it did not know its number (forward-names.ts). */
-  forwardRenamed: number
-  /** At a seed: acquires (its clients' and its members') sent on to the key's other seed for want of tokens here (`partnerFor`). */
-  forwardSentOn: number
-  /** At a member: acquires denied from a seed's last denial of their key, kept (`kept`). */
-  forwardKeptDenials: number
-}
 
 /** Where `route` sends an acquire: to seed `to`, or denied at once from a seed's denial kept here (`kept`). */
 export type Routed = { to: string, msg: Fwd, denied?: undefined } | { denied: Decision, to?: undefined, msg?: undefined }
@@ -66,9 +47,7 @@ const MAX_NAMES = 4096
 const SUSPECT_AFTER = 3
 
 export class Forwarding {
-  readonly counters: ForwardCounters = {
-    forwarded: 0, forwardAllowed: 0, forwardFailed: 0, forwardServed: 0, forwardRoutedAround: 0, forwardFromCredit: 0, forwardCredit: 0, forwardCreditGiven: 0, forwardRenamed: 0, forwardSentOn: 0, forwardKeptDenials: 0
-  }
+  readonly counters: ForwardCounters = newForwardCounters()
   /** At a member: credit from the seeds, and its keys' demand (forward-credit.ts). */
   readonly credits = new Credits()
   /** At a member: the numbers its keys go under to each seed; at a seed: the keys members' numbers name (forward-names.ts). */
@@ -80,8 +59,12 @@ export class Forwarding {
   private readonly denials = new KeptDenials()
   /** At a member, per seed: forwards in a row it did not answer, and when the last of them failed (see `unanswered`). */
   private readonly silent = new Map<string, { count: number, atMs: number }>()
+  /** At a member: where its overflow goes (forward-overflow.ts). */
+  private readonly spill: Overflow
 
-  constructor (private readonly c: ClusterCore) {}
+  constructor (private readonly c: ClusterCore) {
+    this.spill = new Overflow(c)
+  }
 
   /** Whether this node sends `key`'s acquires to a seed: a member, and the key's rule says `decide: "seeds"`. */
   decidesAtSeeds (key: string): boolean {
@@ -119,7 +102,8 @@ export class Forwarding {
   route (key: string, count: number, waitMs: number, nowMs: number, here = false): Routed | null {
     const c = this.c
     const rule = c.limiter.ruleFor(key)
-    if (c.phase !== 'running' || rule === undefined || !this.mayForward(rule)) return null
+    if (c.phase !== 'running' || rule === undefined) return null
+    if (!this.mayForward(rule)) return this.overflow(key, count, rule, waitMs, nowMs)
     const seed = c.seeds.includes(c.node)
     const { seeds, around } = upSeeds(c, rule, nowMs, (s, heard) => this.suspect(s, heard, nowMs))
     if (seeds.length === 0) return null
@@ -142,9 +126,22 @@ export class Forwarding {
     // Credit only for an acquire the seed decides at once (one that waits goes through the seed's waiters).
     // Not for one sent on to the key's other seed: a seed takes no credit (it decides what it holds itself).
     const more = other === null && waitMs <= 0 && creditable(rule) ? this.credits.ask(key, rule, nowMs) : 0
+    return { to, msg: this.fwd(to, key, count, waitMs, rule, more, other !== null) }
+  }
+
+  /** A member's acquire of a rule it decides itself, sent to a seed for want of tokens here (forward-overflow.ts). */
+  private overflow (key: string, count: number, rule: CompiledRule, waitMs: number, nowMs: number): Routed | null {
+    const to = this.spill.to(key, count, rule, this.counters.forwarded, nowMs, (s, heard) => this.suspect(s, heard, nowMs))
+    if (to === null) return null
+    this.counters.forwardOverflow++
+    this.counters.forwarded++
+    return { to, msg: this.fwd(to, key, count, waitMs, rule, 0, false) }
+  }
+
+  private fwd (to: string, key: string, count: number, waitMs: number, rule: CompiledRule, more: number, moved: boolean): Fwd {
     const n = this.numbers.ref(to, key)
     const ref = n === null ? {} : { ref: n.n, ...(n.naming ? { naming: true } : {}) }
-    return { to, msg: { node: c.node, key, count, ...(waitMs > 0 ? { wait: waitMs } : {}), ...(more > 0 ? { more } : {}), ruleHash: rule.hash, ...ref, ...(other !== null ? { moved: true } : {}) } }
+    return { node: this.c.node, key, count, ...(waitMs > 0 ? { wait: waitMs } : {}), ...(more > 0 ? { more } : {}), ruleHash: rule.hash, ...ref, ...(moved ? { moved: true } : {}) }
   }
 
   /**
@@ -284,7 +281,8 @@ export class Forwarding {
     const refusal = this.admit(m, from)
     if (refusal !== null) return refusal
     try {
-      // One sent on by the other seed is that seed's clients' and members' demand, counted there (`route`), not here.
+      // One sent on by the other seed is that seed's clients' and members' demand, counted there (`route`), not here;
+      // a member's overflow (forward-overflow.ts) is counted here too.
       const d = this.c.acquire(m.key, m.count, nowMs, !(m.moved === true && this.c.seeds.includes(m.node)))
       const answer = this.decided(d)
       return d.allowed && m.more !== undefined ? this.credit(answer, m.key, m.more, d.remaining, nowMs) : answer
@@ -328,6 +326,7 @@ export class Forwarding {
     this.numbers.forgetSeed(to)
     const e = this.silent.get(to)
     this.silent.set(to, { count: (e?.count ?? 0) + 1, atMs: nowMs })
+    this.spill.unanswered(nowMs)
   }
 
   /**
@@ -351,6 +350,7 @@ export class Forwarding {
    */
   answered (req: Fwd, reply: Fans, from: string, sentMs: number, nowMs: number): Decision {
     this.silent.delete(from)
+    this.spill.answered(nowMs)
     if (reply.code !== undefined) return this.failed(req)
     // Decided: the seed read this frame, so the name it carried (forward-names.ts).
     if (req.ref !== undefined && req.naming === true) this.numbers.confirm(from, req.key, req.ref)
@@ -381,6 +381,12 @@ export class Forwarding {
     const d = this.denials.kept(key, rule, nowMs)
     if (d !== null) this.counters.forwardKeptDenials++
     return d
+  }
+
+  /** At a member: a want of `key`, sent at the key's `wantSentAt`, was answered (forward-overflow.ts). */
+  wantAnswered (key: string, nowMs: number): void {
+    const ks = this.c.limiter.existing(key)
+    if (ks !== undefined && !this.c.seeds.includes(this.c.node)) this.spill.roundTrip(nowMs - ext(ks).wantSentAt, nowMs)
   }
 
   /** At the member: no answer in time (or none that decided): denied, as a central limiter out of reach would. */

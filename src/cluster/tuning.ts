@@ -64,6 +64,15 @@ export interface ClusterTuning extends LeaseSettings {
    */
   forwardTimeoutMs: number
   /**
+   * A member sends an acquire of a rule it decides itself to a seed that
+   * holds enough when it holds too few tokens for it (forward-overflow.ts),
+   * and returns a token it expects not to use under contention
+   * (rebalance.ts RETURN_ROUND). Off: such an acquire is denied at the
+   * member, and it returns whole surplus tokens only (the simulator's
+   * comparison). @default true
+   */
+  overflow: boolean
+  /**
    * A seed that holds a share sends its books journal to the other seeds,
    * and a grant it gives leaves only once the give is durable at a quorum of
    * seeds (replication.ts): what a heir reads if the seed dies for good.
@@ -100,6 +109,7 @@ export function defaultTuning (gossipIntervalMs = 250): ClusterTuning {
     replicateJournal: true,
     inheritSeeds: true,
     forwardTimeoutMs: 500,
+    overflow: true,
     firstUseWaitMs: 100,
     // leases, leaseMs, reclaimMs, maxClockSkewMs: the cluster file's (config/lease-options.ts)
     ...leaseSettings(gossipIntervalMs)

@@ -48,7 +48,7 @@ test.serial('healthz, readyz and metrics on real nodes; readyz says why a node i
   t.is(m.status, 200)
   t.regex(m.type, /text\/plain/)
   for (const name of ['quotad_decisions_total', 'quotad_decision_duration_seconds_bucket', 'quotad_tokens_held', 'quotad_tokens_stranded', 'quotad_tokens_shortfall',
-    'quotad_transfers_total', 'quotad_gossip_bytes_total', 'quotad_peers', 'quotad_rule_agreement', 'quotad_waiters', 'quotad_keys',
+    'quotad_transfers_total', 'quotad_forwards_total', 'quotad_gossip_bytes_total', 'quotad_peers', 'quotad_rule_agreement', 'quotad_waiters', 'quotad_keys',
     'quotad_process_cpu_seconds_total']) {
     t.regex(m.body, new RegExp(`^${name}`, 'm'), `${name} is exposed`)
   }

@@ -101,6 +101,18 @@ export class Metrics {
       }
     })
     new client.Counter({
+      name: 'quotad_forwards_total',
+      help: 'Acquires sent to or decided for another node (forward.ts), by kind: at a member, sent (all it sent a seed), overflow (of those, of rules it decides itself, for want of tokens here), allowed, failed (no answer in time), from_credit, kept_denial; at a seed, served (members\' acquires decided here) and sent_on (to a glob key\'s other seed).',
+      labelNames: ['kind'],
+      registers: [r],
+      collect () {
+        this.reset()
+        const f = src.cluster?.core.forwarding.counters
+        if (f === undefined) return
+        for (const [kind, v] of [['sent', f.forwarded], ['overflow', f.forwardOverflow], ['allowed', f.forwardAllowed], ['failed', f.forwardFailed], ['from_credit', f.forwardFromCredit], ['kept_denial', f.forwardKeptDenials], ['served', f.forwardServed], ['sent_on', f.forwardSentOn]] as const) this.inc({ kind }, v)
+      }
+    })
+    new client.Counter({
       name: 'quotad_gossip_bytes_total',
       help: 'Gossip payload bytes, by direction (sent counts each message once, before gossipsub copies it).',
       labelNames: ['direction'],

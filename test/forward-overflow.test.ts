@@ -13,12 +13,12 @@ import type { RuleConfig } from '../src/config/types.js'
 
 const RULE: RuleConfig = { name: 'api', match: 'api', limit: 100, perMs: 1000, per: '1s', algorithm: 'fixed-window', mode: 'hard', onPartition: 'local-share', burst: 100, maxDebt: 10 }
 
-interface Stub { core: ClusterCore, held: Map<string, number>, mine: { held: number }, demand: number[] }
+interface Stub { core: ClusterCore, held: Map<string, number>, mine: { held: number, reserve: number }, demand: number[] }
 
-/** Member `m` holding `mine` of key `api`; seeds s1 and s2 alive, saying they hold `held`; `node` 's1' makes it a seed. */
+/** Member `m` holding `mine` of key `api` (of which `reserve` it may not spend); seeds s1 and s2 alive, saying they hold `held`; `node` 's1' makes it a seed. */
 function stub (rule = compileRule(RULE), node = 'm', overflow = true): Stub {
   const held = new Map([['s1', 10], ['s2', 10]])
-  const mine = { held: 0 }
+  const mine = { held: 0, reserve: 0 }
   const demand: number[] = []
   const peer = (name: string): unknown => ({ name, lastHeard: 0, leaving: false, fenced: false, sameCluster: true, rules: { [rule.name]: rule.hash } })
   const core = {
@@ -26,7 +26,7 @@ function stub (rule = compileRule(RULE), node = 'm', overflow = true): Stub {
     seeds: ['s1', 's2'],
     tuning: { overflow, aliveTimeoutMs: 1000, forwardTimeoutMs: 500 },
     // The key state reads `mine` at each call: what the member holds now.
-    limiter: { keyState: () => ({ key: 'api', rule, bucket: { get held () { return mine.held }, advance () {} } }) },
+    limiter: { keyState: () => ({ key: 'api', rule, get reserve () { return mine.reserve }, bucket: { get held () { return mine.held }, advance () {} } }) },
     peers: { get: (s: string) => held.has(s) ? peer(s) : undefined, isAlive: () => true },
     view: { peerHeld: (p: { name: string }) => held.get(p.name) ?? 0 },
     noteDemand: (_k: string, n: number) => { demand.push(n) }
@@ -41,6 +41,9 @@ test('an acquire goes to a seed only when the member holds too few, and only to 
   const s = stub(rule)
   s.mine.held = 3
   t.is(overflowTo(s.core, 'api', 3, rule, 0, 0, never), null, 'held here: decided here')
+  s.mine.reserve = 3
+  t.not(overflowTo(s.core, 'api', 3, rule, 0, 0, never), null, 'held but reserved (a fenced member reserves all of a hard key): to a seed')
+  s.mine.reserve = 0
   const to = overflowTo(s.core, 'api', 4, rule, 0, 0, never)
   t.true(to === 's1' || to === 's2')
   s.held.set('s1', 3)

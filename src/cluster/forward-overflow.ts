@@ -16,8 +16,9 @@
  * (`returnToLenders`).
  *
  * Invariants:
- * - Only when this node holds fewer than `count` (a member decides what it
- *   can cover itself, in microseconds), and only to a seed alive, agreeing
+ * - Only when this node may spend fewer than `count` (a member decides
+ *   what it can cover itself, in microseconds; a fenced one can cover
+ *   nothing of a hard key), and only to a seed alive, agreeing
  *   on the rule, not leaving nor fenced, not routed around, that says it
  *   holds `count` or more (or, never having said, would create the key with
  *   that much).
@@ -126,7 +127,9 @@ export function overflowTo (c: ClusterCore, key: string, count: number, rule: Co
   if (!c.tuning.overflow || rule.config.decide === 'seeds' || c.seeds.includes(c.node)) return null
   const ks = c.limiter.keyState(key, count, nowMs)
   ks.bucket.advance(nowMs)
-  if (ks.bucket.held + 1e-9 >= count) return null
+  // What it may spend: less its reserve (caution.ts), which is all of a hard key while this member is fenced (no lease).
+  // As the last acquire here left it: one decided here brings it up to date, so a change shows from the next.
+  if (ks.bucket.held - ks.reserve + 1e-9 >= count) return null
   const able: string[] = []
   for (const s of upSeeds(c, rule, nowMs, skip).seeds) {
     const p = c.peers.get(s)

@@ -69,7 +69,12 @@ export class Overflow {
   private fails = 0
   private untilMs = -Infinity
 
-  constructor (private readonly c: ClusterCore) {}
+  /** A member (the seeds are fixed for a core's life): asked for every acquire, so not looked up each time. */
+  private readonly member: boolean
+
+  constructor (private readonly c: ClusterCore) {
+    this.member = !c.seeds.includes(c.node)
+  }
 
   /**
    * The seed to send an acquire of `key` to (`overflowTo`), counted as this
@@ -78,7 +83,7 @@ export class Overflow {
    */
   to (key: string, count: number, rule: CompiledRule, turn: number, nowMs: number, skip: (seed: string, heardMs: number) => boolean): string | null {
     const t = this.c.tuning
-    if (nowMs < this.untilMs) return null
+    if (!this.member || !t.overflow || nowMs < this.untilMs) return null
     const vouched = nowMs - this.okMs <= FRESH_ALIVES * t.aliveTimeoutMs
     if (!vouched && nowMs - this.probeMs < t.forwardTimeoutMs) return null
     let to: string | null

@@ -69,12 +69,14 @@ export class Overflow {
   private fails = 0
   private untilMs = -Infinity
 
-  /** A member (the seeds are fixed for a core's life): asked for every acquire, so not looked up each time. */
-  private readonly member: boolean
+  /**
+   * Whether this node is a member, looked up once (the seeds are fixed for a
+   * core's life): `to` is asked for every acquire. Not in the constructor:
+   * the core makes its Forwarding before it sets its seeds.
+   */
+  private member: boolean | undefined
 
-  constructor (private readonly c: ClusterCore) {
-    this.member = !c.seeds.includes(c.node)
-  }
+  constructor (private readonly c: ClusterCore) {}
 
   /**
    * The seed to send an acquire of `key` to (`overflowTo`), counted as this
@@ -83,6 +85,7 @@ export class Overflow {
    */
   to (key: string, count: number, rule: CompiledRule, turn: number, nowMs: number, skip: (seed: string, heardMs: number) => boolean): string | null {
     const t = this.c.tuning
+    this.member ??= !this.c.seeds.includes(this.c.node)
     if (!this.member || !t.overflow || nowMs < this.untilMs) return null
     const vouched = nowMs - this.okMs <= FRESH_ALIVES * t.aliveTimeoutMs
     if (!vouched && nowMs - this.probeMs < t.forwardTimeoutMs) return null

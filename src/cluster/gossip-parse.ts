@@ -92,7 +92,9 @@ export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: nu
     ? undefined
     : list(m.msums, b.maxEntries, 'msums').map(e => {
       const t = tuple(e, 5, 'member sum')
-      return [key(t[0], b), num(t[1], 'members held'), num(t[2], 'members rate'), num(t[3], 'members custody'), num(t[4], 'members spending')] as MemberSum
+      // Custody may be negative (a node's own word, within ±stock: shortfall.ts), and so may a sum of it: a member that
+      // owes a burn after a partition. Finite, as every number here.
+      return [key(t[0], b), num(t[1], 'members held'), num(t[2], 'members rate'), num(t[3], 'members custody', -Number.MAX_VALUE), num(t[4], 'members spending')] as MemberSum
     })
   return {
     v, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),

@@ -162,7 +162,7 @@ export function onAck (c: ClusterCore, a: Ack, from: string, nowMs: number): Non
 export function onReply (c: ClusterCore, req: Want | Grant | Ack, reply: Grant | Ack | None, nowMs: number): void {
   settled(c)
   evidence(c, reply, nowMs)
-  // A want's round trip says whether this member's overflow may go to that seed (forward-overflow.ts).
+  // A want's round trip says whether this member's overflow may go out freely (forward-overflow.ts).
   if (req.t === 'want') c.forwarding.wantAnswered(req.key, nowMs)
   if (req.t !== 'ack') c.transfers.onReply(req, reply, nowMs)
 }

@@ -120,14 +120,14 @@ export function wantGap (wantGapMs: number, horizonMs: number, rate: number, bur
 
 /**
  * Under contention, a member returns a token it holds when it expects to
- * use less than 1 − RETURN_ROUND of it before the window ends (see
+ * use less than RETURN_ROUND of it before the window ends (see
  * `returnToLenders`). At 200 nodes, 195 of them members, about 100 tokens
  * a window sat at as many members as remnants of one, unspent, while other
  * members' requests were denied; at the seeds, members' overflow reaches
  * them (forward-overflow.ts). Uniform, zipf and moving-hot at 200 nodes
- * (seed 1): 98.5 / 95.8 / 91.3% without it, 99.2 / 99.5 / 96.4% with 0.3,
- * 99.6 / 99.8 / 99.2% with 0.5 and more requests sent to the seeds (54 against
- * 50% of uniform's). Not while tokens are plentiful: there it only moved
+ * (seed 1): 98.5 / 95.8 / 91.3% without it, 99.3 / 99.5 / 99.0% with 0.3;
+ * 0.5 sent more requests to the seeds (54 against 50% of uniform's) for
+ * under a point. Not while tokens are plentiful: there it only moved
  * tokens back and forth (zipf at 0.6 of the limit: 73 -> 94 kbit/s per node).
  */
 const RETURN_ROUND = 0.3

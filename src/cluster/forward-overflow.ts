@@ -39,7 +39,7 @@ import { upSeeds } from './forward-pair.js'
 /** How much longer each overflow timeout in a row stops a member's overflow, doubling up to this many times (see `Overflow`). */
 const MAX_BACKOFFS = 4
 
-/** A round trip to a seed in time vouches for it this many `aliveTimeoutMs` (see `Overflow`). */
+/** A request answered in time lets a member overflow freely for this many `aliveTimeoutMs` (see `Overflow`). */
 const FRESH_ALIVES = 4
 
 /**

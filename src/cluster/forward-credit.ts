@@ -36,6 +36,7 @@
  *   before and asks for no credit.
  */
 import type { Decision } from '../core/types.js'
+import type { CompiledRule } from '../core/rules.js'
 
 /** Keys whose demand and credit a member tracks at once. */
 export const MAX_KEYS = 8192
@@ -178,3 +179,12 @@ export class Credits {
 }
 
 function spanOf (rule: CreditRule): number { return rule.config.creditMs ?? rule.config.perMs }
+
+/**
+ * Whether a rule's keys take credit: it says `credit`, is fixed-window (its
+ * tokens belong to one calendar window and none comes back to a bucket) and
+ * is decided at the seeds (validate.ts allows `credit` only so).
+ */
+export function creditable (rule: CompiledRule): boolean {
+  return rule.config.creditMs !== undefined && rule.config.decide === 'seeds' && rule.config.algorithm === 'fixed-window'
+}

@@ -34,7 +34,8 @@ import { fmix32 } from '../core/hash.js'
 import { hash32 } from '../core/share.js'
 import type { CompiledRule } from '../core/rules.js'
 import type { ClusterCore } from './cluster-core.js'
-import { upSeeds } from './forward-pair.js'
+import { shortOf, upSeeds } from './forward-pair.js'
+import { ext } from './key-ext.js'
 
 /** How much longer each overflow timeout in a row stops a member's overflow, doubling up to this many times (see `Overflow`). */
 const MAX_BACKOFFS = 4
@@ -89,12 +90,7 @@ export class Overflow {
     if (!this.member || !t.overflow || nowMs < this.untilMs) return null
     const vouched = nowMs - this.okMs <= FRESH_ALIVES * t.aliveTimeoutMs
     if (!vouched && nowMs - this.probeMs < t.forwardTimeoutMs) return null
-    let to: string | null
-    try {
-      to = overflowTo(this.c, key, count, rule, turn, nowMs, skip)
-    } catch {
-      return null // the key table full: decided here, which answers that error
-    }
+    const to = overflowTo(this.c, key, count, rule, turn, nowMs, skip)
     if (to === null) return null
     if (!vouched) this.probeMs = nowMs
     this.c.noteDemand(key, count, nowMs)
@@ -107,6 +103,13 @@ export class Overflow {
     this.probeMs = -Infinity
     this.fails = 0
     this.untilMs = -Infinity
+  }
+
+  /** A want of `key`, sent at the key's `wantSentAt`, was answered now (intake.ts): a round trip (`roundTrip`). */
+  wantAnswered (key: string, nowMs: number): void {
+    this.member ??= !this.c.seeds.includes(this.c.node)
+    const ks = this.member ? this.c.limiter.existing(key) : undefined
+    if (ks !== undefined) this.roundTrip(nowMs - ext(ks).wantSentAt, nowMs)
   }
 
   /** A want was answered after `rttMs`: in time if within half the forward timeout. */
@@ -129,15 +132,14 @@ export class Overflow {
  * (not one `skip` names) says it holds enough; else null (decide here).
  * `turn` varies the choice among such seeds from one acquire to the next,
  * so that members do not all send to the one that held most at its last
- * gossip. Throws what the limiter throws for a key it cannot hold.
+ * gossip.
  */
 export function overflowTo (c: ClusterCore, key: string, count: number, rule: CompiledRule, turn: number, nowMs: number, skip: (seed: string, heardMs: number) => boolean): string | null {
   if (!c.tuning.overflow || rule.config.decide === 'seeds' || c.seeds.includes(c.node)) return null
-  const ks = c.limiter.keyState(key, count, nowMs)
-  ks.bucket.advance(nowMs)
-  // What it may spend: less its reserve (caution.ts), which is all of a hard key while this member is fenced (no lease).
-  // As the last acquire here left it: one decided here brings it up to date, so a change shows from the next.
-  if (ks.bucket.held - ks.reserve + 1e-9 >= count) return null
+  // What it may spend, less its reserve (a fenced member reserves all of a hard key), as the last acquire here left it:
+  // one decided here brings it up to date, so a change shows from the next. A key it cannot hold: decided here.
+  const ks = shortOf(c, key, count, nowMs, true)
+  if (ks === null) return null
   const able: string[] = []
   for (const s of upSeeds(c, rule, nowMs, skip).seeds) {
     const p = c.peers.get(s)

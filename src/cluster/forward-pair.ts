@@ -33,6 +33,7 @@
 import { homeOf } from '../core/share.js'
 import type { CompiledRule } from '../core/rules.js'
 import type { ClusterCore } from './cluster-core.js'
+import type { KeyState } from '../core/limiter.js'
 import type { Fans, Fwd } from './forward-messages.js'
 import { windowStart } from './key-ext.js'
 
@@ -107,7 +108,7 @@ function paired (c: ClusterCore, rule: CompiledRule | undefined): rule is Compil
  * other, heard lately, says it holds `count`; else null.
  */
 export function partnerFor (c: ClusterCore, key: string, count: number, rule: CompiledRule, pair: readonly string[], nowMs: number): string | null {
-  if (pair.length !== PAIR || !pair.includes(c.node) || rule.config.algorithm !== 'fixed-window' || !short(c, key, count, nowMs)) return null
+  if (pair.length !== PAIR || !pair.includes(c.node) || rule.config.algorithm !== 'fixed-window' || shortOf(c, key, count, nowMs) === null) return null
   const other = pair[0] === c.node ? pair[1] : pair[0]
   const p = c.peers.get(other)
   // Heard within FRESH_INTERVALS gossips (a seed gossips to the seeds every interval): one that died is not sent to.
@@ -119,18 +120,21 @@ export function partnerFor (c: ClusterCore, key: string, count: number, rule: Co
 }
 
 /**
- * Whether this node holds fewer than `count` tokens of `key`, as an acquire
- * here would find it: a home creates a key new here with its whole stock
- * (and then counts its demand). One it cannot create (the key table full)
- * it decides here, and answers that error: not short.
+ * The key's state when this node may spend fewer than `count` tokens of
+ * `key`, as an acquire here would find it; else null. A home creates a key
+ * new here with its whole stock (and then counts its demand). One it
+ * cannot create (the key table full) it decides here, and answers that
+ * error: null. `lessReserve`: what it may spend is its held less its
+ * reserve (caution.ts: all of a hard key while it is fenced), as the last
+ * acquire here left it.
  */
-function short (c: ClusterCore, key: string, count: number, nowMs: number): boolean {
+export function shortOf (c: ClusterCore, key: string, count: number, nowMs: number, lessReserve = false): KeyState | null {
   try {
     const ks = c.limiter.keyState(key, count, nowMs)
     ks.bucket.advance(nowMs)
-    return ks.bucket.held + 1e-9 < count
+    return ks.bucket.held - (lessReserve ? ks.reserve : 0) + 1e-9 < count ? ks : null
   } catch {
-    return false
+    return null
   }
 }
 
@@ -142,7 +146,7 @@ function short (c: ClusterCore, key: string, count: number, nowMs: number): bool
  */
 export function sendsOn (c: ClusterCore, m: Fwd, nowMs: number): boolean {
   const rule = c.limiter.ruleFor(m.key)
-  if (!paired(c, rule) || m.moved === true || c.seeds.includes(m.node) || !short(c, m.key, m.count, nowMs)) return false
+  if (!paired(c, rule) || m.moved === true || c.seeds.includes(m.node) || shortOf(c, m.key, m.count, nowMs) === null) return false
   return partnerFor(c, m.key, m.count, rule, pairOf(c, m.key, rule, nowMs), nowMs) !== null
 }
 

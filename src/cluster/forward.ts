@@ -28,12 +28,11 @@ import { hash32, homeOf } from '../core/share.js'
 import { QuotadError } from '../errors.js'
 import type { CompiledRule } from '../core/rules.js'
 import type { ClusterCore } from './cluster-core.js'
-import { Credits, GIVE_SHARE } from './forward-credit.js'
+import { creditable, Credits, GIVE_SHARE } from './forward-credit.js'
 import { KeyNumbers, Named, UNNAMED } from './forward-names.js'
 import { answerOf, decisionOf, plainAdmission, windowDenial, type Fans, type Fwd } from './forward-messages.js'
 import { keeps, KeptDenials } from './forward-kept.js'
 import { Overflow } from './forward-overflow.js'
-import { ext } from './key-ext.js'
 import { newForwardCounters, type ForwardCounters } from './forward-counters.js'
 import { deciders, inOwnWindow, partnerFor, SEEDS_TO_FORWARD, sendsOn, upSeeds } from './forward-pair.js'
 
@@ -59,8 +58,8 @@ export class Forwarding {
   private readonly denials = new KeptDenials()
   /** At a member, per seed: forwards in a row it did not answer, and when the last of them failed (see `unanswered`). */
   private readonly silent = new Map<string, { count: number, atMs: number }>()
-  /** At a member: where its overflow goes (forward-overflow.ts). */
-  private readonly spill: Overflow
+  /** At a member: where its overflow goes, and whether it may go now (forward-overflow.ts). */
+  readonly spill: Overflow
 
   constructor (private readonly c: ClusterCore) {
     this.spill = new Overflow(c)
@@ -383,12 +382,6 @@ export class Forwarding {
     return d
   }
 
-  /** At a member: a want of `key`, sent at the key's `wantSentAt`, was answered (forward-overflow.ts). */
-  wantAnswered (key: string, nowMs: number): void {
-    const ks = this.c.limiter.existing(key)
-    if (ks !== undefined && !this.c.seeds.includes(this.c.node)) this.spill.roundTrip(nowMs - ext(ks).wantSentAt, nowMs)
-  }
-
   /** At the member: no answer in time (or none that decided): denied, as a central limiter out of reach would. */
   failed (req: Fwd): Decision {
     this.counters.forwardFailed++
@@ -401,11 +394,3 @@ export class Forwarding {
   }
 }
 
-/**
- * Whether a rule's keys take credit: it says `credit`, is fixed-window (its
- * tokens belong to one calendar window and none comes back to a bucket) and
- * is decided at the seeds (validate.ts allows `credit` only so).
- */
-function creditable (rule: CompiledRule): boolean {
-  return rule.config.creditMs !== undefined && rule.config.decide === 'seeds' && rule.config.algorithm === 'fixed-window'
-}

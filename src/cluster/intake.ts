@@ -163,7 +163,7 @@ export function onReply (c: ClusterCore, req: Want | Grant | Ack, reply: Grant |
   settled(c)
   evidence(c, reply, nowMs)
   // A want's round trip says whether this member's overflow may go out freely (forward-overflow.ts).
-  if (req.t === 'want') c.forwarding.wantAnswered(req.key, nowMs)
+  if (req.t === 'want') c.forwarding.spill.wantAnswered(req.key, nowMs)
   if (req.t !== 'ack') c.transfers.onReply(req, reply, nowMs)
 }
 

@@ -24,7 +24,8 @@
 import { join } from 'node:path'
 import type { RuleConfig } from '../config/types.js'
 import { ErrorCodes } from '../errors.js'
-import { readIfExists, writeJsonFile } from '../util/json-file.js'
+import { ruleToFile } from '../config/validate.js'
+import { readIfExists, writeTextFile } from '../util/json-file.js'
 import type { RuleStamp } from './rule-change.js'
 import { parseState } from './state-schema.js'
 
@@ -104,7 +105,12 @@ export async function readState (dataDir: string): Promise<SavedState | undefine
 
 /** Write atomically (temp file, fsync, rename, fsync the directory: util/atomic-file.ts). */
 export async function writeState (dataDir: string, state: SavedState): Promise<void> {
-  await writeJsonFile(dataDir, STATE_FILE, state, ErrorCodes.STATE_UNWRITABLE)
+  await writeTextFile(dataDir, STATE_FILE, encodeState(state), ErrorCodes.STATE_UNWRITABLE)
+}
+
+/** The file's text: the rules in the cluster file's shape, so that parseState reads them by the file's own definition. */
+export function encodeState (state: SavedState): string {
+  return JSON.stringify(state.rules === undefined ? state : { ...state, rules: state.rules.map(ruleToFile) })
 }
 
 export function startKind (s: SavedState | undefined): StartKind {

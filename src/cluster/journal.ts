@@ -45,7 +45,8 @@
  * takes back those their receivers never applied (estate-returns.ts).
  */
 import type { RuleConfig } from '../config/types.js'
-import { ErrorCodes, QuotadError } from '../errors.js'
+import { parseSavedRules, ruleToFile } from '../config/validate.js'
+import { ConfigError, ErrorCodes, QuotadError } from '../errors.js'
 import type { SavedState } from './durable-state.js'
 
 export const JOURNAL_FILE = 'quotad-journal.jsonl'
@@ -197,7 +198,7 @@ export class BooksJournal {
       this.pendingMarks.clear()
       this.pendingSent = []
       this.syncNeeded = false
-      return { checkpoint: JSON.stringify(checkpoint()), batch: null, sync }
+      return { checkpoint: encodeCheckpoint(checkpoint()), batch: null, sync }
     }
     if (this.pending.size === 0 && this.pendingPeers.size === 0 && this.pendingCopy.size === 0 && this.pendingMarks.size === 0 && this.pendingSent.length === 0) return null
     const entries: Array<[string, number] | [string, string, number] | [string, string, string, number] | MarkEntry | SentBatchEntry> = [...this.pending]
@@ -332,6 +333,13 @@ function checkCheckpoint (v: unknown, where: string): JournalCheckpoint {
   if (typeof o.allocate !== 'boolean') bad(where, 'allocate', 'must be a boolean')
   if (!Array.isArray(o.carries) || !o.carries.every(c => typeof c === 'string')) bad(where, 'carries', 'must be a list of strings')
   if (!Array.isArray(o.rules)) bad(where, 'rules', 'must be a list of rules')
+  let rules: RuleConfig[] = []
+  try {
+    rules = parseSavedRules(o.rules)
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    bad(where, err.issues[0].path, err.issues[0].message)
+  }
   if (!Array.isArray(o.keys) || !o.keys.every(isEntry)) bad(where, 'keys', 'must be a list of [key, number]')
   if (o.peers !== undefined && (!Array.isArray(o.peers) || !o.peers.every(isPeerEntry))) bad(where, 'peers', 'must be a list of [node, epoch, key, number]')
   if (o.reserved !== undefined && (!Array.isArray(o.reserved) || !o.reserved.every(isEntry))) bad(where, 'reserved', 'must be a list of [key, number]')
@@ -340,7 +348,12 @@ function checkCheckpoint (v: unknown, where: string): JournalCheckpoint {
   if (o.marks !== undefined && (!Array.isArray(o.marks) || !o.marks.every(isMark))) bad(where, 'marks', 'must be a list of [giver, epoch, seq]')
   if (o.sent !== undefined && (!Array.isArray(o.sent) || !o.sent.every(isSent))) bad(where, 'sent', 'must be a list of [to, epoch, seq, key, number]')
   if (o.estates !== undefined && (!Array.isArray(o.estates) || !o.estates.every(isEstate))) bad(where, 'estates', 'must be a list of [node, home, inc]')
-  return o as unknown as JournalCheckpoint
+  return { ...o, rules } as unknown as JournalCheckpoint
+}
+
+/** A checkpoint's line: its rules in the cluster file's shape, read back by the same definition (parseSavedRules). */
+export function encodeCheckpoint (c: JournalCheckpoint): string {
+  return JSON.stringify({ ...c, rules: c.rules.map(ruleToFile) })
 }
 
 function isEntry (r: unknown): r is [string, number] {

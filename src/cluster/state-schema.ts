@@ -12,8 +12,9 @@
  * restart with the same rules works; one with a changed rule is refused
  * (there is no record of the old rule to carry the keys over from).
  */
-import { ALGORITHMS, FAILURE_POLICIES, MODES, type RuleConfig } from '../config/types.js'
-import { ErrorCodes, QuotadError } from '../errors.js'
+import type { RuleConfig } from '../config/types.js'
+import { parseSavedRules } from '../config/validate.js'
+import { ConfigError, ErrorCodes, QuotadError } from '../errors.js'
 import type { KnownDebt, SavedKey, SavedState } from './durable-state.js'
 import type { RuleStamp } from './rule-change.js'
 import { FieldError as Bad, parseJsonDoc } from '../util/json-file.js'
@@ -79,19 +80,14 @@ function key (v: unknown, path: string): SavedKey {
   }
 }
 
-function rule (v: unknown, path: string): RuleConfig {
-  const o = obj(v, path)
-  return {
-    name: str(o.name, `${path}.name`, 64),
-    match: str(o.match, `${path}.match`, 256),
-    limit: count(o.limit, `${path}.limit`),
-    perMs: count(o.perMs, `${path}.perMs`),
-    per: str(o.per, `${path}.per`, 64),
-    algorithm: oneOf(o.algorithm, ALGORITHMS, `${path}.algorithm`),
-    burst: count(o.burst, `${path}.burst`),
-    mode: oneOf(o.mode, MODES, `${path}.mode`),
-    onPartition: oneOf(o.onPartition, FAILURE_POLICIES, `${path}.onPartition`),
-    maxDebt: count(o.maxDebt, `${path}.maxDebt`)
+/** The saved rules, by the cluster file's own definition (config/validate.ts): no field can be dropped here. */
+function rules (v: unknown): RuleConfig[] {
+  try {
+    return parseSavedRules(v)
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    const first = err.issues[0]
+    throw new Bad(first.path, first.message)
   }
 }
 
@@ -136,7 +132,7 @@ function state (raw: unknown): SavedState {
     s.attestKept = true
   }
   if (o.stoppedAt !== undefined) s.stoppedAt = time(o.stoppedAt, 'stoppedAt')
-  if (o.rules !== undefined) s.rules = arr(o.rules, 'rules', 10_000).map((r, i) => rule(r, `rules[${i}]`))
+  if (o.rules !== undefined) s.rules = rules(arr(o.rules, 'rules', 10_000))
   if (o.transitions !== undefined) s.transitions = stamps(o.transitions, 'transitions')
   if (o.debts !== undefined) s.debts = arr(o.debts, 'debts', 100_000).map((d, i) => debt(d, `debts[${i}]`))
   if (o.inherited !== undefined) {

@@ -20,6 +20,8 @@ const DEFS = SCHEMA.definitions as Record<string, Json>
 
 const ajv = new Ajv({ allErrors: true, strict: false, verbose: true })
 const validateSchema = ajv.compile(SCHEMA)
+/** The `rules` list alone, for saved rules (the state file, the journal): the same definition as the cluster file's. */
+const validateRulesSchema = ajv.compile({ definitions: DEFS, type: 'object', required: ['rules'], properties: { rules: (SCHEMA.properties as Json).rules } })
 
 const props = (node: Json): string[] => Object.keys((node.properties ?? {}) as Json)
 
@@ -140,8 +142,17 @@ function message (e: ErrorObject, raw: unknown): { path: string, message: string
  * allowed).
  */
 export function schemaIssues (raw: unknown): ConfigIssue[] {
-  if (validateSchema(raw)) return []
-  const errors = validateSchema.errors ?? []
+  return issuesOf(validateSchema, raw)
+}
+
+/** The problems of `{ rules: [...] }` by the rule definition alone: paths `rules[i].field`, as in the cluster file. */
+export function ruleSchemaIssues (raw: { rules: unknown }): ConfigIssue[] {
+  return issuesOf(validateRulesSchema, raw)
+}
+
+function issuesOf (validate: ReturnType<typeof ajv.compile>, raw: unknown): ConfigIssue[] {
+  if (validate(raw)) return []
+  const errors = validate.errors ?? []
   const oneOfPaths = new Set(errors.filter(e => e.keyword === 'oneOf').map(e => e.instancePath))
   const out = new Map<string, string>()
   for (const e of errors) {

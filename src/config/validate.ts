@@ -23,7 +23,7 @@ import {
   type ClusterConfig, type ClusterSection, type FailurePolicy, type LimitsConfig, type Mode, type NodeConfig, type RuleConfig
 } from './types.js'
 import { tryParseDuration } from './duration.js'
-import { describe, schemaIssues } from './schema.js'
+import { describe, ruleSchemaIssues, schemaIssues } from './schema.js'
 import { leaseIssues, leaseSettings } from './lease-options.js'
 
 export { FIELDS } from './schema.js'
@@ -167,6 +167,61 @@ function rule (o: Obj, i: number, issues: Issues): RuleConfig {
     ...(o.decide === 'seeds' ? { decide: 'seeds' as const } : {}),
     ...(creditMs === undefined ? {} : { creditMs })
   }
+}
+
+/**
+ * A validated rule back in the cluster file's shape: what the state file and
+ * the journal save, so that they are read by the same definition (the schema,
+ * then `rule()`) as the cluster file. `ruleFromFile(ruleToFile(r))` equals
+ * `r` field for field, so a restart keeps every rule's hash (a second,
+ * hand-written parser once dropped `pace`, and a restart threw the saved keys
+ * of every paced rule away: 38 admitted on 30 an hour). A field that does
+ * not apply to the rule (burst but for a token bucket, onPartition and
+ * maxDebt in hard mode) is not written: it comes back as its default, which
+ * is also what the rule's hash counts it as (core/rules.ts).
+ */
+export function ruleToFile (r: RuleConfig): Obj {
+  return {
+    name: r.name,
+    match: r.match,
+    limit: r.limit,
+    // The text, unless a rule built in memory says another period than its text.
+    per: tryParseDuration(r.per) === r.perMs ? r.per : `${r.perMs}ms`,
+    algorithm: r.algorithm,
+    ...(r.algorithm === 'token-bucket' ? { burst: r.burst } : {}),
+    mode: r.mode,
+    ...(r.mode === 'soft' ? { onPartition: r.onPartition, maxDebt: r.maxDebt } : {}),
+    ...(r.maxKeys === undefined ? {} : { maxKeys: r.maxKeys }),
+    ...(r.pace === true ? { pace: true } : {}),
+    ...(r.decide === 'seeds' ? { decide: 'seeds' } : {}),
+    ...(r.creditMs === undefined ? {} : { credit: `${r.creditMs}ms` })
+  }
+}
+
+/**
+ * Saved rules (the state file's `rules`, a journal checkpoint's), checked by
+ * the cluster file's own definition. Also reads the shape quotad 0.2 saved
+ * (the validated RuleConfig: `perMs`, `creditMs`, every default spelt out).
+ * @throws ConfigError listing every problem, paths as `rules[i].field`.
+ */
+export function parseSavedRules (raw: unknown): RuleConfig[] {
+  if (Array.isArray(raw) && raw.length === 0) return []
+  const list = Array.isArray(raw) ? raw.map(fromLegacy) : raw
+  const issues = new Issues(ruleSchemaIssues({ rules: list }))
+  if (issues.list.length > 0) throw new ConfigError(sorted(issues.list))
+  const rules = objects(list).map((o, i) => rule(o, i, issues))
+  noDuplicates(issues, 'rules', rules, 'name', 'rule name')
+  if (issues.list.length > 0) throw new ConfigError(sorted(issues.list))
+  return rules
+}
+
+/** A rule saved as a RuleConfig (quotad 0.2) in the file's shape; any other value as it is. */
+function fromLegacy (v: unknown): unknown {
+  if (v === null || typeof v !== 'object' || Array.isArray(v) || !('perMs' in v)) return v
+  const { perMs: _perMs, creditMs, ...o } = v as Obj
+  if (o.algorithm !== 'token-bucket' && o.burst === o.limit) delete o.burst
+  if (o.mode === 'hard' && o.onPartition === 'local-share' && o.maxDebt === o.limit) { delete o.onPartition; delete o.maxDebt }
+  return { ...o, ...(typeof creditMs === 'number' ? { credit: `${creditMs}ms` } : {}) }
 }
 
 /** Reports each later entry whose `field` repeats an earlier entry's. */

@@ -26,7 +26,12 @@ export interface CompiledRule {
 
 export function ruleHash (r: RuleConfig): string {
   // `decide` and `creditMs` only when set, so every rule without them keeps the hash it had (a cluster hash across an upgrade).
-  const canon = JSON.stringify([r.name, r.match, r.algorithm, r.limit, r.perMs, r.burst, r.mode, r.onPartition, r.maxDebt, r.pace === true, ...(r.decide === 'seeds' ? ['decide:seeds'] : []), ...(r.creditMs === undefined ? [] : [`credit:${r.creditMs}`])])
+  // A field that does not apply (burst but for a token bucket, onPartition and maxDebt in hard mode) hashes as its
+  // default, the value a validated file gives it: so a rule built in memory hashes as the same rule saved in the
+  // file's shape and read back (config/validate.ts ruleToFile), and no validated rule's hash changes.
+  const burst = r.algorithm === 'token-bucket' ? r.burst : r.limit
+  const [onPartition, maxDebt] = r.mode === 'soft' ? [r.onPartition, r.maxDebt] : ['local-share', r.limit]
+  const canon = JSON.stringify([r.name, r.match, r.algorithm, r.limit, r.perMs, burst, r.mode, onPartition, maxDebt, r.pace === true, ...(r.decide === 'seeds' ? ['decide:seeds'] : []), ...(r.creditMs === undefined ? [] : [`credit:${r.creditMs}`])])
   return createHash('sha256').update(canon).digest('hex').slice(0, 16)
 }
 

@@ -23,7 +23,8 @@
  */
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import type { ClusterCore, Outbound } from '../cluster/cluster-core.js'
-import type { SavedState } from '../cluster/durable-state.js'
+import { encodeState, type SavedState } from '../cluster/durable-state.js'
+import { parseState } from '../cluster/state-schema.js'
 import type { Grant } from '../cluster/messages.js'
 import { journalCheckpoint, startCore } from '../cluster/persist.js'
 import { ReplicaWitness } from './replica-check.js'
@@ -168,7 +169,7 @@ export class VirtualCluster {
     }, rules, n.disk, mono, n.disk?.status === 'running' && n.journal !== '' ? replayJournal(n.journal, name, name, 'sim') : undefined)
     for (const [k, v] of n.attest) core.reclaim.attested.set(k, v)
     // Like the daemon: the saved state is consumed before serving; a crash from here on is unclean.
-    n.disk = core.save(mono, 'running')
+    n.disk = throughDisk(core.save(mono, 'running'))
     this.persist(n, core)
     n.core = core
     n.state = 'up'
@@ -239,7 +240,7 @@ export class VirtualCluster {
 
   private finishStop (n: SimNode, core: ClusterCore): void {
     const snap = core.snapshot as SavedState
-    n.disk = snap
+    n.disk = throughDisk(snap)
     this.audit.died(core, 'stop', snap)
     this.positions.died(core)
     n.state = 'stopped'
@@ -396,4 +397,13 @@ export class VirtualCluster {
     }
     return n
   }
+}
+
+/**
+ * What a start reads back of a state the node wrote: the daemon's bytes
+ * (durable-state.ts) through the daemon's parser (state-schema.ts), so a
+ * field the file drops is dropped in the simulator too.
+ */
+function throughDisk (s: SavedState): SavedState {
+  return parseState(encodeState(s), 'simulated quotad-state.json')
 }

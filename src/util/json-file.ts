@@ -51,8 +51,13 @@ export async function readIfExists (dir: string, name: string, unreadable: Error
 
 /** Replace `<dir>/<name>` with `value` as JSON, atomically and durably. Failures throw `unwritable`. */
 export async function writeJsonFile (dir: string, name: string, value: unknown, unwritable: ErrorCode): Promise<void> {
+  await writeTextFile(dir, name, JSON.stringify(value), unwritable)
+}
+
+/** Replace `<dir>/<name>` with `text`, atomically and durably. Failures throw `unwritable`. */
+export async function writeTextFile (dir: string, name: string, text: string, unwritable: ErrorCode): Promise<void> {
   try {
-    await writeFileAtomic(dir, name, JSON.stringify(value))
+    await writeFileAtomic(dir, name, text)
   } catch (err) {
     const file = join(dir, name)
     throw new QuotadError(unwritable, unwritableReason(file, err), { file, errno: (err as NodeJS.ErrnoException).code })

@@ -18,6 +18,7 @@ import { systemClock, type Clock } from './clock.js'
 import type { ClusterConfig, NodeConfig } from './config/types.js'
 import { findNode } from './config/validate.js'
 import { LocalQuota } from './node/local-quota.js'
+import { LoneStore } from './node/lone-store.js'
 import { UnixServer } from './server/unix-server.js'
 import { ClusterNode } from './cluster/cluster-node.js'
 import { createLogger, type Logger } from './util/log.js'
@@ -54,6 +55,7 @@ export class Daemon {
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new'
 
   private readonly lock: DataLock
+  private readonly clock: Clock
 
   private constructor (opts: DaemonOptions, node: NodeConfig, log: Logger, cluster: ClusterNode | null, lock: DataLock) {
     this.lock = lock
@@ -61,7 +63,7 @@ export class Daemon {
     this.node = node
     this.log = log
     this.cluster = cluster
-    const clock = opts.clock ?? systemClock
+    const clock = this.clock = opts.clock ?? systemClock
     this.quota = new LocalQuota({
       node: this.node.name,
       seeds: opts.config.nodes.map(n => n.name),
@@ -117,12 +119,21 @@ export class Daemon {
   private async run (): Promise<void> {
     this.quota.start()
     try {
+      if (this.cluster === null && this.quota.calendar !== null) {
+        // A lone node's own books (lone-store.ts): restored before the socket opens, closed after it stops.
+        const store = await LoneStore.open({
+          dataDir: this.node.dataDir, node: this.node.name, limiter: this.quota.limiter, calendar: this.quota.calendar, skewMs: this.config.cluster.maxClockSkewMs
+        }, this.clock.mono())
+        this.quota.store = store
+        this.log.info('state restored', { start: store.restored.kind, keys: store.restored.keys, tokens: store.restored.tokens })
+      }
       await this.cluster?.start()
       await this.server.start()
       await this.http?.start()
     } catch (err) {
       await this.server.stop().catch(() => {})
       await this.cluster?.stop().catch(() => {})
+      await this.quota.store?.close(this.clock.mono()).catch(() => {})
       this.quota.stop()
       throw err
     }
@@ -165,6 +176,7 @@ export class Daemon {
       // The HTTP listener goes last: while the node stops, /readyz says so and /healthz still answers.
       await this.server.stop()
       await this.cluster?.stop()
+      await this.quota.store?.close(this.clock.mono())
       this.quota.stop()
       await this.http?.stop()
     } finally {

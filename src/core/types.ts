@@ -27,6 +27,8 @@ export function isWaitHandle (r: AcquireResult): r is WaitHandle {
  */
 export interface QuotaService {
   acquire: (key: string, count: number, waitMs: number) => AcquireResult
+  /** An acquire answered now, never queued (a batch item). Absent: `acquire` with waitMs 0. */
+  acquireNow?: (key: string, count: number) => Decision
   peek: (key: string, count: number) => Decision
   /**
    * Whether `key`'s acquires are decided elsewhere (a member's `decide:

@@ -9,6 +9,7 @@ import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import { Limiter, type Resolution, type Waiter } from '../core/limiter.js'
 import { Calendar } from '../core/calendar.js'
 import { elsewhereError } from '../errors.js'
+import type { LoneStore } from './lone-store.js'
 
 /** Who makes decisions: a plain Limiter on its own, or the cluster state machine around one. */
 export interface Decider {
@@ -20,7 +21,7 @@ export interface Decider {
   /** How long a request without `waitMs` may wait for tokens of a key new here (0: answer now). */
   firstUseWaitMs?: (key: string, count: number, nowMs: number) => number
 }
-import type { AcquireResult, Decision, QuotaService, WaitHandle } from '../core/types.js'
+import { isWaitHandle, type AcquireResult, type Decision, type QuotaService, type WaitHandle } from '../core/types.js'
 
 export interface LocalQuotaOptions {
   node: string
@@ -57,6 +58,9 @@ class Handle implements WaitHandle {
   readonly promise: Promise<Decision>
   resolve!: (d: Decision) => void
   waiter: Waiter | null = null
+  /** The acquire this one became once its reservation was on disk (a lone node: lone-store.ts). */
+  inner: WaitHandle | null = null
+  cancelled = false
   private readonly owner: LocalQuota
 
   constructor (owner: LocalQuota) {
@@ -65,7 +69,9 @@ class Handle implements WaitHandle {
   }
 
   cancel (): void {
+    this.cancelled = true
     if (this.waiter !== null) this.owner.cancelWaiter(this.waiter)
+    this.inner?.cancel()
   }
 }
 
@@ -87,7 +93,13 @@ export class LocalQuota implements QuotaService {
   private readonly sweepBudget: number
   private readonly startedAt: number
   /** A lone node's calendar, pulled toward the wall clock on the sweep timer (the cluster syncs its own on ticks). */
-  private readonly calendar: Calendar | null = null
+  readonly calendar: Calendar | null = null
+  /**
+   * A lone node's durable state (set by the daemon before it serves): a hard
+   * rule's tokens are spent only from reservations on disk, so a kill -9
+   * never hands a spent token back (lone-store.ts).
+   */
+  store: LoneStore | null = null
 
   constructor (opts: LocalQuotaOptions) {
     this.clock = opts.clock
@@ -115,6 +127,7 @@ export class LocalQuota implements QuotaService {
       const mono = this.clock.mono()
       this.calendar?.sync(this.clock.now(), mono)
       this.limiter.sweep(mono, this.sweepBudget)
+      if (this.calendar !== null) this.store?.sweep(this.calendar.at(mono))
     }, this.sweepIntervalMs)
     this.sweeper.unref()
   }
@@ -148,6 +161,10 @@ export class LocalQuota implements QuotaService {
       void forwarded.then(d => handle.resolve(d))
       return handle
     }
+    if (this.store !== null) {
+      const r = this.guarded(this.store, key, count, waitMs)
+      if (r !== null) return r
+    }
     const now = this.clock.mono()
     let urgent = false
     if (waitMs <= 0) {
@@ -162,6 +179,70 @@ export class LocalQuota implements QuotaService {
     if (urgent) this.urgent?.()
     handle.waiter = r
     this.arm()
+    return handle
+  }
+
+  /**
+   * An acquire that must be answered now (a batch item): decided from what
+   * this node holds, never waited for (no first-use wait, no forward). A
+   * lone node's hard key without a reservation on disk is denied with a
+   * retry in 1 ms while one is written.
+   */
+  acquireNow (key: string, count: number): Decision {
+    const now = this.clock.mono()
+    const rule = this.store !== null && this.calendar !== null ? this.limiter.ruleFor(key) : undefined
+    if (rule === undefined || this.store === null || this.calendar === null || !this.store.guards(rule)) return this.decider.acquire(key, count, now)
+    const cal = this.calendar.at(now)
+    if (this.store.ahead.available(key, cal) < count) {
+      const d = this.limiter.acquire(key, 0, now)
+      this.store.reserve(key, rule, count, cal, cal)
+      return { ...d, allowed: false, retryAfterMs: Math.max(1, d.retryAfterMs) }
+    }
+    const d = this.limiter.acquire(key, count, now)
+    if (d.allowed) this.store.ahead.take(key, count, cal, cal)
+    this.store.reserve(key, rule, count, cal, cal)
+    return d
+  }
+
+  /**
+   * A lone node's acquire of a hard rule (null: not one): spent only from a
+   * reservation on disk that lasts until the request's deadline. Without
+   * one, the request waits for its write (group-committed: about one fsync),
+   * unless it would be denied anyway. The next reservation is asked for
+   * ahead of need, so a busy key rarely waits.
+   */
+  private guarded (store: LoneStore, key: string, count: number, waitMs: number): AcquireResult | null {
+    const rule = this.limiter.ruleFor(key)
+    if (rule === undefined || this.calendar === null || !store.guards(rule)) return null
+    const now = this.clock.mono()
+    const cal = this.calendar.at(now)
+    const until = cal + Math.max(0, waitMs)
+    if (store.ahead.available(key, until) >= count) {
+      const handle = new Handle(this)
+      const r = waitMs > 0 ? this.limiter.acquireOrWait(key, count, waitMs, now, handle) : this.limiter.acquire(key, count, now)
+      // A queued waiter is covered too: its tokens are set aside in the reservation until its deadline.
+      if (!('allowed' in r) || r.allowed) store.ahead.take(key, count, cal, until)
+      store.reserve(key, rule, count, cal, until)
+      if ('allowed' in r) return r
+      handle.waiter = r
+      this.arm()
+      return handle
+    }
+    if (waitMs <= 0 && !this.limiter.peek(key, count, now).allowed) return this.limiter.acquire(key, count, now)
+    const handle = new Handle(this)
+    store.reserve(key, rule, count, cal, until, ok => {
+      if (handle.cancelled) return
+      const at = this.clock.mono()
+      if (!ok) {
+        const d = this.limiter.acquire(key, 0, at)
+        handle.resolve({ ...d, allowed: false, retryAfterMs: Math.max(1, d.retryAfterMs) })
+        return
+      }
+      const r = this.decide(key, count, Math.max(0, waitMs - (at - now)), false)
+      if (!isWaitHandle(r)) { handle.resolve(r); return }
+      handle.inner = r
+      void r.promise.then(d => handle.resolve(d))
+    })
     return handle
   }
 
@@ -206,6 +287,7 @@ export class LocalQuota implements QuotaService {
         denied: r.stats.denied
       })),
       activeKeys: this.limiter.keys(now, 100),
+      ...(this.store === null ? {} : { durable: this.store.status() }),
       ...this.clusterStatus?.()
     }
   }

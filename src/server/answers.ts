@@ -129,7 +129,8 @@ export class Answers {
       try {
         const item = checkBatchItem(items[i], this.host.limits, id)
         if (this.host.service.decidedElsewhere?.(item.key) === true) throw elsewhereError(item.key, 'a batch item')
-        const r = this.host.service.acquire(item.key, item.count, 0)
+        const service = this.host.service
+        const r = service.acquireNow !== undefined ? service.acquireNow(item.key, item.count) : service.acquire(item.key, item.count, 0)
         if (isWaitHandle(r)) {
           // waitMs 0 must answer now; a service that queues anyway is a bug.
           r.cancel()

@@ -1,0 +1,159 @@
+/**
+ * Spending recorded ahead of use, for a lone node's `hard` rules: the book of
+ * reservations. Pure (calendar time passed in); lone-store.ts writes the
+ * lines to disk and says when they are durable.
+ *
+ * A lone node holds a rule's whole stock, and nothing outside it counts what
+ * it spent. A state file written at a clean stop covers SIGTERM; a kill -9
+ * would forget every spend since. Writing each decision to disk would cost an
+ * fsync per request. So, as a sequence allocator reserves ids, the node
+ * records spending ahead in batches:
+ *
+ *   line = [key, n, fromCal, untilCal]: "up to n tokens of key may be spent
+ *           between fromCal and untilCal (calendar ms)"
+ *
+ * and spends a token of a hard rule only from a reservation that is on disk
+ * and not expired. A line is written once for about 5% of the rule's stock
+ * (`batchOf`), ahead of need (a reservation below half its batch asks for the
+ * next), so a busy key rarely waits for a write. After a crash, each line is
+ * taken as spent at the latest moment it allows (`untilCal`, or the restart if
+ * earlier), so a restart never hands a token back early: a crash costs at
+ * most the unspent part of the last batch of each key, never an overshoot.
+ *
+ * Invariant: for every key of a hard rule, tokens spent since the start <=
+ * tokens in durable lines whose window covered the spend.
+ */
+
+/** Longest life of a reservation, and the shortest: see `lifeOf`. */
+const MAX_LIFE_MS = 60_000
+const MIN_LIFE_MS = 1_000
+/** A reservation is about this share of the rule's stock. */
+const BATCH_SHARE = 0.05
+
+interface Reservation {
+  /** Tokens still unspent in it. */
+  n: number
+  /** Calendar ms until which it may be spent from. */
+  until: number
+}
+
+/** A line to write: [key, n, fromCal, untilCal]. */
+export type SpendLine = [key: string, n: number, from: number, until: number]
+
+/** What the book needs to know of a rule. */
+export interface AheadRule {
+  readonly stock: number
+  readonly perMs: number
+  readonly algorithm: string
+}
+
+/** Tokens a reservation of `rule` holds: about 5% of the stock, at least `count`. */
+export function batchOf (rule: AheadRule, count: number): number {
+  return Math.max(count, Math.ceil(rule.stock * BATCH_SHARE))
+}
+
+/**
+ * Until when a reservation made at `nowCal` may be spent from. A calendar
+ * window's spends all return at once, after the window (fixed-window) or
+ * spread over the next (sliding-window): one made at any time in the window
+ * returns no later than one made at its start, so the reservation lasts to
+ * the window's last millisecond at no cost. A sliding log or a token bucket
+ * returns each spend a time after it: there a tenth of the period, within
+ * 1 s and 60 s (longer would make a crash cost more, since its tokens count
+ * as spent at the end of its life; shorter would write more lines).
+ */
+export function lifeEnd (rule: AheadRule, nowCal: number): number {
+  if (rule.algorithm === 'fixed-window' || rule.algorithm === 'sliding-window') return (Math.floor(nowCal / rule.perMs) + 1) * rule.perMs - 1
+  return nowCal + Math.min(MAX_LIFE_MS, Math.max(MIN_LIFE_MS, rule.perMs / 10))
+}
+
+export class SpendAhead {
+  /** Durable reservations per key, oldest first. */
+  private readonly book = new Map<string, Reservation[]>()
+  /** Keys with a reservation written but not yet durable (one at a time per key). */
+  private readonly pending = new Set<string>()
+
+  /** Tokens of `key` spendable now from durable reservations that last until `untilCal`. */
+  available (key: string, untilCal: number): number {
+    const rs = this.book.get(key)
+    if (rs === undefined) return 0
+    let n = 0
+    for (const r of rs) if (r.until >= untilCal) n += r.n
+    return n
+  }
+
+  /**
+   * Spend `count` of `key` from reservations lasting until `untilCal`
+   * (the caller checked `available`). Expired ones are dropped on the way.
+   */
+  take (key: string, count: number, nowCal: number, untilCal: number): void {
+    const rs = this.book.get(key)
+    if (rs === undefined) return
+    let left = count
+    for (const r of rs) {
+      if (left <= 0) break
+      if (r.until < untilCal) continue
+      const t = Math.min(r.n, left)
+      r.n -= t
+      left -= t
+    }
+    this.prune(key, rs, nowCal)
+  }
+
+  /**
+   * The line to write so that `count` tokens of `key` can be spent until
+   * `untilCal` (and a batch more): null when one is on its way already, or
+   * when the durable ones leave more than half a batch.
+   */
+  want (key: string, rule: AheadRule, count: number, nowCal: number, untilCal: number): SpendLine | null {
+    if (this.pending.has(key)) return null
+    const batch = batchOf(rule, count)
+    if (this.available(key, untilCal) >= count + batch / 2) return null
+    this.pending.add(key)
+    return [key, batch, nowCal, Math.max(untilCal, lifeEnd(rule, nowCal))]
+  }
+
+  /** A line is on disk: its tokens may be spent. */
+  durable (line: SpendLine): void {
+    this.pending.delete(line[0])
+    const rs = this.book.get(line[0])
+    const r: Reservation = { n: line[1], until: line[3] }
+    if (rs === undefined) this.book.set(line[0], [r])
+    else rs.push(r)
+  }
+
+  /** A line could not be written: nothing reserved, and the next request may try again. */
+  failed (line: SpendLine): void {
+    this.pending.delete(line[0])
+  }
+
+  /** Whether a reservation for `key` is being written. */
+  waiting (key: string): boolean {
+    return this.pending.has(key)
+  }
+
+  /** Drop expired and spent reservations of every key (the store's sweep), so idle keys leave no entry. */
+  sweep (nowCal: number): void {
+    for (const [key, rs] of this.book) this.prune(key, rs, nowCal)
+  }
+
+  /** Every live reservation, as lines (a compaction of the log keeps them). */
+  lines (nowCal: number): SpendLine[] {
+    const out: SpendLine[] = []
+    for (const [key, rs] of this.book) {
+      for (const r of rs) if (r.n > 0 && r.until >= nowCal) out.push([key, r.n, nowCal, r.until])
+    }
+    return out
+  }
+
+  get keys (): number {
+    return this.book.size
+  }
+
+  private prune (key: string, rs: Reservation[], nowCal: number): void {
+    let w = 0
+    for (const r of rs) if (r.n > 0 && r.until >= nowCal) rs[w++] = r
+    rs.length = w
+    if (w === 0) this.book.delete(key)
+  }
+}

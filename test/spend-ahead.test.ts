@@ -1,0 +1,55 @@
+/** The lone node's book of spending recorded ahead (node/spend-ahead.ts): pure, calendar time passed in. */
+import test from 'ava'
+import { batchOf, lifeEnd, SpendAhead } from '../src/node/spend-ahead.js'
+
+const DAY = { stock: 20, perMs: 86_400_000, algorithm: 'fixed-window' }
+const LOG = { stock: 1000, perMs: 3_600_000, algorithm: 'sliding-log' }
+const T = 1_800_000_000_000
+
+test('a reservation is about 5% of the stock, at least the count', t => {
+  t.is(batchOf(DAY, 1), 1)
+  t.is(batchOf(LOG, 1), 50)
+  t.is(batchOf(LOG, 80), 80)
+})
+
+test('a calendar window\'s reservation lasts to the window\'s end; a sliding log\'s a tenth of the period, within 1 s and 60 s', t => {
+  const dayStart = Math.floor(T / DAY.perMs) * DAY.perMs
+  t.is(lifeEnd(DAY, T), dayStart + DAY.perMs - 1)
+  t.is(lifeEnd(LOG, T), T + 60_000)
+  t.is(lifeEnd({ stock: 5, perMs: 2000, algorithm: 'token-bucket' }, T), T + 1000)
+})
+
+test('nothing is spendable until a line is durable; then up to its n, within its life', t => {
+  const a = new SpendAhead()
+  t.is(a.available('k', T), 0)
+  const line = a.want('k', LOG, 1, T, T)
+  t.deepEqual(line, ['k', 50, T, T + 60_000])
+  t.is(a.want('k', LOG, 1, T, T), null, 'one write per key at a time')
+  t.true(a.waiting('k'))
+  t.is(a.available('k', T), 0, 'not before it is on disk')
+  if (line !== null) a.durable(line)
+  t.false(a.waiting('k'))
+  t.is(a.available('k', T), 50)
+  t.is(a.available('k', T + 60_001), 0, 'not after its life')
+  a.take('k', 20, T, T)
+  t.is(a.available('k', T), 30)
+  t.is(a.want('k', LOG, 1, T, T), null, 'more than half a batch left: nothing asked yet')
+  a.take('k', 10, T, T)
+  const next = a.want('k', LOG, 1, T, T)
+  t.truthy(next, 'under half a batch: the next one is asked for ahead of need')
+  if (next !== null) a.failed(next)
+  t.false(a.waiting('k'), 'a failed write reserves nothing, and may be asked for again')
+  t.is(a.available('k', T), 20)
+})
+
+test('expired and spent reservations are swept; live ones are what a compaction keeps', t => {
+  const a = new SpendAhead()
+  a.durable(['x', 5, T, T + 1000])
+  a.durable(['y', 5, T, T + 5000])
+  t.is(a.keys, 2)
+  a.sweep(T + 2000)
+  t.is(a.keys, 1)
+  t.deepEqual(a.lines(T + 2000), [['y', 5, T + 2000, T + 5000]])
+  a.take('y', 5, T + 2000, T + 2000)
+  t.is(a.keys, 0)
+})

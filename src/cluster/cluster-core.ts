@@ -156,7 +156,7 @@ export class ClusterCore {
     this.reclaim = new Reclaim(this, opts.monoMs)
     this.replication = JournalReplication.forNode(this.node, this.epoch, this.incarnation, this.seeds, opts.allocate, this.tuning)
     this.replicas = this.seeds.includes(this.node) ? new ReplicaStore(opts.replicas, opts.superseded) : null
-    this.caution = { node: this.node, seeds: this.seeds, peers: this.peers, transitions: this.transitions, refreshMs: this.tuning.gossipIntervalMs / 2, now: 0, fenced: true }
+    this.caution = { node: this.node, seeds: this.seeds, peers: this.peers, transitions: this.transitions, refreshMs: this.tuning.gossipIntervalMs / 2, now: 0, fenced: true, homes: this.heir.homes }
     this.limiter = new Limiter({
       node: opts.node,
       seeds: this.seeds,
@@ -295,6 +295,8 @@ export class ClusterCore {
     const cal = this.calendar.at(nowMs)
     const isolated = this.isolated(nowMs)
     const running = this.phase === 'running'
+    // Judged every tick (a few voters' offsets): a skewed node is fenced from the first quorum it hears.
+    this.judgeSkew(nowMs)
     // A fenced node gives nothing (no return home) and asks for nothing: donors skip it.
     const fenced = this.fenced(nowMs)
     const frame = { nowMs, dt, cal, isolated, moving: running && !isolated && !fenced }
@@ -321,6 +323,18 @@ export class ClusterCore {
     }
     if (!running) this.stopper.step(this, nowMs, out)
     return out
+  }
+
+  /** The voters' clock offsets as now read (peers.ts), judged by the fence (fence.ts `judgeSkew`). */
+  private judgeSkew (nowMs: number): void {
+    const offsets = new Map<string, number>()
+    for (const v of this.fence.quorum.voters) {
+      const p = v === this.node ? undefined : this.peers.get(v)
+      if (p === undefined || !this.peers.isAlive(p, nowMs)) continue
+      const o = Math.max(p.offsetCur, p.offsetPrev)
+      if (Number.isFinite(o)) offsets.set(v, o)
+    }
+    this.fence.judgeSkew(this.node, offsets, this.tuning.maxClockSkewMs)
   }
 
   /** Grants to a receiver not alive are resent less often (Ledger.due) and counted apart in status: they wait for reclaim. */

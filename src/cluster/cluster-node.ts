@@ -227,12 +227,16 @@ export class ClusterNode {
 
   /** The fence as last logged: as at the start (fenced until its first quorum echo, unless a seed's start lease, lease.ts). */
   private loggedFenced: boolean
+  private loggedSkewed = false
   private logFence (mono: number): void {
     const f = this.core.fence
-    if (f.fenced === this.loggedFenced) return
+    // Fenced for want of a lease, then for a skewed clock (or back), is a change worth a line too.
+    if (f.fenced === this.loggedFenced && (!f.fenced || f.skewed === this.loggedSkewed)) return
     this.loggedFenced = f.fenced
+    this.loggedSkewed = f.skewed
     const lease = f.status(mono)
     if (f.fenced && !needsLease(this.core, mono)) this.opts.log.info('no lease: this member decides no rule itself (decide: "seeds") and holds nothing, so it asks the seeds for none', {})
+    else if (f.fenced && f.skewed) this.opts.log.warn('fenced: this node\'s clock is off from a quorum of seeds by more than maxClockSkewMs; hard-mode spending and giving stop until it agrees (fix the clock: NTP)', { clockOffsetMs: Math.round(f.skewOffsetMs), maxClockSkewMs: this.core.tuning.maxClockSkewMs })
     else if (f.fenced) this.opts.log.warn('fenced: no quorum of seeds echoed this node within leaseMs; hard-mode spending and giving stop', { leaseMs: lease.leaseMs, echoAgeMs: lease.echoAgeMs })
     else this.opts.log.info('unfenced: a quorum of seeds echoes this node; hard-mode spending resumes', { echoAgeMs: lease.echoAgeMs })
   }

@@ -16,6 +16,14 @@
  * The check is made where a decision is taken, on the `nowMs` of that
  * decision; what happens between the check and the effect (a pause) is
  * what `maxClockSkewMs` bounds (reclaim-design.md §2).
+ *
+ * A node is fenced too while its calendar is skewed: a quorum of voters is
+ * heard, but fewer than a quorum (this node counted, if a voter) read
+ * within `maxClockSkewMs` of its calendar (`judgeSkew`). Its windows would
+ * open and close at other real times than the cluster's, and its spent
+ * tokens come back early: a node 10 s ahead admitted 600 in a real 20 s
+ * window of a 300 per 20 s rule. Each voter's offset is the largest of its
+ * recent readings (peers.ts), since a message's delay only lowers one.
  */
 import type { KeyState } from '../core/limiter.js'
 import { updateReserve, type CautionInput } from './caution.js'
@@ -38,6 +46,10 @@ export class Fence {
   since: number | null
   /** Times it was fenced since start (the first, at start, included). */
   count = 0
+  /** A quorum of voters reads this node's calendar as off by more than maxClockSkewMs (judgeSkew). */
+  skewed = false
+  /** The median offset of the voters heard (their calendar minus this one's), ms; 0 when none. */
+  skewOffsetMs = 0
 
   /** `startLease`: a seed's first start, which holds a lease for leaseMs from `startMs` (lease.ts). */
   constructor (node: string, seeds: readonly string[], tuning: ClusterTuning, startMs: number, startLease = false) {
@@ -65,9 +77,24 @@ export class Fence {
     return this.fenced
   }
 
+  /**
+   * Judge this node's calendar against the voters': `offsets`, each heard
+   * voter's but this node's (their calendar minus this one's). Skewed when a
+   * quorum is heard and fewer than a quorum agree within `maxSkewMs`. With
+   * leases off, never (nothing is fenced then).
+   */
+  judgeSkew (me: string, offsets: ReadonlyMap<string, number>, maxSkewMs: number): void {
+    const heard = [...offsets.keys()]
+    const agree = heard.filter(n => Math.abs(offsets.get(n) ?? 0) <= maxSkewMs)
+    if (this.quorum.isVoter(me)) { heard.push(me); agree.push(me) }
+    this.skewed = this.lease.enabled && this.quorum.isQuorum(heard) && !this.quorum.isQuorum(agree)
+    const sorted = [...offsets.values()].sort((a, b) => a - b)
+    this.skewOffsetMs = sorted.length === 0 ? 0 : sorted[Math.floor(sorted.length / 2)]
+  }
+
   /** Bring the state to `nowMs`; returns the change, if any. */
   check (nowMs: number): FenceChange | null {
-    const fenced = !this.lease.valid(nowMs)
+    const fenced = !this.lease.valid(nowMs) || this.skewed
     if (fenced === this.fenced) return null
     this.fenced = fenced
     if (fenced) {
@@ -91,7 +118,9 @@ export class Fence {
       validForMs: this.lease.enabled ? Math.max(0, Math.round(Math.min(this.lease.validUntil, 1e15) - nowMs)) : null,
       voters: [...this.quorum.voters],
       echoAgeMs: this.lease.echoAges(nowMs),
-      fences: this.count
+      fences: this.count,
+      skewed: this.skewed,
+      skewOffsetMs: Math.round(this.skewOffsetMs)
     }
   }
 }

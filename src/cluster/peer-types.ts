@@ -43,6 +43,16 @@ export interface Peer {
   lastHeard: number
   /** The peer's calendar at its last gossip, minus ours then (for status; includes the delay). */
   clockOffsetMs: number
+  /**
+   * The largest offset heard in this span of OFFSET_SPAN_MS and in the one
+   * before (peers.ts): a message's delay only makes an offset read lower, so
+   * the largest of recent readings is the closest to the true one (fence.ts
+   * judges skew by it). -Infinity: none heard.
+   */
+  offsetCur: number
+  offsetPrev: number
+  /** Monotonic time the current span began. */
+  offsetSpanAt: number
   rules: Record<string, string>
   keys: Map<string, PeerKey>
   /** What it said it has applied from our current epoch. */
@@ -91,7 +101,7 @@ export interface Observed {
 /** A peer heard of for the first time, or in a new epoch: nothing known of it yet. */
 export function newPeer (name: string, epoch: string, inc: number): Peer {
   return {
-    name, epoch, inc, seq: 0, lastHeard: -Infinity, clockOffsetMs: 0, rules: {}, keys: new Map(),
+    name, epoch, inc, seq: 0, lastHeard: -Infinity, clockOffsetMs: 0, offsetCur: -Infinity, offsetPrev: -Infinity, offsetSpanAt: -Infinity, rules: {}, keys: new Map(),
     appliedFromMe: 0, leaving: false, fenced: false, nolease: false, quiet: false, alloc: true, pending: NO_PENDING, runFrom: 1, missing: [], sync: 0, carries: [], legacy: null, sameCluster: false
   }
 }

@@ -28,6 +28,9 @@
  */
 import { heardAll, track } from './heard.js'
 import type { Gossip } from './messages.js'
+
+/** A span of clock-offset readings (peer-types.ts `offsetCur`): the estimate is the largest of this span's and the last. */
+const OFFSET_SPAN_MS = 4000
 import { newPeer, NO_PENDING, type Observed, type Peer, type PeerKey } from './peer-types.js'
 
 export type { Observed, Peer, PeerKey } from './peer-types.js'
@@ -95,6 +98,11 @@ export class Peers {
       p.quiet = p.nolease || g.prev !== undefined
       p.alloc = g.alloc !== false
       p.clockOffsetMs = g.now - myCalendarMs
+      if (nowMs - p.offsetSpanAt >= OFFSET_SPAN_MS) {
+        p.offsetPrev = p.offsetCur
+        p.offsetCur = p.clockOffsetMs
+        p.offsetSpanAt = nowMs
+      } else p.offsetCur = Math.max(p.offsetCur, p.clockOffsetMs)
       // A pass named under other rules says nothing of lines under these (the sender names its next one).
       if (!sameRules(p.rules, g.rules)) { p.rules = g.rules; p.sync = 0; this.changed() }
       if (g.sync !== undefined) p.sync = g.sync

@@ -68,6 +68,8 @@ export class HttpServer {
     if (cluster !== null) {
       if (cluster.core.phase !== 'running') return `stopping (${cluster.core.phase})`
       const now = this.o.sources.now()
+      const fence = cluster.core.fence
+      if (fence.skewed) return `fenced: the clock is ${Math.round(fence.skewOffsetMs)} ms off from a quorum of seeds (more than maxClockSkewMs ${cluster.core.tuning.maxClockSkewMs})`
       const differs = [...cluster.core.peers.all()].filter(p => cluster.core.peers.isAlive(p, now) && !p.sameCluster).map(p => p.name)
       if (differs.length > 0) return `peers with another cluster configuration (seeds, pinned ids or timings): ${differs.join(', ')}`
       const rules = [...agreement(this.o.sources)].filter(([, ok]) => !ok).map(([r]) => r)

@@ -161,6 +161,8 @@ export function runSim (spec: SimSpec): SimResult {
   const skewRng = stream(spec.seed, 2)
   const skewMs: Record<string, number> = {}
   for (const n of allNodes) skewMs[n] = sc.skewMs === 0 ? 0 : (skewRng.next() * 2 - 1) * sc.skewMs
+  const skewed = sc.skewedNodePeriods === undefined ? null : seeds[seeds.length - 1]
+  if (skewed !== null) skewMs[skewed] = (sc.skewedNodePeriods ?? 0) * rule.perMs
   // Each node's monotonic clock starts near zero, far from its wall clock (as performance.now does): mixing them would show.
   const monoOffsetMs = (n: string): number => -startMs + 100_003 * (1 + allNodes.indexOf(n))
   const vc = new VirtualCluster({
@@ -236,9 +238,10 @@ export function runSim (spec: SimSpec): SimResult {
   if (changed !== null) oracleRule.changes = [{ from: changed.from, to: changed.to, limit: changed.rules[0].limit, burst: changed.rules[0].burst }]
   // Calendars may stray from true time by more than the configured skew (a wall-clock step, slewed): allow what was seen.
   let maxSkewMs = sc.skewMs
-  for (const a of admissions) maxSkewMs = Math.max(maxSkewMs, Math.abs(a.local - a.at))
+  for (const a of admissions) if (a.node !== skewed) maxSkewMs = Math.max(maxSkewMs, Math.abs(a.local - a.at))
   const byKey = new Map<string, Admission[]>()
-  for (const a of admissions) {
+  // A node skewed far beyond maxClockSkewMs is judged by true time, not by its own windows (scenario.ts skewedNodePeriods).
+  for (const a of skewed === null ? admissions : admissions.map(x => x.node === skewed ? { ...x, local: x.at } : x)) {
     let l = byKey.get(a.key)
     if (l === undefined) byKey.set(a.key, l = [])
     l.push(a)

@@ -89,6 +89,13 @@ export interface Scenario {
   faults: FaultSpec
   /** Each node's clock is off by a uniform amount in [-skewMs, +skewMs]. */
   skewMs: number
+  /**
+   * The last seed's clock is off by this many periods of the rule for the
+   * whole run (far beyond maxClockSkewMs). The oracle grants the other
+   * nodes' calendars their skew, not that one's: a node that far off must
+   * fence itself (fence.ts `judgeSkew`), not be judged by its own calendar.
+   */
+  skewedNodePeriods?: number
   /** Active keys for a glob rule (an exact rule has one key). */
   keys: number
   /** The built-in rule's match for this scenario (a glob, to run on a glob rule's keys); a --config or --match rule keeps its own. */
@@ -193,6 +200,15 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     ...base,
+    name: 'inherit-lower-return',
+    summary: 'A seed is killed early and inherited; the limit is lowered to a third by SIGHUP while it is dead; then it restarts from its journal with the new file',
+    load: 'zipf',
+    faults: { seedCrashesForever: 1, seedReturnAfterMs: 7000, ruleChange: { how: 'reload', factor: 0.33, atFraction: 0.5, spreadMs: 300 } },
+    tuning: { inheritSeeds: true },
+    minGossips: 150
+  },
+  {
+    ...base,
     name: 'heir-crash',
     summary: 'A seed is killed early for good; its heir is killed while it reads the dead seed\'s copies and restarts from its journal 2 s later: it must learn the death again and inherit once',
     load: 'zipf',
@@ -236,6 +252,7 @@ export const SCENARIOS: readonly Scenario[] = [
     shortfallCheckMs: 2000
   },
   { ...base, name: 'skew', summary: 'moving hot spot with clocks skewed up to +-50 ms', load: 'moving-hot', skewMs: 50 },
+  { ...base, name: 'skewed-node', summary: 'moving hot spot; one seed\'s clock 2.5 periods ahead all run (it must fence itself)', load: 'moving-hot', skewedNodePeriods: 2.5 },
   {
     ...base,
     name: 'stops',

@@ -24,7 +24,7 @@ export interface TestCluster {
   sockets: Record<string, string>
   procs: Record<string, Proc>
   /** Start (or restart) a node and wait until it serves; its real address goes into the file. */
-  start: (name: string, opts?: { config?: string, args?: string[] }) => Promise<void>
+  start: (name: string, opts?: { config?: string, args?: string[], env?: Record<string, string> }) => Promise<void>
   /** Change the rules in the file (nodes read it on start and on SIGHUP). */
   setRules: (rules: unknown[]) => void
   stopAll: () => Promise<void>
@@ -65,7 +65,7 @@ export async function makeCluster (names: string[], rules: unknown[], opts: { go
     procs,
     start: async (name, o = {}) => {
       const run = queue.then(async () => {
-        procs[name] = startQuotad(['--config', o.config ?? file, '--node', name, '--listen', ANY_PORT, '--log-level', 'debug', ...(o.args ?? [])])
+        procs[name] = startQuotad(['--config', o.config ?? file, '--node', name, '--listen', ANY_PORT, '--log-level', 'debug', ...(o.args ?? [])], o.env)
         await waitForSocket(sockets[name], procs[name], 30_000)
         const listen = await listenAddr(sockets[name])
         edit(cfg => { for (const n of cfg.nodes) if (n.name === name) n.listen = listen })

@@ -50,6 +50,8 @@ export interface CautionInput {
   now: number
   /** This node has no lease (fence.ts): it spends nothing of a hard rule. Kept current by the core. */
   fenced: boolean
+  /** Dead seed -> the seed whose books hold its estate (heir.ts `homes`): a heir may owe for it. */
+  homes: ReadonlyMap<string, string>
 }
 
 /** Bring `ks.reserve` up to date (cheap when nothing is owed anywhere). */
@@ -121,7 +123,7 @@ function ownView (c: CautionInput, ks: KeyState): number {
     const jHash = p?.rules[rule.name]
     // At our version, done announcing, and all of it heard here: no entry at all means no state, so nothing owed.
     if (p !== undefined && jHash === rule.hash && !p.pending.has(rule.name) && heardAll(p) && e === undefined) continue
-    n += c.transitions.expectedDebt(rule, ks.key, j, jHash, c.seeds)
+    n += c.transitions.expectedDebt(rule, ks.key, j, jHash, c.seeds, c.homes)
     if (n === Infinity) return n
   }
   return n

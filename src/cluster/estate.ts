@@ -24,10 +24,13 @@ import type { CompiledRule } from '../core/rules.js'
 import { RuleSet } from '../core/rules.js'
 import { initialShare, type Homes } from '../core/share.js'
 import { replayJournal } from './journal.js'
+import { inheritedShares } from './rule-change.js'
 
 export interface Estate {
   /** Per key: what a heir credits (never below 0). */
   credits: Map<string, number>
+  /** Per key: what the estate owes (its books carried to a lowered rule went below 0): the heir burns it. */
+  burns: Map<string, number>
   /** Their sum. */
   tokens: number
   /** What was left of the copy's reservations, over its keys: the part of the books not credited (lost for good). */
@@ -51,37 +54,46 @@ export interface Estate {
 interface Rules { rules: readonly CompiledRule[], match: (key: string) => CompiledRule | undefined }
 
 /**
- * The estate in a copy of `writer`'s journal. `rules`: the heir's (used
- * without a copy; with one, the copy's own rules decide the shares, as they
- * decided the writer's books).
+ * The estate in a copy of `writer`'s journal. `rules`: the heir's, in force
+ * (the copy's own rules decided the writer's books; a key whose rule changed
+ * since is carried over to the heir's).
  */
 export function estateOf (text: string | null, writer: string, cluster: string, rules: Rules, seeds: readonly string[]): Estate {
   const credits = new Map<string, number>()
   const copied = new Set<string>()
   if (text === null) {
     for (const r of rules.rules) if (!r.glob) credits.set(r.config.match, initialShare(r.stock, false, r.config.match, writer, seeds))
-    return { credits, tokens: sum(credits), unspent: 0, copied, peers: new Map(), inherited: [], inc: 0, gen: 0, epoch: null, marks: new Map(), sent: new Map() }
+    return { credits, burns: new Map(), tokens: sum(credits), unspent: 0, copied, peers: new Map(), inherited: [], inc: 0, gen: 0, epoch: null, marks: new Map(), sent: new Map() }
   }
   const r = replayJournal(text, `copy of ${writer}'s journal`, writer, cluster)
   const cp = r.checkpoint
   const own: Rules = cp.rules.length > 0 ? new RuleSet(cp.rules) : rules
   const homes: Homes = new Map((cp.inherited ?? []).map(([n]) => [n, writer]))
-  const share = (key: string): number => {
-    const rule = own.match(key)
-    return rule === undefined || !cp.allocate ? 0 : initialShare(rule.stock, rule.glob, key, writer, seeds, homes)
-  }
+  // The writer's books are under the copy's rules; the heir credits them under the rules in force, as a reload
+  // would have carried them over (rule-change.ts carryOver): the change in the writer's share (and in the shares of
+  // the seeds it had inherited) is added, and what that leaves below zero is owed as a burn. Credited under the
+  // copy's rules, an estate inherited after a lowered limit kept the old share, for good.
+  const held = (rule: CompiledRule | undefined, key: string): number => rule === undefined || !cp.allocate
+    ? 0
+    : initialShare(rule.stock, rule.glob, key, writer, seeds, homes) + inheritedShares(rule, key, writer, seeds, homes)
+  const burns = new Map<string, number>()
   let unspent = 0
-  const keys = new Set([...r.books.keys(), ...r.reserved.keys(), ...own.rules.filter(x => !x.glob).map(x => x.config.match)])
+  const exact = (rs: Rules): string[] => rs.rules.filter(x => !x.glob).map(x => x.config.match)
+  const keys = new Set([...r.books.keys(), ...r.reserved.keys(), ...exact(own), ...(own === rules ? [] : exact(rules))])
   for (const key of keys) {
     const b = r.books.get(key)
-    const books = (b?.base ?? share(key)) + (b?.delta ?? 0)
+    const then = own.match(key)
+    const now = rules.match(key)
+    const delta = now === undefined || now.hash === then?.hash ? 0 : held(now, key) - held(then, key)
+    const books = (b?.base ?? held(then, key)) + (b?.delta ?? 0) + delta
     const res = r.reserved.get(key)
     const left = res === undefined ? 0 : Math.max(0, res.ceiling - res.given)
     credits.set(key, Math.max(0, books - left))
+    if (books < 0) burns.set(key, -books)
     unspent += Math.min(left, Math.max(0, books))
-    if (own.match(key)?.glob === true) copied.add(key)
+    if ((now ?? then)?.glob === true) copied.add(key)
   }
-  return { credits, tokens: sum(credits), unspent, copied, peers: r.peers, inherited: cp.inherited ?? [], inc: cp.inc, gen: cp.gen ?? 0, epoch: cp.epoch, marks: r.marks, sent: r.sent }
+  return { credits, burns, tokens: sum(credits), unspent, copied, peers: r.peers, inherited: cp.inherited ?? [], inc: cp.inc, gen: cp.gen ?? 0, epoch: cp.epoch, marks: r.marks, sent: r.sent }
 }
 
 function sum (m: ReadonlyMap<string, number>): number {

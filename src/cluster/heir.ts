@@ -320,6 +320,14 @@ export class Heir {
       credit(ks, n)
       if (homedAtD(ks)) ks.initial = ks.rule.stock
     }
+    // What the estate owes under the rules in force (estate.ts): burned here, as a reload would have had D burn it.
+    for (const [key, n] of est.burns) {
+      try {
+        const ks = c.limiter.existing(key) ?? c.limiter.keyState(key, 1, nowMs)
+        ext(ks).burn += n
+        c.active.add(ks)
+      } catch {}
+    }
     for (const [node, byEpoch] of est.peers) {
       if (node === c.node) continue
       for (const [epoch, keys] of byEpoch) {

@@ -50,7 +50,11 @@ export function carryOver (ks: KeyState, next: CompiledRule, node: string, seeds
   const held = Math.max(0, b.held)
   const out = b.outstanding(nowMs)
   const old = ks.rule
-  const delta = allocate ? initialShare(next.stock, next.glob, ks.key, node, seeds, homes) - initialShare(old.stock, old.glob, ks.key, node, seeds, homes) : 0
+  const own = allocate ? initialShare(next.stock, next.glob, ks.key, node, seeds, homes) - initialShare(old.stock, old.glob, ks.key, node, seeds, homes) : 0
+  // The shares of the dead seeds this node inherited are in its books too (heir.ts): they change with the rule as
+  // its own does. (Only the heir's own share once did: 3 seeds, one inherited, 300 lowered to 100, and the cluster
+  // admitted 167 a window, the dead seed's 100 never cut to 33.) A glob key's inherited home is in `homes` already.
+  const delta = own + (allocate && !next.glob ? inheritedShares(next, ks.key, node, seeds, homes) - inheritedShares(old, ks.key, node, seeds, homes) : 0)
   const x = ext(ks)
   // An earlier burn still owed is paid first out of a raise.
   const total = held + out + delta - x.burn
@@ -65,11 +69,19 @@ export function carryOver (ks: KeyState, next: CompiledRule, node: string, seeds
   fresh.setReserve?.(ks.reserve)
   ks.bucket = fresh
   b.release?.()
-  ks.initial = Math.max(0, ks.initial + delta)
+  ks.initial = Math.max(0, ks.initial + own)
   // Peers must hear the new owed (and holding) at the new version; the reserve is recomputed now.
   x.sentOwed = NaN
   x.sentHeld = NaN
   x.reserveAt = -Infinity
+}
+
+/** What the dead seeds whose estates `node` holds (homed at it: heir.ts) had of exact `key` under `rule`. */
+export function inheritedShares (rule: Pick<CompiledRule, 'stock' | 'glob'>, key: string, node: string, seeds: readonly string[], homes?: Homes): number {
+  if (homes === undefined || homes.size === 0 || rule.glob) return 0
+  let n = 0
+  for (const [dead, home] of homes) if (home === node && dead !== node) n += initialShare(rule.stock, false, key, dead, seeds)
+  return n
 }
 
 /**
@@ -104,13 +116,15 @@ export class Transitions {
    * version (it may come through any of them). Infinity if `j` is on a
    * version this node never had: nothing bounds what it may owe.
    */
-  expectedDebt (rule: CompiledRule, key: string, j: string, jHash: string | undefined, seeds: readonly string[]): number {
+  expectedDebt (rule: CompiledRule, key: string, j: string, jHash: string | undefined, seeds: readonly string[], homes?: Homes): number {
     const list = this.from.get(rule.name)
     if (list === undefined) return 0
     if (jHash !== undefined && jHash !== rule.hash && !list.some(s => s.hash === jHash)) return Infinity
-    const now = initialShare(rule.stock, rule.glob, key, j, seeds)
+    // A heir owes for the estates it holds too (carryOver): counted at the heir, whatever the dead seed says.
+    const share = (s: RuleStamp | CompiledRule): number => initialShare(s.stock, s.glob, key, j, seeds) + inheritedShares(s, key, j, seeds, homes)
+    const now = share(rule)
     let most = 0
-    for (const s of list) most = Math.max(most, initialShare(s.stock, s.glob, key, j, seeds) - now)
+    for (const s of list) most = Math.max(most, share(s) - now)
     return most
   }
 

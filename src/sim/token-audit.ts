@@ -305,6 +305,10 @@ export class TokenAudit {
     }
     const d = this.disk.get(node)
     if (d !== undefined && d.allocate) return this.share(node, true, d.rules, key)
+    // Inherited: its heir's books hold its share, and carry it through the heir's rule changes (rule-change.ts).
+    for (const core of this.live.values()) {
+      if (core.heir.mine.has(node) && core.limiter.allocate) return this.share(node, true, rulesOf(core), key)
+    }
     const f = this.frozen.get(node)
     return this.share(node, true, f ?? this.initialRules, key)
   }

@@ -326,7 +326,9 @@ export class Heir {
         const ks = c.limiter.existing(key) ?? c.limiter.keyState(key, 1, nowMs)
         ext(ks).burn += n
         c.active.add(ks)
-      } catch {}
+      } catch {
+        // No state can be made for it here (its rule gone, a full table): the heir spends none of it either.
+      }
     }
     for (const [node, byEpoch] of est.peers) {
       if (node === c.node) continue

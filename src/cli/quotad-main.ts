@@ -19,12 +19,13 @@ import { simulate } from './simulate.js'
 const NAME = 'quotad'
 const HELP = `usage:
   quotad --config FILE --node NAME [--listen ADDR] [--socket PATH] [--data-dir DIR]
-         [--http HOST:PORT] [--log-level debug|info|warn|error]
+         [--http HOST:PORT] [--grpc unix:PATH|HOST:PORT] [--log-level debug|info|warn|error]
       run one node of the cluster file; SIGTERM stops it, SIGHUP reloads the rules.
       --listen, --socket and --data-dir override the node's entry (a node not in the
       file joins as a member with all three). Environment: QUOTAD_CONFIG, QUOTAD_NODE,
-      QUOTAD_LISTEN, QUOTAD_SOCKET, QUOTAD_DATA_DIR, QUOTAD_HTTP (flags win).
+      QUOTAD_LISTEN, QUOTAD_SOCKET, QUOTAD_DATA_DIR, QUOTAD_HTTP, QUOTAD_GRPC (flags win).
       --http serves /metrics, /healthz and /readyz (off by default).
+      --grpc serves Envoy's Rate Limit Service (the file's envoy section; off by default).
   quotad check-config FILE
       validate a cluster file and print every problem with its JSON path
   quotad peer-id (--data-dir DIR | --config FILE --node NAME)
@@ -57,6 +58,7 @@ async function cli (argv: string[]): Promise<void> {
       socket: { type: 'string' },
       'data-dir': { type: 'string' },
       http: { type: 'string' },
+      grpc: { type: 'string' },
       'log-level': { type: 'string' },
       force: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },

@@ -232,6 +232,9 @@ export function validateClusterFile (raw: unknown, baseDir: string, source?: str
     ...(typeof c.leases === 'boolean' ? { leases: c.leases } : {}),
     ...(typeof c.voters === 'number' ? { voters: c.voters } : {})
   })
+  if (rules.length + (envoy?.rules.length ?? 0) === 0 && !issues.has('rules')) {
+    issues.add('rules', r.envoy === undefined ? 'is required, with at least 1 rule' : 'is required, with at least 1 rule, unless the envoy section has a descriptor with a limit')
+  }
   // Judged on the values in force (defaults included), so a file can't be unsafe by what it leaves out.
   if (!['gossipIntervalMs', 'leaseMs', 'reclaimMs', 'maxClockSkewMs'].some(f => issues.has(`cluster.${f}`))) {
     for (const i of leaseIssues(lease, gossipIntervalMs)) issues.add(i.path, i.message)

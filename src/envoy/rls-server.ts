@@ -71,7 +71,8 @@ export class RlsServer {
   constructor (opts: RlsServerOptions) {
     this.opts = opts
     this.rls = new RlsService({ envoy: opts.envoy, service: opts.service, limits: opts.limits, clock: opts.clock })
-    this.server = new Server({ 'grpc.max_receive_message_length': opts.limits.maxFrameBytes })
+    // channelz: per-call bookkeeping for a debugging service quotad does not expose.
+    this.server = new Server({ 'grpc.max_receive_message_length': opts.limits.maxFrameBytes, 'grpc.enable_channelz': 0 })
     this.server.addService(rateLimitService(), { ShouldRateLimit: this.shouldRateLimit.bind(this) })
   }
 

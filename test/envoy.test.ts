@@ -97,6 +97,9 @@ test('bad requests get INVALID_ARGUMENT with a stable code, and the server goes 
     t.is(err?.code, status.INVALID_ARGUMENT)
     t.regex(err?.details ?? '', /^E_(BAD_ARGUMENT|KEY_TOO_LONG|BATCH_TOO_LARGE): /)
   }
+  // Larger than limits.maxFrameBytes (1 MiB): refused by grpc-js before it is decoded.
+  const huge = await t.throwsAsync(n.client.shouldRateLimit({ domain: 'd', descriptors: [desc(['k', 'x'.repeat(1_100_000)])] })) as (Error & { code?: number }) | undefined
+  t.is(huge?.code, status.RESOURCE_EXHAUSTED)
   t.like((await n.client.shouldRateLimit({ domain: 'd', descriptors: [desc(['k', 'a'])] })).statuses[0], { code: 'OK', limit_remaining: 9 }, 'the failed calls spent nothing')
   t.is(n.daemon.rls?.counters.errors, bad.length)
 })
@@ -122,6 +125,24 @@ test('a descriptor that references a rule gets that rule\'s algorithm: a token b
   t.deepEqual([await code(), await code(), await code()], ['OK', 'OK', 'OVER_LIMIT'])
   clock.advance(500)
   t.is(await code(), 'OK', 'half a second refills one token')
+})
+
+test('a reload replaces the descriptors with the rules they make: a raised limit, a new domain', async t => {
+  const clock = new ManualClock(T0)
+  const envoy = (limit: number, extra: unknown[] = []): unknown => ({ domains: [{ domain: 'd', descriptors: [{ key: 'k', rate_limit: { unit: 'minute', requests_per_unit: limit } }] }, ...extra] })
+  const n = await startRlsNode(envoy(2) as Record<string, unknown>, [], clock)
+  t.teardown(n.close)
+  const ask = async (domain: string): Promise<[string, number | undefined]> => {
+    const s = (await n.client.shouldRateLimit({ domain, descriptors: [desc(['k', 'a'])] })).statuses[0]
+    return [s.code, s.current_limit?.requests_per_unit]
+  }
+  t.deepEqual(await ask('d'), ['OK', 2])
+  t.deepEqual(await ask('e'), ['OK', undefined])
+  const raw = { nodes: [{ name: 'a', socket: 'a.sock', dataDir: 'data', grpc: '127.0.0.1:0' }], envoy: envoy(5, [{ domain: 'e', descriptors: [{ key: 'k', rate_limit: { unit: 'minute', requests_per_unit: 1 } }] }]) }
+  n.daemon.reload(validateClusterFile(raw, '/unused'))
+  t.deepEqual(await ask('d'), ['OK', 5], 'the raised limit')
+  t.deepEqual(await ask('e'), ['OK', 1], 'the new domain')
+  t.deepEqual(await ask('e'), ['OVER_LIMIT', 1])
 })
 
 test('the gRPC address: --grpc and QUOTAD_GRPC override the file, and only a Unix socket or loopback is taken', t => {

@@ -104,8 +104,7 @@ export function envoySection (raw: Obj, rules: readonly RuleConfig[], maxKeyByte
       if (ref === undefined) {
         issues.add(`${path}.rule`, `no rule named ${JSON.stringify(o.rule)} in rules (rules: ${rules.map(r => r.name).join(', ')})`)
       } else {
-        const { maxKeys, ...settings } = ref
-        rule = { ...settings, name, match: '', ...(maxKeys === undefined ? {} : { maxKeys }) }
+        rule = { ...ref, name, match: '' }
         const unit = unitOf(ref.perMs)
         d.limit = { rule: name, requestsPerUnit: ref.limit, ...(unit === undefined ? {} : { unit }), shadowMode: o.shadow_mode === true }
       }

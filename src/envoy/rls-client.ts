@@ -26,6 +26,7 @@ export class RlsClient {
   /** One ShouldRateLimit call; rejects with the gRPC ServiceError (its `code` is the status). */
   async shouldRateLimit (req: RlsCall, timeoutMs = 30_000): Promise<RlsResponse> {
     return await new Promise((resolve, reject) => {
+      // grpc-js takes deadlines as wall-clock instants only; a client's own timeout, not a decision's.
       this.client.ShouldRateLimit(req, { deadline: Date.now() + timeoutMs }, (err, res) => {
         if (err !== null) reject(err)
         else resolve(res as RlsResponse)

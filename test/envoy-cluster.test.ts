@@ -16,6 +16,7 @@ import { join } from 'node:path'
 import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
 import { RlsClient } from '../src/envoy/rls-client.js'
 import { desc } from './helpers/envoy.js'
+import { eventually } from './helpers/proc.js'
 
 const LIMIT = 30
 
@@ -55,6 +56,8 @@ test.serial('a cluster of 3: the hard cap holds across nodes for Envoy descripto
   const perValue = await drain(clients, [['user', 'alice']], LIMIT * 2 / 3)
   t.true(perValue <= LIMIT, `${perValue} admitted for user=alice on a limit of ${LIMIT} per hour`)
   t.true(perValue >= LIMIT * 2 / 3, `the cluster serves most of alice's quota (${perValue})`)
-  // Another value is another bucket, with its whole limit.
-  t.is((await clients[1].shouldRateLimit({ domain: 'edge', descriptors: [desc(['user', 'bob'])] })).overall_code, 'OK')
+  // Another value is another bucket, with its own limit: bob is admitted where alice no longer is. (A node
+  // that is not bob's home may deny his first call while his tokens are on their way: ask round the nodes.)
+  let turn = 0
+  t.true(await eventually('user=bob admitted', async () => (await clients[turn++ % clients.length].shouldRateLimit({ domain: 'edge', descriptors: [desc(['user', 'bob'])] })).overall_code === 'OK'))
 })

@@ -74,7 +74,8 @@ async function cli (argv: string[]): Promise<void> {
     const check = await checkDeploy(cfg)
     for (const w of check.warnings) process.stdout.write(`warning: ${w.path}: ${w.message}\n`)
     throwIfErrors(check, cfg.source)
-    process.stdout.write(`${arg}: ok (${cfg.nodes.length} nodes, ${cfg.rules.length} rules${check.warnings.length > 0 ? `, ${check.warnings.length} warning(s)` : ''})\n`)
+    const envoy = cfg.envoy === undefined ? '' : ` (${cfg.envoy.rules.length} from ${cfg.envoy.domains.length} envoy domain(s))`
+    process.stdout.write(`${arg}: ok (${cfg.nodes.length} nodes, ${cfg.rules.length} rules${envoy}${check.warnings.length > 0 ? `, ${check.warnings.length} warning(s)` : ''})\n`)
     return
   }
   if (cmd === 'peer-id') {

@@ -6,12 +6,15 @@
  * quotad rule per descriptor with a limit, before the file's rules.
  */
 import test, { type ExecutionContext } from 'ava'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { validateClusterFile } from '../src/config/validate.js'
 import { ConfigError } from '../src/errors.js'
 import { DescriptorIndex } from '../src/envoy/descriptors.js'
 import { descriptorKey } from '../src/envoy/keys.js'
 import type { ClusterConfig, EnvoyLimit } from '../src/config/types.js'
 import { ratelimitDomains, supportedExample } from './helpers/envoy.js'
+import { QUOTAD, run, tempDir } from './helpers/proc.js'
 
 type Json = Record<string, unknown>
 
@@ -143,4 +146,13 @@ test('an envoy section with limits needs no rules of its own; without either, ru
   t.is(cfg.nodes[0].grpc, 'unix:/x/rls.sock')
   t.is(cfg.rules.length, 1)
   t.deepEqual(Object.keys(issues(t, { nodes: [{ name: 'a', socket: 'a.sock', dataDir: 'd' }], envoy: { domains: [{ domain: 'd', descriptors: [{ key: 'k', rate_limit: { unlimited: true } }] }] } })), ['rules'])
+})
+
+test('quotad check-config reports an envoy section\'s problems with their JSON paths and exits 2', async t => {
+  const dir = tempDir()
+  const path = join(dir, 'cluster.json')
+  writeFileSync(path, JSON.stringify(file({ domains: [{ domain: 'd', descriptors: [{ key: 'k', rate_limit: { unit: 'fortnight', requests_per_unit: 1 } }] }] }, [], 'unix:rls.sock')))
+  const r = await run(QUOTAD, ['check-config', path])
+  t.is(r.code, 2)
+  t.regex(r.stderr, /envoy\.domains\[0\]\.descriptors\[0\]\.rate_limit\.unit: must be one of "second"/)
 })

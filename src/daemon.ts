@@ -7,9 +7,9 @@
  * written before it is held) -> cluster (durable state consumed, libp2p up)
  * -> decision service -> Unix socket -> Envoy's gRPC Rate Limit Service (if
  * nodes[].grpc; it decides through the same service as the socket). Stop
- * order is the reverse: the socket and the gRPC server stop taking work first (in-flight waiters are answered), then the cluster
- * hands its tokens to peers and saves what is left, then timers stop, then
- * the lock goes.
+ * order is the reverse: the socket and the gRPC server stop taking work
+ * first (in-flight waiters are answered), then the cluster hands its tokens
+ * to peers and saves what is left, then timers stop, then the lock goes.
  *
  * A cluster file with one node runs without the cluster layer (no libp2p,
  * no swarm key needed): the node holds the whole stock.

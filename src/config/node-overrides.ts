@@ -69,7 +69,6 @@ export function withNodeOverrides (config: ClusterConfig, name: string, o: NodeO
     if (other.name === name) continue
     if (other.socket === node.socket) throw bad(`socket ${node.socket} is node ${other.name}'s too`)
     if (other.dataDir === node.dataDir) throw bad(`data directory ${node.dataDir} is node ${other.name}'s too`)
-    if (node.grpc !== undefined && other.grpc === node.grpc && !/:0$/.test(node.grpc)) throw bad(`gRPC address ${node.grpc} is node ${other.name}'s too`)
   }
   return { ...config, nodes }
 }

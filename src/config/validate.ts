@@ -218,7 +218,6 @@ export function validateClusterFile (raw: unknown, baseDir: string, source?: str
   const rules = objects(r.rules).map((o, i) => rule(o, i, issues))
   noDuplicates(issues, 'rules', rules, 'name', 'rule name')
   noDuplicates(issues, 'rules', rules, 'match', 'match pattern')
-  noDuplicates(issues, 'nodes', nodes, 'grpc', 'gRPC address')
   const rawLimits = (r.limits ?? {}) as Partial<LimitsConfig>
   const envoy = typeof r.envoy === 'object' && r.envoy !== null && !Array.isArray(r.envoy)
     ? envoySection(r.envoy as Obj, rules, typeof rawLimits.maxKeyBytes === 'number' ? rawLimits.maxKeyBytes : DEFAULT_LIMITS.maxKeyBytes, issues)

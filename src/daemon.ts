@@ -5,10 +5,11 @@
  *
  * Start order: data dir and its lock (one daemon per node; nothing is read or
  * written before it is held) -> cluster (durable state consumed, libp2p up)
- * -> decision service -> Unix socket. Stop order is the reverse: the socket
- * stops taking work first (in-flight waiters are answered), then the cluster
- * hands its tokens to peers and saves what is left, then timers stop, then
- * the lock goes.
+ * -> decision service -> Unix socket -> Envoy's gRPC Rate Limit Service (if
+ * nodes[].grpc; it decides through the same service as the socket). Stop
+ * order is the reverse: the socket and the gRPC server stop taking work
+ * first (in-flight waiters are answered), then the cluster hands its tokens
+ * to peers and saves what is left, then timers stop, then the lock goes.
  *
  * A cluster file with one node runs without the cluster layer (no libp2p,
  * no swarm key needed): the node holds the whole stock.
@@ -25,6 +26,7 @@ import { createLogger, type Logger } from './util/log.js'
 import { DataLock } from './node/data-lock.js'
 import { HttpServer } from './http/http-server.js'
 import { Metrics } from './http/metrics.js'
+import { RlsServer } from './envoy/rls-server.js'
 
 export interface DaemonOptions {
   config: ClusterConfig
@@ -50,6 +52,8 @@ export class Daemon {
   readonly cluster: ClusterNode | null
   /** The metrics and health listener (nodes[].http / --http), if configured. */
   readonly http: HttpServer | null
+  /** Envoy's Rate Limit Service over gRPC (nodes[].grpc / --grpc), if configured. */
+  readonly rls: RlsServer | null
   private config: ClusterConfig
   private readonly log: Logger
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new'
@@ -80,6 +84,9 @@ export class Daemon {
       limits: opts.config.limits,
       service: this.quota
     })
+    this.rls = node.grpc === undefined
+      ? null
+      : new RlsServer({ address: node.grpc, socketMode: node.socketMode, envoy: opts.config.envoy, service: this.quota, limits: opts.config.limits, clock, log: log.child('envoy') })
     if (node.http === undefined) {
       this.http = null
     } else {
@@ -129,8 +136,10 @@ export class Daemon {
       }
       await this.cluster?.start()
       await this.server.start()
+      await this.rls?.start()
       await this.http?.start()
     } catch (err) {
+      await this.rls?.stop().catch(() => {})
       await this.server.stop().catch(() => {})
       await this.cluster?.stop().catch(() => {})
       await this.quota.store?.close(this.clock.mono()).catch(() => {})
@@ -143,8 +152,10 @@ export class Daemon {
       socketMode: '0' + this.node.socketMode.toString(8),
       rules: this.config.rules.map(r => r.name),
       seeds: this.config.nodes.filter(n => n.seed).length,
-      ...(this.http === null ? {} : { http: this.http.address })
+      ...(this.http === null ? {} : { http: this.http.address }),
+      ...(this.rls === null ? {} : { grpc: this.rls.address, envoyDomains: this.config.envoy?.domains.map(d => d.domain) ?? [] })
     })
+    if (this.rls !== null && this.config.envoy === undefined) this.log.warn('gRPC Rate Limit Service without an envoy section: every domain is unknown, every request answered OK')
   }
 
   /**
@@ -153,13 +164,15 @@ export class Daemon {
    */
   reload (next: ClusterConfig): void {
     const mine = findNode(next, this.node.name)
-    if (mine.socket !== this.node.socket || mine.listen !== this.node.listen || mine.dataDir !== this.node.dataDir) {
-      this.log.warn('reload applies rules and limits of rules only; socket, listen and dataDir changes need a restart')
+    if (mine.socket !== this.node.socket || mine.listen !== this.node.listen || mine.dataDir !== this.node.dataDir || mine.grpc !== this.node.grpc) {
+      this.log.warn('reload applies rules and limits of rules only; socket, listen, dataDir and grpc changes need a restart')
     }
     const before = new Map(this.quota.limiter.rules.map(r => [r.name, r.hash]))
     this.quota.setRules(next.rules)
+    // In the same turn as the rules its descriptors made: no call sees one without the other.
+    this.rls?.setConfig(next.envoy)
     const after = this.quota.limiter.rules
-    this.config = { ...this.config, rules: next.rules }
+    this.config = { ...this.config, rules: next.rules, envoy: next.envoy }
     this.log.info('rules reloaded', {
       rules: after.length,
       changed: after.filter(r => before.has(r.name) && before.get(r.name) !== r.hash).map(r => r.name),
@@ -174,7 +187,7 @@ export class Daemon {
     this.log.info('stopping')
     try {
       // The HTTP listener goes last: while the node stops, /readyz says so and /healthz still answers.
-      await this.server.stop()
+      await Promise.all([this.server.stop(), this.rls?.stop()])
       await this.cluster?.stop()
       await this.quota.store?.close(this.clock.mono())
       this.quota.stop()

@@ -19,12 +19,13 @@ import { simulate } from './simulate.js'
 const NAME = 'quotad'
 const HELP = `usage:
   quotad --config FILE --node NAME [--listen ADDR] [--socket PATH] [--data-dir DIR]
-         [--http HOST:PORT] [--log-level debug|info|warn|error]
+         [--http HOST:PORT] [--grpc unix:PATH|HOST:PORT] [--log-level debug|info|warn|error]
       run one node of the cluster file; SIGTERM stops it, SIGHUP reloads the rules.
       --listen, --socket and --data-dir override the node's entry (a node not in the
       file joins as a member with all three). Environment: QUOTAD_CONFIG, QUOTAD_NODE,
-      QUOTAD_LISTEN, QUOTAD_SOCKET, QUOTAD_DATA_DIR, QUOTAD_HTTP (flags win).
+      QUOTAD_LISTEN, QUOTAD_SOCKET, QUOTAD_DATA_DIR, QUOTAD_HTTP, QUOTAD_GRPC (flags win).
       --http serves /metrics, /healthz and /readyz (off by default).
+      --grpc serves Envoy's Rate Limit Service (the file's envoy section; off by default).
   quotad check-config FILE
       validate a cluster file and print every problem with its JSON path
   quotad peer-id (--data-dir DIR | --config FILE --node NAME)
@@ -57,6 +58,7 @@ async function cli (argv: string[]): Promise<void> {
       socket: { type: 'string' },
       'data-dir': { type: 'string' },
       http: { type: 'string' },
+      grpc: { type: 'string' },
       'log-level': { type: 'string' },
       force: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -72,7 +74,8 @@ async function cli (argv: string[]): Promise<void> {
     const check = await checkDeploy(cfg)
     for (const w of check.warnings) process.stdout.write(`warning: ${w.path}: ${w.message}\n`)
     throwIfErrors(check, cfg.source)
-    process.stdout.write(`${arg}: ok (${cfg.nodes.length} nodes, ${cfg.rules.length} rules${check.warnings.length > 0 ? `, ${check.warnings.length} warning(s)` : ''})\n`)
+    const envoy = cfg.envoy === undefined ? '' : ` (${cfg.envoy.rules.length} from ${cfg.envoy.domains.length} envoy domain(s))`
+    process.stdout.write(`${arg}: ok (${cfg.nodes.length} nodes, ${cfg.rules.length} rules${envoy}${check.warnings.length > 0 ? `, ${check.warnings.length} warning(s)` : ''})\n`)
     return
   }
   if (cmd === 'peer-id') {

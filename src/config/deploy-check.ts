@@ -41,10 +41,12 @@ export async function checkDeploy (cfg: ClusterConfig): Promise<DeployCheck> {
     }
     if (cfg.cluster.leases) out.warnings.push(...voterWarnings(cfg))
   }
-  cfg.rules.forEach((r, j) => {
+  // The envoy section's rules come first and match only keys that open with their own names (envoy/keys.ts): the file's `rules` are judged alone, by their own indexes.
+  const fileRules = cfg.rules.slice(cfg.envoy?.rules.length ?? 0)
+  fileRules.forEach((r, j) => {
     if (!r.match.includes('*')) return
     for (let i = 0; i < j; i++) {
-      const earlier = cfg.rules[i]
+      const earlier = fileRules[i]
       if (earlier.match.includes('*') && shadows(earlier.match, r.match)) {
         out.warnings.push({ path: `rules[${j}].match`, message: `every key of ${JSON.stringify(r.match)} also matches the earlier glob rules[${i}] (${earlier.name}: ${JSON.stringify(earlier.match)}), which wins: rule ${r.name} is never used` })
         break

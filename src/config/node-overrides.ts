@@ -1,7 +1,7 @@
 /**
  * Per-instance settings from flags or the environment, over the shared
- * cluster file: `--listen`, `--socket`, `--data-dir`, `--http`
- * (QUOTAD_LISTEN, QUOTAD_SOCKET, QUOTAD_DATA_DIR, QUOTAD_HTTP). Every instance of an app can then share
+ * cluster file: `--listen`, `--socket`, `--data-dir`, `--http`, `--grpc`
+ * (QUOTAD_LISTEN, QUOTAD_SOCKET, QUOTAD_DATA_DIR, QUOTAD_HTTP, QUOTAD_GRPC). Every instance of an app can then share
  * one file, and a sidecar can take its name from the pod (QUOTAD_NODE).
  *
  * A node listed in the file gets the given fields replaced. A node not in
@@ -14,12 +14,14 @@ import { resolve } from 'node:path'
 import { ErrorCodes, QuotadError } from '../errors.js'
 import { DEFAULT_SOCKET_MODE, type ClusterConfig, type NodeConfig } from './types.js'
 import { HTTP_RE, HTTP_TEXT, listenIssue, MAX_SOCKET_PATH_BYTES, NAME_RE, NAME_TEXT } from './validate.js'
+import { grpcAddress } from './envoy-config.js'
 
 export interface NodeOverrides {
   listen?: string
   socket?: string
   dataDir?: string
   http?: string
+  grpc?: string
 }
 
 function bad (what: string): QuotadError {
@@ -45,6 +47,11 @@ export function withNodeOverrides (config: ClusterConfig, name: string, o: NodeO
     if (!HTTP_RE.test(o.http)) throw bad(`--http must be ${HTTP_TEXT}, got ${JSON.stringify(o.http)}`)
     patch.http = o.http
   }
+  if (o.grpc !== undefined) {
+    const g = grpcAddress(o.grpc, cwd)
+    if ('issue' in g) throw bad(`--grpc ${g.issue}`)
+    patch.grpc = g.address
+  }
   const i = config.nodes.findIndex(n => n.name === name)
   let node: NodeConfig
   if (i >= 0) {
@@ -55,7 +62,7 @@ export function withNodeOverrides (config: ClusterConfig, name: string, o: NodeO
       throw new QuotadError(ErrorCodes.CONFIG_INVALID, `no node named ${JSON.stringify(name)} in ${config.source ?? 'the cluster file'} (available: ${config.nodes.map(n => n.name).join(', ')}); to join as a member, give ` +
         missing.map(k => k === 'dataDir' ? '--data-dir (QUOTAD_DATA_DIR)' : `--${k} (QUOTAD_${k.toUpperCase()})`).join(', '))
     }
-    node = { name, listen: patch.listen as string, socket: patch.socket as string, dataDir: patch.dataDir as string, socketMode: DEFAULT_SOCKET_MODE, seed: false }
+    node = { name, listen: patch.listen as string, socket: patch.socket as string, dataDir: patch.dataDir as string, socketMode: DEFAULT_SOCKET_MODE, seed: false, ...(patch.http === undefined ? {} : { http: patch.http }), ...(patch.grpc === undefined ? {} : { grpc: patch.grpc }) }
   }
   const nodes = i >= 0 ? config.nodes.map((n, j) => j === i ? node : n) : [...config.nodes, node]
   for (const other of nodes) {
@@ -67,7 +74,7 @@ export function withNodeOverrides (config: ClusterConfig, name: string, o: NodeO
 }
 
 /** The overrides from the environment, then flags (flags win). */
-export function overridesFrom (flags: { listen?: string, socket?: string, 'data-dir'?: string, http?: string }, env: NodeJS.ProcessEnv): NodeOverrides {
+export function overridesFrom (flags: { listen?: string, socket?: string, 'data-dir'?: string, http?: string, grpc?: string }, env: NodeJS.ProcessEnv): NodeOverrides {
   const o: NodeOverrides = {}
   const listen = flags.listen ?? env.QUOTAD_LISTEN
   const socket = flags.socket ?? env.QUOTAD_SOCKET
@@ -77,5 +84,7 @@ export function overridesFrom (flags: { listen?: string, socket?: string, 'data-
   if (dataDir !== undefined && dataDir !== '') o.dataDir = dataDir
   const http = flags.http ?? env.QUOTAD_HTTP
   if (http !== undefined && http !== '') o.http = http
+  const grpc = flags.grpc ?? env.QUOTAD_GRPC
+  if (grpc !== undefined && grpc !== '') o.grpc = grpc
   return o
 }

@@ -31,7 +31,10 @@ export const FIELDS = {
   cluster: props(DEFS.cluster),
   node: props(DEFS.node),
   rule: props(DEFS.rule),
-  limits: props(DEFS.limits)
+  limits: props(DEFS.limits),
+  envoy: props(DEFS.envoy),
+  envoyDescriptor: props(DEFS.envoyDescriptor),
+  envoyRateLimit: props(DEFS.envoyRateLimit)
 } as const
 
 /** Field -> the words for its pattern, where a regular expression would say nothing to a user. */
@@ -42,6 +45,8 @@ const PATTERN_TEXT: Record<string, string> = {
   credit: 'a whole number and a unit: ms, s, m, h or d (like "250ms")',
   peerId: 'a libp2p peer id as `quotad peer-id` prints it (base58, like 12D3KooW...)',
   http: 'HOST:PORT, such as "127.0.0.1:9464"',
+  grpc: '"unix:PATH" or a loopback HOST:PORT such as "127.0.0.1:8081"',
+  rule: 'a rule name: 1-64 characters from A-Z a-z 0-9 . _ : -',
   socketMode: 'an octal string like "0660" or an integer from 0 to 511 (JSON numbers are decimal: write octal modes as strings)'
 }
 

@@ -91,6 +91,11 @@ export interface NodeConfig {
    * /readyz), e.g. 127.0.0.1:9464. Absent: no listener.
    */
   http?: string
+  /**
+   * Where the node serves Envoy's Rate Limit Service over gRPC (src/envoy/):
+   * `unix:/abs/path` or a loopback `HOST:PORT`. Absent: no gRPC server.
+   */
+  grpc?: string
 }
 
 /** Input bounds. Every untrusted input is capped by one of these. */
@@ -150,8 +155,53 @@ export interface ClusterConfig {
   source?: string
   cluster: ClusterSection
   nodes: NodeConfig[]
+  /**
+   * Every rule: the rules the `envoy` section's descriptors made (first, so no
+   * glob of the file's takes their keys), then the file's `rules` in order.
+   */
   rules: RuleConfig[]
   limits: LimitsConfig
+  /** The `envoy` section, compiled (envoy-config.ts). Absent: the file has none. */
+  envoy?: EnvoyConfig
+}
+
+/** envoyproxy/ratelimit's units that have a fixed length. */
+export type EnvoyUnit = 'second' | 'minute' | 'hour' | 'day' | 'week'
+
+/** What a descriptor that ends a request applies. */
+export interface EnvoyLimit {
+  /**
+   * The quotad rule that counts this descriptor's keys (one made for it,
+   * `envoy:<indexes>`), or null: `requests_per_unit` 0, every request over
+   * the limit, nothing counted.
+   */
+  rule: string | null
+  /** Reported as current_limit: requests_per_unit and unit (undefined: the rule's `per` is no whole unit). */
+  requestsPerUnit: number
+  unit?: EnvoyUnit
+  /** Reported as current_limit.name. */
+  name?: string
+  /** Decide and count, but answer OK. */
+  shadowMode: boolean
+}
+
+export interface EnvoyDescriptor {
+  key: string
+  /** undefined: any value, each its own bucket. */
+  value?: string
+  /** A value with `*`: its parts around the stars (each value its own bucket). */
+  wildcard?: string[]
+  /** Applies when a request's entries end at this descriptor. `unlimited`: OK, nothing counted. */
+  limit?: EnvoyLimit | 'unlimited'
+  descriptors: EnvoyDescriptor[]
+}
+
+export interface EnvoyConfig {
+  /** Add the RateLimit-* response headers. @default false */
+  responseHeaders: boolean
+  domains: Array<{ domain: string, descriptors: EnvoyDescriptor[] }>
+  /** The rules the descriptors made, in `rules` order, with the JSON path of the descriptor that made each. */
+  rules: Array<{ name: string, path: string }>
 }
 
 export const DEFAULT_LIMITS: LimitsConfig = {

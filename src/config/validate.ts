@@ -25,6 +25,7 @@ import {
 import { tryParseDuration } from './duration.js'
 import { describe, ruleSchemaIssues, schemaIssues } from './schema.js'
 import { leaseIssues, leaseSettings } from './lease-options.js'
+import { envoySection, grpcAddress } from './envoy-config.js'
 
 export { FIELDS } from './schema.js'
 
@@ -100,6 +101,12 @@ function node (o: Obj, i: number, baseDir: string, issues: Issues): NodeConfig {
   for (const key of ['socket', 'dataDir'] as const) {
     if (typeof o[key] === 'string' && (o[key] as string).includes('\0')) issues.add(`${path}.${key}`, 'must not contain a NUL character')
   }
+  let grpc: string | undefined
+  if (typeof o.grpc === 'string' && !issues.has(`${path}.grpc`)) {
+    const g = grpcAddress(o.grpc, baseDir)
+    if ('issue' in g) issues.add(`${path}.grpc`, g.issue)
+    else grpc = g.address
+  }
   return {
     name: String(o.name),
     listen,
@@ -108,7 +115,8 @@ function node (o: Obj, i: number, baseDir: string, issues: Issues): NodeConfig {
     socketMode: socketMode(o.socketMode),
     seed: o.seed !== false,
     ...(typeof o.peerId === 'string' ? { peerId: o.peerId } : {}),
-    ...(typeof o.http === 'string' ? { http: o.http } : {})
+    ...(typeof o.http === 'string' ? { http: o.http } : {}),
+    ...(grpc === undefined ? {} : { grpc })
   }
 }
 
@@ -265,6 +273,10 @@ export function validateClusterFile (raw: unknown, baseDir: string, source?: str
   const rules = objects(r.rules).map((o, i) => rule(o, i, issues))
   noDuplicates(issues, 'rules', rules, 'name', 'rule name')
   noDuplicates(issues, 'rules', rules, 'match', 'match pattern')
+  const rawLimits = (r.limits ?? {}) as Partial<LimitsConfig>
+  const envoy = typeof r.envoy === 'object' && r.envoy !== null && !Array.isArray(r.envoy)
+    ? envoySection(r.envoy as Obj, rules, typeof rawLimits.maxKeyBytes === 'number' ? rawLimits.maxKeyBytes : DEFAULT_LIMITS.maxKeyBytes, issues)
+    : undefined
   const c = (r.cluster ?? {}) as Obj
   const gossipIntervalMs = typeof c.gossipIntervalMs === 'number' ? c.gossipIntervalMs : DEFAULT_GOSSIP_INTERVAL_MS
   const lease = leaseSettings(gossipIntervalMs, {
@@ -274,6 +286,9 @@ export function validateClusterFile (raw: unknown, baseDir: string, source?: str
     ...(typeof c.leases === 'boolean' ? { leases: c.leases } : {}),
     ...(typeof c.voters === 'number' ? { voters: c.voters } : {})
   })
+  if (rules.length + (envoy?.rules.length ?? 0) === 0 && !issues.has('rules')) {
+    issues.add('rules', r.envoy === undefined ? 'is required, with at least 1 rule' : 'is required, with at least 1 rule, unless the envoy section has a descriptor with a limit')
+  }
   // Judged on the values in force (defaults included), so a file can't be unsafe by what it leaves out.
   if (!['gossipIntervalMs', 'leaseMs', 'reclaimMs', 'maxClockSkewMs'].some(f => issues.has(`cluster.${f}`))) {
     for (const i of leaseIssues(lease, gossipIntervalMs)) issues.add(i.path, i.message)
@@ -288,8 +303,16 @@ export function validateClusterFile (raw: unknown, baseDir: string, source?: str
     inheritSeeds: c.inheritSeeds !== false,
     ...lease
   }
-  const limits: LimitsConfig = { ...DEFAULT_LIMITS, ...((r.limits ?? {}) as Partial<LimitsConfig>) }
-  return { ...(source === undefined ? {} : { source }), cluster, nodes, rules, limits }
+  const limits: LimitsConfig = { ...DEFAULT_LIMITS, ...rawLimits }
+  // The descriptors' rules go first: no glob rule of the file can then take an Envoy key (envoy/keys.ts).
+  return {
+    ...(source === undefined ? {} : { source }),
+    cluster,
+    nodes,
+    rules: envoy === undefined ? rules : [...envoy.rules, ...rules],
+    limits,
+    ...(envoy === undefined ? {} : { envoy: envoy.envoy })
+  }
 }
 
 /**

@@ -21,25 +21,41 @@ test('a calendar window\'s reservation lasts to the window\'s end; a sliding log
 
 test('nothing is spendable until a line is durable; then up to its n, within its life', t => {
   const a = new SpendAhead()
-  t.is(a.available('k', T), 0)
+  t.is(a.available('k', T, T), 0)
   const line = a.want('k', LOG, 1, T, T)
   t.deepEqual(line, ['k', 50, T, T + 60_000])
   t.is(a.want('k', LOG, 1, T, T), null, 'one write per key at a time')
   t.true(a.waiting('k'))
-  t.is(a.available('k', T), 0, 'not before it is on disk')
+  t.is(a.available('k', T, T), 0, 'not before it is on disk')
   if (line !== null) a.durable(line)
   t.false(a.waiting('k'))
-  t.is(a.available('k', T), 50)
-  t.is(a.available('k', T + 60_001), 0, 'not after its life')
+  t.is(a.available('k', T, T), 50)
+  t.is(a.available('k', T + 60_001, T + 60_001), 0, 'not after its life')
   a.take('k', 20, T, T)
-  t.is(a.available('k', T), 30)
+  t.is(a.available('k', T, T), 30)
   t.is(a.want('k', LOG, 1, T, T), null, 'more than half a batch left: nothing asked yet')
   a.take('k', 10, T, T)
   const next = a.want('k', LOG, 1, T, T)
   t.truthy(next, 'under half a batch: the next one is asked for ahead of need')
   if (next !== null) a.failed(next)
   t.false(a.waiting('k'), 'a failed write reserves nothing, and may be asked for again')
-  t.is(a.available('k', T), 20)
+  t.is(a.available('k', T, T), 20)
+})
+
+test('in a window\'s last quarter the next window\'s reservation is asked for, spendable only from its start', t => {
+  const a = new SpendAhead()
+  const start = (Math.floor(T / 1000) + 1) * 1000
+  const RULE = { stock: 100, perMs: 1000, algorithm: 'fixed-window' }
+  const first = a.want('k', RULE, 1, start - 900, start - 900)
+  t.deepEqual(first, ['k', 5, start - 900, start - 1])
+  if (first !== null) a.durable(first)
+  t.is(a.want('k', RULE, 1, start - 800, start - 800), null, 'early in the window: nothing more')
+  const next = a.want('k', RULE, 1, start - 200, start - 200)
+  t.deepEqual(next, ['k', 5, start, start + 999])
+  if (next !== null) a.durable(next)
+  t.is(a.available('k', start - 100, start - 100), 5, 'the next window\'s is not spendable before it begins')
+  t.is(a.want('k', RULE, 1, start - 100, start - 100), null, 'asked for once')
+  t.is(a.available('k', start + 10, start + 10), 5, 'and is from its start')
 })
 
 test('expired and spent reservations are swept; live ones are what a compaction keeps', t => {

@@ -193,7 +193,7 @@ export class LocalQuota implements QuotaService {
     const rule = this.store !== null && this.calendar !== null ? this.limiter.ruleFor(key) : undefined
     if (rule === undefined || this.store === null || this.calendar === null || !this.store.guards(rule)) return this.decider.acquire(key, count, now)
     const cal = this.calendar.at(now)
-    if (this.store.ahead.available(key, cal) < count) {
+    if (this.store.ahead.available(key, cal, cal) < count) {
       const d = this.limiter.acquire(key, 0, now)
       this.store.reserve(key, rule, count, cal, cal)
       return { ...d, allowed: false, retryAfterMs: Math.max(1, d.retryAfterMs) }
@@ -217,7 +217,7 @@ export class LocalQuota implements QuotaService {
     const now = this.clock.mono()
     const cal = this.calendar.at(now)
     const until = cal + Math.max(0, waitMs)
-    if (store.ahead.available(key, until) >= count) {
+    if (store.ahead.available(key, cal, until) >= count) {
       const handle = new Handle(this)
       const r = waitMs > 0 ? this.limiter.acquireOrWait(key, count, waitMs, now, handle) : this.limiter.acquire(key, count, now)
       // A queued waiter is covered too: its tokens are set aside in the reservation until its deadline.

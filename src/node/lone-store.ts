@@ -252,9 +252,11 @@ async function unreturned (opts: LoneStoreOptions, cal: number): Promise<Map<str
       if (i >= lines.length - 2) continue // the torn last line
       throw new QuotadError(ErrorCodes.STATE_INVALID, `${file}: line ${i + 1} is not [key, n, fromCal, untilCal]. Do not delete the file (a crash's spending would be forgotten)`, { file, path: `line ${i + 1}` })
     }
-    const [key, n, , until] = line
+    const [key, n, from, until] = line
     const rule = opts.limiter.ruleFor(key)
     if (rule === undefined) continue
+    // A reservation for a window that had not begun (on the crashed process's calendar, at most skew ahead): unspent.
+    if (from > cal + opts.skewMs) continue
     if (horizonAt(rule.config, Math.min(until, cal), opts.skewMs) <= cal) continue
     sums.set(key, (sums.get(key) ?? 0) + n)
   }

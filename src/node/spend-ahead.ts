@@ -29,11 +29,14 @@ const MAX_LIFE_MS = 60_000
 const MIN_LIFE_MS = 1_000
 /** A reservation is about this share of the rule's stock. */
 const BATCH_SHARE = 0.05
+/** A calendar window's next reservation is asked for in its last quarter, so a busy key never waits at the boundary. */
+const PREFETCH_SHARE = 0.25
 
 interface Reservation {
   /** Tokens still unspent in it. */
   n: number
-  /** Calendar ms until which it may be spent from. */
+  /** Calendar ms from which, and until which, it may be spent from. */
+  from: number
   until: number
 }
 
@@ -67,24 +70,30 @@ export function lifeEnd (rule: AheadRule, nowCal: number): number {
   return nowCal + Math.min(MAX_LIFE_MS, Math.max(MIN_LIFE_MS, rule.perMs / 10))
 }
 
+/** Whether a rule's reservations follow its calendar windows (lifeEnd). */
+function windowed (rule: AheadRule): boolean {
+  return rule.algorithm === 'fixed-window' || rule.algorithm === 'sliding-window'
+}
+
 export class SpendAhead {
   /** Durable reservations per key, oldest first. */
   private readonly book = new Map<string, Reservation[]>()
   /** Keys with a reservation written but not yet durable (one at a time per key). */
   private readonly pending = new Set<string>()
 
-  /** Tokens of `key` spendable now from durable reservations that last until `untilCal`. */
-  available (key: string, untilCal: number): number {
+  /** Tokens of `key` spendable at `nowCal` from durable reservations that last until `untilCal`. */
+  available (key: string, nowCal: number, untilCal: number): number {
     const rs = this.book.get(key)
     if (rs === undefined) return 0
     let n = 0
-    for (const r of rs) if (r.until >= untilCal) n += r.n
+    for (const r of rs) if (r.from <= nowCal && r.until >= untilCal) n += r.n
     return n
   }
 
   /**
-   * Spend `count` of `key` from reservations lasting until `untilCal`
-   * (the caller checked `available`). Expired ones are dropped on the way.
+   * Spend `count` of `key` from reservations good at `nowCal` and lasting
+   * until `untilCal` (the caller checked `available`). Expired ones are
+   * dropped on the way.
    */
   take (key: string, count: number, nowCal: number, untilCal: number): void {
     const rs = this.book.get(key)
@@ -92,7 +101,7 @@ export class SpendAhead {
     let left = count
     for (const r of rs) {
       if (left <= 0) break
-      if (r.until < untilCal) continue
+      if (r.from > nowCal || r.until < untilCal) continue
       const t = Math.min(r.n, left)
       r.n -= t
       left -= t
@@ -103,21 +112,28 @@ export class SpendAhead {
   /**
    * The line to write so that `count` tokens of `key` can be spent until
    * `untilCal` (and a batch more): null when one is on its way already, or
-   * when the durable ones leave more than half a batch.
+   * when the durable ones leave more than half a batch. In a calendar
+   * window's last quarter, with enough for now, the next window's.
    */
   want (key: string, rule: AheadRule, count: number, nowCal: number, untilCal: number): SpendLine | null {
     if (this.pending.has(key)) return null
     const batch = batchOf(rule, count)
-    if (this.available(key, untilCal) >= count + batch / 2) return null
-    this.pending.add(key)
-    return [key, batch, nowCal, Math.max(untilCal, lifeEnd(rule, nowCal))]
+    let line: SpendLine | null = null
+    if (this.available(key, nowCal, untilCal) < count + batch / 2) {
+      line = [key, batch, nowCal, Math.max(untilCal, lifeEnd(rule, nowCal))]
+    } else if (windowed(rule)) {
+      const next = lifeEnd(rule, nowCal) + 1
+      if (next - nowCal <= rule.perMs * PREFETCH_SHARE && !(this.book.get(key) ?? []).some(r => r.from >= next)) line = [key, batch, next, next + rule.perMs - 1]
+    }
+    if (line !== null) this.pending.add(key)
+    return line
   }
 
   /** A line is on disk: its tokens may be spent. */
   durable (line: SpendLine): void {
     this.pending.delete(line[0])
     const rs = this.book.get(line[0])
-    const r: Reservation = { n: line[1], until: line[3] }
+    const r: Reservation = { n: line[1], from: line[2], until: line[3] }
     if (rs === undefined) this.book.set(line[0], [r])
     else rs.push(r)
   }
@@ -141,7 +157,7 @@ export class SpendAhead {
   lines (nowCal: number): SpendLine[] {
     const out: SpendLine[] = []
     for (const [key, rs] of this.book) {
-      for (const r of rs) if (r.n > 0 && r.until >= nowCal) out.push([key, r.n, nowCal, r.until])
+      for (const r of rs) if (r.n > 0 && r.until >= nowCal) out.push([key, r.n, Math.max(r.from, nowCal), r.until])
     }
     return out
   }

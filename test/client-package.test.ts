@@ -1,9 +1,11 @@
 /**
  * `@quotad/client` as an app gets it: the packed tarball, installed on its
- * own into an empty project, imported by a strict TypeScript program that is
- * compiled and then run against a real daemon. This is what proves the
- * package ships its .d.ts, exports QuotadError, and needs nothing but
- * msgpackr.
+ * own into an empty project, imported by strict TypeScript programs (an ES
+ * module and a CommonJS one) that are compiled and then run against a real
+ * daemon, and the README's two example scripts run as they are written. This
+ * is what proves the package ships its .d.ts, works from `import` and
+ * `require`, exports QuotadError, needs nothing but msgpackr, and that a
+ * script which closes its client exits by itself.
  */
 import test from 'ava'
 import { execFile } from 'node:child_process'
@@ -19,18 +21,31 @@ const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 
 interface Out { code: number, stdout: string, stderr: string }
 
-async function sh (cmd: string, args: string[], cwd: string): Promise<Out> {
+async function sh (cmd: string, args: string[], cwd: string, env?: Record<string, string>): Promise<Out> {
   return await new Promise(resolve => {
-    execFile(cmd, args, { cwd, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+    execFile(cmd, args, { cwd, timeout: 180_000, maxBuffer: 16 * 1024 * 1024, ...(env === undefined ? {} : { env: { ...process.env, ...env } }) }, (err, stdout, stderr) => {
       resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 99, stdout, stderr })
     })
   })
 }
 
-const APP = `
+/**
+ * The handles and timers a script holds (its one-shot fs requests left out):
+ * before it connects, stdout and stderr (pipes here); after it closes its
+ * client, the same again, or the client left something to keep it running.
+ */
+const HANDLES = `
+function handles (): string[] {
+  if (!process.stdout.writable || !process.stderr.writable) return ['stdio closed']
+  return process.getActiveResourcesInfo().filter(r => !/Req(Callback|Wrap)?$/.test(r)).sort()
+}
+`
+
+const APP = HANDLES + `
 import { QuotadClient, QuotadError, isQuotadError, type Decision } from '@quotad/client'
 
 const socketPath: string = process.argv[2] ?? ''
+const before = handles()
 const q: QuotadClient = await QuotadClient.connect({ socketPath, timeoutMs: 30_000 })
 const first: Decision = await q.acquire('payments', { count: 2 })
 const second: Decision = await q.acquire('payments', { count: 2 })
@@ -42,8 +57,38 @@ try {
   if (err instanceof QuotadError && isQuotadError(err)) code = err.code
 }
 await q.close()
-console.log(JSON.stringify({ first, second, batch, code }))
+// A closed client leaves nothing on the event loop (no socket, no timer).
+const resources = { before, after: handles() }
+console.log(JSON.stringify({ first, second, batch, code, resources }))
 `
+
+/** The same from CommonJS: `require` gets the CJS build, and its types. */
+const APP_CJS = HANDLES + `
+import { QuotadClient, isQuotadError, type Decision } from '@quotad/client'
+
+async function main (): Promise<void> {
+  const before = handles()
+  const q = await QuotadClient.connect({ socketPath: process.argv[2] ?? '', timeoutMs: 30_000 })
+  const d: Decision = await q.acquire('payments')
+  let code = 'none'
+  await q.acquire('nothing-matches').catch((err: unknown) => { if (isQuotadError(err)) code = err.code })
+  await q.close()
+  console.log(JSON.stringify({ d, code, resources: { before, after: handles() } }))
+}
+void main()
+`
+
+/** The ```js blocks of the top README's "Using it from an app", as a reader copies them. */
+function readmeExamples (): { esm: string, cjs: string } {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+  const from = readme.indexOf('## Using it from an app')
+  const section = readme.slice(from, readme.indexOf('\n## ', from + 1))
+  const blocks = [...section.matchAll(/```js\n([\s\S]*?)```/g)].map(m => m[1])
+  const cjs = blocks.find(b => b.includes("require('@quotad/client')"))
+  const esm = blocks.find(b => b.includes("from '@quotad/client'"))
+  if (cjs === undefined || esm === undefined) throw new Error(`README.md: no ESM and CommonJS examples in "Using it from an app" (${blocks.length} js blocks)`)
+  return { esm, cjs }
+}
 
 test('the packed @quotad/client installs alone, compiles in a strict TS app, and talks to a real daemon', async t => {
   t.timeout(300_000)
@@ -57,7 +102,9 @@ test('the packed @quotad/client installs alone, compiles in a strict TS app, and
   const files = info.files.map(f => f.path)
   t.true(files.includes('dist/index.js') && files.includes('dist/index.d.ts'), files.join(' '))
   t.true(files.includes('README.md'))
-  t.deepEqual(files.filter(f => !/^(dist\/.*\.(js|d\.ts)|package\.json|README\.md)$/.test(f)), [], 'only built code, types and the README ship')
+  t.true(files.includes('dist/cjs/index.js') && files.includes('dist/cjs/index.d.ts') && files.includes('dist/cjs/package.json'), 'the CommonJS build ships')
+  t.deepEqual(JSON.parse(readFileSync(join(CLIENT_DIR, 'dist/cjs/package.json'), 'utf8')), { type: 'commonjs' })
+  t.deepEqual(files.filter(f => !/^(dist\/.*\.(js|d\.ts)|(dist\/cjs\/)?package\.json|README\.md)$/.test(f)), [], 'only built code, types and the README ship')
   const manifest = JSON.parse(readFileSync(join(CLIENT_DIR, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }
   t.deepEqual(Object.keys(manifest.dependencies), ['msgpackr'])
 
@@ -77,20 +124,25 @@ test('the packed @quotad/client installs alone, compiles in a strict TS app, and
 
   // Strict TypeScript, NodeNext resolution: the package's exports and types must carry it.
   writeFileSync(join(app, 'app.ts'), APP)
+  writeFileSync(join(app, 'app-cjs.cts'), APP_CJS)
   writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({
     compilerOptions: {
       target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true,
       skipLibCheck: false, outDir: 'out', typeRoots: [join(ROOT, 'node_modules/@types')], types: ['node']
     },
-    files: ['app.ts']
+    files: ['app.ts', 'app-cjs.cts']
   }, null, 2))
   const tsc = await sh(process.execPath, [TSC, '-p', 'tsconfig.json'], app)
   t.is(tsc.code, 0, tsc.stdout + tsc.stderr)
 
-  // A one-node daemon, the minimal file.
+  // A one-node daemon, the minimal file, with the rules the README's examples use.
   writeFileSync(join(dir, 'quotad.json'), JSON.stringify({
     nodes: [{ name: 'a', socket: 'a.sock', dataDir: 'data/a' }],
-    rules: [{ name: 'payments', match: 'payments', limit: 3, per: '1h', algorithm: 'sliding-log' }]
+    rules: [
+      { name: 'payments', match: 'payments', limit: 3, per: '1h', algorithm: 'sliding-log' },
+      { name: 'signups-per-ip', match: 'signup:*', limit: 20, per: '1d', algorithm: 'fixed-window' },
+      { name: 'reports', match: 'reports', limit: 300, per: '1m', algorithm: 'fixed-window' }
+    ]
   }))
   const socket = join(dir, 'a.sock')
   const proc = startQuotad(['--config', join(dir, 'quotad.json'), '--node', 'a'])
@@ -105,4 +157,24 @@ test('the packed @quotad/client installs alone, compiles in a strict TS app, and
   t.like(out.batch[0], { allowed: true, remaining: 0 })
   t.is(out.batch[1].error.code, 'E_NO_RULE')
   t.is(out.code, 'E_NO_RULE')
+  t.deepEqual(out.resources.after, out.resources.before, 'nothing left on the event loop after close')
+
+  const cjs = await sh(process.execPath, [join(app, 'out/app-cjs.cjs'), socket], app)
+  t.is(cjs.code, 0, cjs.stderr)
+  const viaRequire = JSON.parse(cjs.stdout)
+  t.like(viaRequire.d, { allowed: false, limit: 3, rule: 'payments' }, 'the same daemon: payments is spent')
+  t.is(viaRequire.code, 'E_NO_RULE')
+  t.deepEqual(viaRequire.resources.after, viaRequire.resources.before)
+
+  // The README's examples, copied as they are. They exit by themselves (sh
+  // would kill a hung one at its deadline, and the exit code would say so).
+  const { esm, cjs: cjsExample } = readmeExamples()
+  writeFileSync(join(app, 'example.mjs'), esm)
+  writeFileSync(join(app, 'example.cjs'), cjsExample)
+  for (const script of ['example.mjs', 'example.cjs']) {
+    const r = await sh(process.execPath, [script], app, { QUOTAD_SOCKET: socket })
+    t.is(r.code, 0, `${script}: ${r.stderr}`)
+    t.is(r.stderr, '', script)
+    t.regex(r.stdout, /rule: 'payments'/, script)
+  }
 })

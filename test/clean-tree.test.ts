@@ -6,22 +6,12 @@
  * install.
  */
 import test from 'ava'
-import { execFile } from 'node:child_process'
 import { cpSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { tempDir } from './helpers/proc.js'
+import { NPM, sh, tempDir } from './helpers/proc.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm'
-
-async function sh (cmd: string, args: string[], cwd: string): Promise<{ code: number, out: string }> {
-  return await new Promise(resolve => {
-    execFile(cmd, args, { cwd, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 99, out: stdout + stderr })
-    })
-  })
-}
 
 test('npm install leaves the committed lockfile as it is', async t => {
   t.timeout(240_000)
@@ -29,15 +19,15 @@ test('npm install leaves the committed lockfile as it is', async t => {
   // writes the lockfile it would write in a fresh clone, without installing.
   const dir = tempDir()
   for (const p of ['package.json', 'package-lock.json', 'packages/client/package.json']) cpSync(join(ROOT, p), join(dir, p))
-  const r = await sh(NPM, ['install', '--package-lock-only', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund'], dir)
-  t.is(r.code, 0, r.out)
+  const r = await sh(NPM, ['install', '--package-lock-only', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: dir, timeoutMs: 180_000 })
+  t.is(r.code, 0, r.stderr)
   const written = readFileSync(join(dir, 'package-lock.json'), 'utf8')
   const committed = readFileSync(join(ROOT, 'package-lock.json'), 'utf8')
   t.is(written, committed, 'npm install rewrote package-lock.json: run npm install and commit the lockfile it writes')
 })
 
 test('npm pack\'s tarballs are ignored by git', async t => {
-  const r = await sh('git', ['check-ignore', '--no-index', '-v', 'quotad-client-0.2.0.tgz', 'packages/client/quotad-client-0.2.0.tgz'], ROOT)
-  t.is(r.code, 0, r.out)
-  t.regex(r.out, /\.gitignore:\d+:\*\.tgz\tquotad-client-0\.2\.0\.tgz\n/)
+  const r = await sh('git', ['check-ignore', '--no-index', '-v', 'quotad-client-0.2.0.tgz', 'packages/client/quotad-client-0.2.0.tgz'], { cwd: ROOT })
+  t.is(r.code, 0, r.stderr)
+  t.regex(r.stdout, /\.gitignore:\d+:\*\.tgz\tquotad-client-0\.2\.0\.tgz\n/)
 })

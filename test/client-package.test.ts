@@ -8,26 +8,17 @@
  * script which closes its client exits by itself.
  */
 import test from 'ava'
-import { execFile } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startQuotad, stop, tempDir, waitForSocket } from './helpers/proc.js'
+import { NPM, sh, startQuotad, stop, tempDir, waitForSocket } from './helpers/proc.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const CLIENT_DIR = join(ROOT, 'packages/client')
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc')
-const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 
-interface Out { code: number, stdout: string, stderr: string }
-
-async function sh (cmd: string, args: string[], cwd: string, env?: Record<string, string>): Promise<Out> {
-  return await new Promise(resolve => {
-    execFile(cmd, args, { cwd, timeout: 180_000, maxBuffer: 16 * 1024 * 1024, ...(env === undefined ? {} : { env: { ...process.env, ...env } }) }, (err, stdout, stderr) => {
-      resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 99, stdout, stderr })
-    })
-  })
-}
+/** npm and tsc on a busy machine: a generous deadline. */
+const SLOW = 180_000
 
 /**
  * The handles and timers a script holds (its one-shot fs requests left out):
@@ -96,7 +87,7 @@ test('the packed @quotad/client installs alone, compiles in a strict TS app, and
 
   // Pack what `npm test` already built (no scripts: a prepare here would
   // rebuild dist under the other tests that import it).
-  const packed = await sh(NPM, ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], CLIENT_DIR)
+  const packed = await sh(NPM, ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: CLIENT_DIR, timeoutMs: SLOW })
   t.is(packed.code, 0, packed.stderr)
   const [info] = JSON.parse(packed.stdout) as Array<{ filename: string, files: Array<{ path: string }> }>
   const files = info.files.map(f => f.path)
@@ -115,9 +106,9 @@ test('the packed @quotad/client installs alone, compiles in a strict TS app, and
     name: 'quota-app', version: '1.0.0', private: true, type: 'module',
     dependencies: { '@quotad/client': `file:${join(dir, info.filename)}` }
   }, null, 2))
-  const install = await sh(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], app)
+  const install = await sh(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: app, timeoutMs: SLOW })
   t.is(install.code, 0, install.stderr)
-  const installed = (await sh(NPM, ['ls', '--all', '--parseable'], app)).stdout.split('\n').filter(Boolean)
+  const installed = (await sh(NPM, ['ls', '--all', '--parseable'], { cwd: app })).stdout.split('\n').filter(Boolean)
   const names = installed.slice(1).map(p => p.slice(p.lastIndexOf('node_modules/') + 'node_modules/'.length)).sort()
   t.false(names.some(n => n.includes('libp2p')), names.join(' '))
   t.true(names.includes('msgpackr'))
@@ -132,7 +123,7 @@ test('the packed @quotad/client installs alone, compiles in a strict TS app, and
     },
     files: ['app.ts', 'app-cjs.cts']
   }, null, 2))
-  const tsc = await sh(process.execPath, [TSC, '-p', 'tsconfig.json'], app)
+  const tsc = await sh(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: app, timeoutMs: SLOW })
   t.is(tsc.code, 0, tsc.stdout + tsc.stderr)
 
   // A one-node daemon, the minimal file, with the rules the README's examples use.
@@ -149,7 +140,7 @@ test('the packed @quotad/client installs alone, compiles in a strict TS app, and
   t.teardown(async () => await stop(proc))
   await waitForSocket(socket, proc)
 
-  const ran = await sh(process.execPath, [join(app, 'out/app.js'), socket], app)
+  const ran = await sh(process.execPath, [join(app, 'out/app.js'), socket], { cwd: app })
   t.is(ran.code, 0, ran.stderr)
   const out = JSON.parse(ran.stdout)
   t.like(out.first, { allowed: true, remaining: 1, limit: 3, rule: 'payments' })
@@ -159,7 +150,7 @@ test('the packed @quotad/client installs alone, compiles in a strict TS app, and
   t.is(out.code, 'E_NO_RULE')
   t.deepEqual(out.resources.after, out.resources.before, 'nothing left on the event loop after close')
 
-  const cjs = await sh(process.execPath, [join(app, 'out/app-cjs.cjs'), socket], app)
+  const cjs = await sh(process.execPath, [join(app, 'out/app-cjs.cjs'), socket], { cwd: app })
   t.is(cjs.code, 0, cjs.stderr)
   const viaRequire = JSON.parse(cjs.stdout)
   t.like(viaRequire.d, { allowed: false, limit: 3, rule: 'payments' }, 'the same daemon: payments is spent')
@@ -172,7 +163,7 @@ test('the packed @quotad/client installs alone, compiles in a strict TS app, and
   writeFileSync(join(app, 'example.mjs'), esm)
   writeFileSync(join(app, 'example.cjs'), cjsExample)
   for (const script of ['example.mjs', 'example.cjs']) {
-    const r = await sh(process.execPath, [script], app, { QUOTAD_SOCKET: socket })
+    const r = await sh(process.execPath, [script], { cwd: app, env: { QUOTAD_SOCKET: socket } })
     t.is(r.code, 0, `${script}: ${r.stderr}`)
     t.is(r.stderr, '', script)
     t.regex(r.stdout, /rule: 'payments'/, script)

@@ -6,11 +6,11 @@
  * (The 3-node run with --duration is in top.test.ts.)
  */
 import test from 'ava'
-import { spawn, execFile } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { cpSync, existsSync, readdirSync, rmSync, statSync, utimesSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { eventually, QUOTACTL, tempDir, writeCluster } from './helpers/proc.js'
+import { eventually, QUOTACTL, run, tempDir, writeCluster } from './helpers/proc.js'
 
 const DEMO = join(dirname(QUOTACTL), 'demo.js')
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -47,13 +47,10 @@ test('the demo says it loops until Ctrl-C and what its columns are, prints rows,
   t.false(existsSync(socket), 'the node removed its socket')
 })
 
-/** `node scripts/build-if-stale.mjs --check` in `root`. */
+/** `node scripts/build-if-stale.mjs --check` in `root`: its exit code and what it printed. */
 async function check (root: string): Promise<{ code: number, out: string }> {
-  return await new Promise(resolve => {
-    execFile(process.execPath, [join(root, 'scripts/build-if-stale.mjs'), '--check'], { timeout: 60_000 }, (e, stdout, stderr) => {
-      resolve({ code: e === null ? 0 : typeof e.code === 'number' ? e.code : 99, out: stdout + stderr })
-    })
-  })
+  const r = await run(join(root, 'scripts/build-if-stale.mjs'), ['--check'])
+  return { code: r.code, out: r.stdout + r.stderr }
 }
 
 test('npm start rebuilds only a stale tree: a changed, added or deleted source, or a changed tsconfig', async t => {

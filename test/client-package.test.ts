@@ -56,15 +56,17 @@ console.log(JSON.stringify({ first, second, batch, code, resources }))
 /** The same from CommonJS: `require` gets the CJS build, and its types. */
 const APP_CJS = HANDLES + `
 import { QuotadClient, isQuotadError, type Decision } from '@quotad/client'
+import { encodeMessage } from '@quotad/client/wire'
 
 async function main (): Promise<void> {
+  const frame: Uint8Array = encodeMessage({ id: 1, op: 'ping' }) // the wire subpath, required too
   const before = handles()
   const q = await QuotadClient.connect({ socketPath: process.argv[2] ?? '', timeoutMs: 30_000 })
   const d: Decision = await q.acquire('payments')
   let code = 'none'
   await q.acquire('nothing-matches').catch((err: unknown) => { if (isQuotadError(err)) code = err.code })
   await q.close()
-  console.log(JSON.stringify({ d, code, resources: { before, after: handles() } }))
+  console.log(JSON.stringify({ d, code, frameBytes: frame.length, resources: { before, after: handles() } }))
 }
 void main()
 `
@@ -155,6 +157,7 @@ test('the packed @quotad/client installs alone, compiles in a strict TS app, and
   const viaRequire = JSON.parse(cjs.stdout)
   t.like(viaRequire.d, { allowed: false, limit: 3, rule: 'payments' }, 'the same daemon: payments is spent')
   t.is(viaRequire.code, 'E_NO_RULE')
+  t.true(viaRequire.frameBytes > 4, '@quotad/client/wire from require')
   t.deepEqual(viaRequire.resources.after, viaRequire.resources.before)
 
   // The README's examples, copied as they are. They exit by themselves (sh

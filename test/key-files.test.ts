@@ -1,19 +1,29 @@
 /**
- * Key files readable by group or others are refused (E_KEY_PERMISSIONS), like
- * ssh refuses such private keys, unless QUOTAD_ALLOW_INSECURE_KEYS=1: the
+ * Key files that others may use, or their group write, or a group the
+ * process is not in read, are refused (E_KEY_PERMISSIONS), like ssh refuses
+ * such private keys, unless QUOTAD_ALLOW_INSECURE_KEYS=1; group read for the
+ * process's own group (a Kubernetes Secret with fsGroup) is accepted. The
  * check itself, the swarm key readers, the peer key, and a real `quotad`
- * process that will not start on a world-readable swarm key.
+ * process that will not start on a world-readable swarm key and starts on a
+ * 0440 one of its own group.
  */
 import test from 'ava'
 import { spawn } from 'node:child_process'
-import { chmodSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { generateKeyPair, privateKeyToProtobuf } from '@libp2p/crypto/keys'
-import { assertKeyFileMode, checkKeyFileMode, ALLOW_INSECURE_KEYS_ENV } from '../src/config/key-file-mode.js'
+import { assertKeyFileMode, checkKeyFileMode, processGroups, ALLOW_INSECURE_KEYS_ENV } from '../src/config/key-file-mode.js'
 import { loadSwarmKey, parseSwarmKey, writeSwarmKey } from '../src/config/swarm-key.js'
 import { loadOrCreateIdentity } from '../src/cluster/transport/identity.js'
 import { ErrorCodes, type QuotadError } from '../src/errors.js'
 import { QUOTAD, tempDir } from './helpers/proc.js'
+
+/** A gid this process is not in (to chown a file to, as root). */
+function unusedGid (): number | undefined {
+  const ours = processGroups()
+  for (let g = 40_000; g < 40_100; g++) if (!ours.has(g)) return g
+  return undefined
+}
 
 function dir (t: { teardown: (f: () => void) => void }): string {
   const d = tempDir()
@@ -31,16 +41,43 @@ async function withInsecureAllowed<T> (f: () => Promise<T>): Promise<T> {
   }
 }
 
-test('the check: any group or other bit is refused, with the file and the fix in the message', t => {
-  for (const mode of [0o600, 0o400, 0o700, 0o100600]) t.notThrows(() => assertKeyFileMode('/k', mode, 'swarm key', {}))
-  for (const mode of [0o640, 0o604, 0o644, 0o660, 0o666, 0o602, 0o610, 0o100644]) {
-    const err = t.throws(() => assertKeyFileMode('/etc/quotad/swarm.key', mode, 'swarm key', {})) as QuotadError
-    t.is(err.code, ErrorCodes.KEY_PERMISSIONS)
+test('the check: others and group write are refused, group read only for a group of the process, with the fix in the message', t => {
+  const ours = new Set([1000, 2000])
+  const file = (mode: number, gid = 2000): { mode: number, gid: number } => ({ mode, gid })
+  for (const mode of [0o600, 0o400, 0o700, 0o100600]) t.notThrows(() => assertKeyFileMode('/k', file(mode, 4242), 'swarm key', {}, ours))
+  // The Kubernetes case: a Secret with the pod's fsGroup is 0440, group = fsGroup, a supplementary group of the process.
+  for (const mode of [0o440, 0o640, 0o100440]) {
+    t.notThrows(() => assertKeyFileMode('/k', file(mode, 2000), 'swarm key', {}, ours), mode.toString(8))
+    t.notThrows(() => assertKeyFileMode('/k', file(mode, 1000), 'swarm key', {}, ours), `${mode.toString(8)}, the effective gid`)
+  }
+  const refused = (mode: number, gid: number): QuotadError => {
+    const err = t.throws(() => assertKeyFileMode('/etc/quotad/swarm.key', file(mode, gid), 'swarm key', {}, ours)) as QuotadError
+    t.is(err.code, ErrorCodes.KEY_PERMISSIONS, `${mode.toString(8)} gid ${gid}`)
     t.true(err.message.includes('chmod 600 /etc/quotad/swarm.key'), err.message)
     t.true(err.message.includes(ALLOW_INSECURE_KEYS_ENV))
+    return err
   }
-  t.notThrows(() => assertKeyFileMode('/k', 0o644, 'swarm key', { [ALLOW_INSECURE_KEYS_ENV]: '1' }))
-  t.throws(() => assertKeyFileMode('/k', 0o644, 'swarm key', { [ALLOW_INSECURE_KEYS_ENV]: 'yes' }), { code: ErrorCodes.KEY_PERMISSIONS }, 'only "1" allows')
+  // Others, group write or group execute: refused whatever the group.
+  for (const mode of [0o604, 0o644, 0o444, 0o660, 0o620, 0o666, 0o602, 0o610, 0o650, 0o100644]) {
+    t.regex(refused(mode, 2000).message, /group or others may read or change it/)
+  }
+  // Group read by a group the process is not in.
+  for (const mode of [0o440, 0o640]) {
+    const err = refused(mode, 4242)
+    t.regex(err.message, /group 4242, which is not one of this process's groups, may read it/)
+    t.like(err.details, { path: '/etc/quotad/swarm.key', mode, gid: 4242 })
+  }
+  t.notThrows(() => assertKeyFileMode('/k', file(0o644, 4242), 'swarm key', { [ALLOW_INSECURE_KEYS_ENV]: '1' }, ours))
+  t.throws(() => assertKeyFileMode('/k', file(0o644), 'swarm key', { [ALLOW_INSECURE_KEYS_ENV]: 'yes' }, ours), { code: ErrorCodes.KEY_PERMISSIONS }, 'only "1" allows')
+})
+
+test('processGroups: the effective gid and the supplementary groups', t => {
+  const groups = processGroups()
+  const egid = process.getegid?.() ?? -1
+  const supplementary = process.getgroups?.() ?? []
+  t.true(groups.has(egid))
+  for (const g of supplementary) t.true(groups.has(g))
+  t.is(groups.size, new Set([egid, ...supplementary]).size)
 })
 
 test.serial('swarm key readers refuse a group- or world-readable file', async t => {
@@ -59,6 +96,20 @@ test.serial('swarm key readers refuse a group- or world-readable file', async t 
   t.is((await withInsecureAllowed(async () => await loadSwarmKey(path))).length, 32, 'the override accepts it')
   chmodSync(path, 0o400)
   t.is((await loadSwarmKey(path)).length, 32, 'read-only for the owner is fine')
+  // Group-readable for the process's own group (the file's group is our effective gid here).
+  t.is(statSync(path).gid, process.getegid?.() ?? -1)
+  chmodSync(path, 0o440)
+  t.is((await loadSwarmKey(path)).length, 32, '0440 for our own group')
+  t.is(parseSwarmKey(text, path).length, 32)
+  chmodSync(path, 0o460)
+  await t.throwsAsync(loadSwarmKey(path), { code: ErrorCodes.KEY_PERMISSIONS }, 'but not group-writable')
+  chmodSync(path, 0o440)
+  const other = unusedGid()
+  if (process.getuid?.() === 0 && other !== undefined) {
+    chownSync(path, 0, other)
+    const err = await t.throwsAsync(loadSwarmKey(path), { code: ErrorCodes.KEY_PERMISSIONS }, 'another group may not read it') as QuotadError | undefined
+    t.like(err?.details, { gid: other })
+  }
   await t.throwsAsync(loadSwarmKey(join(d, 'missing.key')), { code: ErrorCodes.CONFIG_READ })
 })
 
@@ -70,18 +121,20 @@ test('writeSwarmKey --force leaves the replaced file at 0600', async t => {
   t.is(statSync(path).mode & 0o777, 0o600)
 })
 
-test.serial('a peer key readable by group or others is refused', async t => {
+test.serial('a peer key that group may write or others read is refused; group read for our own group is not', async t => {
   const d = dir(t)
   const created = await loadOrCreateIdentity(d)
   t.true(created.created)
   t.is(created.mode, 0o600)
   const path = join(d, 'peer-key')
   chmodSync(path, 0o640)
+  t.is((await loadOrCreateIdentity(d)).mode, 0o640, 'its group is our effective gid')
+  chmodSync(path, 0o660)
   const err = await t.throwsAsync(loadOrCreateIdentity(d), { code: ErrorCodes.KEY_PERMISSIONS })
   t.true(err?.message.includes(`chmod 600 ${path}`))
   const allowed = await withInsecureAllowed(async () => await loadOrCreateIdentity(d))
   t.false(allowed.created)
-  t.is(allowed.mode, 0o640, 'the mode is still reported')
+  t.is(allowed.mode, 0o660, 'the mode is still reported')
   t.is(allowed.key.equals(created.key), true, 'the same identity')
   chmodSync(path, 0o600)
   t.false((await loadOrCreateIdentity(d)).created)
@@ -136,4 +189,8 @@ test.serial('quotad will not start on a world-readable swarm key, and starts wit
   t.true(refused.stderr.includes(`chmod 600 ${join(d, 'swarm.key')}`))
   const allowed = await startNodeA(d, { ...env, [ALLOW_INSECURE_KEYS_ENV]: '1' })
   t.is(allowed.code, -1, `it serves with ${ALLOW_INSECURE_KEYS_ENV}=1: ${allowed.stderr}`)
+  // A Kubernetes Secret with fsGroup: 0440, group-readable for the process's own group.
+  chmodSync(join(d, 'swarm.key'), 0o440)
+  const secret = await startNodeA(d, env)
+  t.is(secret.code, -1, `it serves with a 0440 key of its own group: ${secret.stderr}`)
 })

@@ -91,7 +91,7 @@ async function main (): Promise<void> {
   }
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => { void shutdown() })
 
-  process.stdout.write(`quotad demo: ${names.length} nodes (${names.join(', ')}) from ${file}\n`)
+  process.stdout.write(`quotad demo: ${names.length} nodes (${names.join(', ')}) from ${file}\n` + legend(durationS))
   const gone = (): string | undefined => names.find((_, i) => children[i] !== undefined && !running(children[i]))
   const clients = await startAll(cfg, file, children, () => stopping, gone)
   await waitForPeers(clients, names.length - 1)
@@ -99,8 +99,6 @@ async function main (): Promise<void> {
   // A node that died at start (its log says why) may have left another process's socket for us to talk to.
   const dead = gone()
   if (dead !== undefined) throw new QuotadError(ErrorCodes.CONNECTION, `node ${dead} exited during startup (see its log above)`)
-  process.stdout.write('Watch: held tokens follow the busy node; the cluster never tops its limit; * = tight\n' +
-    '(per node and second: requests ok/denied, tokens held, tokens moved in/out)\n')
   if (phases.length < 3) {
     process.stdout.write(`(To also see tightening, add a fixed-window rule to ${file}, e.g.\n` +
       ' { "name": "reports", "match": "reports", "limit": 300, "per": "1m",\n' +
@@ -223,6 +221,24 @@ function windowIndex (rule: RuleConfig): number {
 }
 
 // ---- output ------------------------------------------------------------------
+
+/**
+ * Said before the nodes start, so it is read while they do: that the demo
+ * does not end by itself (a newcomer should not wait for it to), and what the
+ * columns of its rows are.
+ */
+function legend (durationS: number): string {
+  return (durationS > 0
+    ? `It runs its load phases for ${durationS} s (--duration), then stops every node.\n`
+    : 'It runs its load phases over and over until you press Ctrl-C, which stops every node cleanly.\n') +
+    'Each second it prints one row: the time since the load began, then per node\n' +
+    '  ok/deny  requests the node allowed / denied in that second\n' +
+    '  held     tokens of the key that the node holds now; * = tight: the cluster is near its limit\n' +
+    '           and the node paces out its last tokens\n' +
+    '  in/out   tokens its peers moved to it / it moved to its peers in that second\n' +
+    'and under "cluster" the same summed over every node (ok/deny, held).\n' +
+    'Watch: held tokens follow the busy node; the cluster never allows more than its limit.\n'
+}
 
 /** Per node: ok/deny (8), held + tight mark (7), in/out (9), gap (2). */
 const CELL = 26

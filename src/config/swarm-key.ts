@@ -7,9 +7,10 @@
  *     <64 hex digits>
  *
  * Written with mode 0600: whoever reads it can join the cluster. Read only
- * with mode 0600 (or 0400): a key file that group or others may read is
- * refused with E_KEY_PERMISSIONS (key-file-mode.ts), unless
- * QUOTAD_ALLOW_INSECURE_KEYS=1.
+ * with mode 0600 or 0400, or group-readable (0640, 0440) when its group is
+ * one of this process's (a Kubernetes Secret with the pod's fsGroup): any
+ * other key file is refused with E_KEY_PERMISSIONS (key-file-mode.ts),
+ * unless QUOTAD_ALLOW_INSECURE_KEYS=1.
  */
 import { randomBytes } from 'node:crypto'
 import { chmod, mkdir, open, writeFile } from 'node:fs/promises'
@@ -49,7 +50,7 @@ export async function loadSwarmKey (path: string): Promise<Uint8Array> {
   try {
     const fh = await open(path, 'r')
     try {
-      assertKeyFileMode(path, (await fh.stat()).mode, 'swarm key')
+      assertKeyFileMode(path, await fh.stat(), 'swarm key')
       text = await fh.readFile('utf8')
     } finally {
       await fh.close()

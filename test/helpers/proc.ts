@@ -17,6 +17,7 @@ import { QuotadClient } from '@quotad/client'
 const CLI = fileURLToPath(new URL('../../src/cli/', import.meta.url))
 export const QUOTAD = join(CLI, 'quotad.js')
 export const QUOTACTL = join(CLI, 'quotactl.js')
+export const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 
 export function tempDir (): string {
   return mkdtempSync(join(tmpdir(), 'qd-'))
@@ -126,8 +127,17 @@ export interface Run { code: number, stdout: string, stderr: string }
 
 /** Run a CLI to completion; it is killed (code 99 or a signal) only after `timeoutMs`, a deadline, not a speed bound. */
 export async function run (script: string, args: string[], { timeoutMs = PROC_DEADLINE_MS } = {}): Promise<Run> {
+  return await sh(process.execPath, [script, ...args], { timeoutMs })
+}
+
+/**
+ * Run any command (npm, git, node with a script) to completion, in `cwd`,
+ * with `env` over this process's environment; killed (code 99 or a signal)
+ * only after `timeoutMs`.
+ */
+export async function sh (cmd: string, args: string[], { cwd, env, timeoutMs = PROC_DEADLINE_MS }: { cwd?: string, env?: Record<string, string>, timeoutMs?: number } = {}): Promise<Run> {
   return await new Promise(resolve => {
-    execFile(process.execPath, [script, ...args], { timeout: timeoutMs }, (err, stdout, stderr) => {
+    execFile(cmd, args, { cwd, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, ...(env === undefined ? {} : { env: { ...process.env, ...env } }) }, (err, stdout, stderr) => {
       const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 99
       resolve({ code, stdout, stderr })
     })

@@ -137,7 +137,10 @@ export class QuotadClient {
     return performance.now() - t0
   }
 
-  /** Fail what is pending with E_CONNECTION and close the socket. Idempotent. */
+  /**
+   * Fail what is pending with E_CONNECTION and close the socket. Idempotent.
+   * Call it when done: an open connection keeps the process running.
+   */
   async close (): Promise<void> {
     if (this.closed) return
     this.closed = true
@@ -145,10 +148,13 @@ export class QuotadClient {
     this.fail(connectionError('client closed'))
     const socket = this.socket
     if (socket === null || socket.destroyed) return
+    // The daemon closes its side when ours ends; one that does not is cut off
+    // after 1 s. The timer is cleared, so a closed client leaves nothing on
+    // the event loop and a script that closes its client exits at once.
     await new Promise<void>(resolve => {
-      socket.once('close', () => resolve())
+      const cutOff = setTimeout(() => socket.destroy(), 1000)
+      socket.once('close', () => { clearTimeout(cutOff); resolve() })
       socket.end()
-      setTimeout(() => socket.destroy(), 1000).unref()
     })
   }
 

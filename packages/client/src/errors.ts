@@ -11,7 +11,7 @@ export const ErrorCodes = {
   CONFIG_INVALID: 'E_CONFIG_INVALID',
   /** The cluster file could not be read or is not JSON. */
   CONFIG_READ: 'E_CONFIG_READ',
-  /** A key file (swarm key, peer key) may be read or written by group or others; `chmod 600` it. */
+  /** A key file (swarm key, peer key) may be used by others, written by its group, or read by a group not the daemon's; `chmod 600` it. */
   KEY_PERMISSIONS: 'E_KEY_PERMISSIONS',
   /** A frame was not a msgpack map with a valid request shape. */
   BAD_FRAME: 'E_BAD_FRAME',

@@ -4,9 +4,9 @@
  * `privateKeyToProtobuf` writes), mode 0600. The peer id is derived from it,
  * so it must survive restarts: peers and operators recognise a node by it.
  *
- * An existing key file that group or others may read or write is refused
- * with E_KEY_PERMISSIONS (config/key-file-mode.ts), unless
- * QUOTAD_ALLOW_INSECURE_KEYS=1.
+ * An existing key file that others may use, or its group write, or a group
+ * not the process's read, is refused with E_KEY_PERMISSIONS
+ * (config/key-file-mode.ts), unless QUOTAD_ALLOW_INSECURE_KEYS=1.
  *
  * The first start creates the key atomically (temp file, then `link`, which
  * refuses to replace an existing file), so a crash never leaves a half-written
@@ -28,7 +28,7 @@ export interface LoadedIdentity {
   path: string
   /** True when this call generated and wrote a new key. */
   created: boolean
-  /** Permission bits of the key file; group/other bits only with QUOTAD_ALLOW_INSECURE_KEYS=1. */
+  /** Permission bits of the key file; group read only for a group of this process, more only with QUOTAD_ALLOW_INSECURE_KEYS=1. */
   mode: number
 }
 
@@ -80,9 +80,10 @@ async function readKeyFile (path: string): Promise<LoadedIdentity | undefined> {
   try {
     const fh = await open(path, 'r')
     try {
-      // The mode of the file actually read: refused, like ssh, if group or others may read it.
-      mode = (await fh.stat()).mode & 0o777
-      assertKeyFileMode(path, mode, 'peer key')
+      // The mode of the file actually read: refused, like ssh, if others (or another group) may read it.
+      const st = await fh.stat()
+      mode = st.mode & 0o777
+      assertKeyFileMode(path, st, 'peer key')
       bytes = await fh.readFile()
     } finally {
       await fh.close()

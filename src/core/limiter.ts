@@ -250,6 +250,19 @@ export class Limiter {
     return ks
   }
 
+  /**
+   * What a key of `rule` first used here now would hold at once (its share:
+   * `initialShare`): an exact rule's one key, or for a glob rule a key this
+   * node is home to (the whole stock at a seed, 0 at a member). 0 while this
+   * node allocates nothing (an unclean restart). For the metrics of a rule
+   * with no key state yet: what the node could spend, not 0.
+   */
+  freshShare (rule: CompiledRule): number {
+    if (!this.allocate) return 0
+    if (rule.glob) return this.seeds.includes(this.node) ? rule.stock : 0
+    return initialShare(rule.stock, false, rule.config.match, this.node, this.seeds, this.homes)
+  }
+
   /** A glob rule's share of the key table: its `maxKeys`, or an even split of `limits.maxKeys` over the glob rules. */
   capOf (rule: CompiledRule): number {
     if (rule.config.maxKeys !== undefined) return rule.config.maxKeys

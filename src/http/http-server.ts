@@ -47,7 +47,10 @@ export class HttpServer {
     server.headersTimeout = 5000
     server.requestTimeout = 10_000
     await new Promise<void>((resolve, reject) => {
-      server.once('error', err => reject(new QuotadError(ErrorCodes.CONFIG_INVALID, `cannot listen for HTTP on ${this.o.address}: ${err.message}`)))
+      server.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE'
+        // Another process holds the port: the file is fine, the machine is not.
+        ? new QuotadError(ErrorCodes.HTTP_IN_USE, `cannot listen for HTTP on ${this.o.address}: the port is in use by another process (choose another --http or nodes[].http, or stop that process)`, { errno: err.code })
+        : new QuotadError(ErrorCodes.CONFIG_INVALID, `cannot listen for HTTP on ${this.o.address}: ${err.message}`, { errno: err.code })))
       server.listen(port, host, () => resolve())
     })
     this.server = server

@@ -85,7 +85,7 @@ export class Daemon {
       const sources = { limiter: this.quota.limiter, server: this.server, cluster, now: () => clock.mono() }
       const metrics = new Metrics(sources)
       this.quota.timing = metrics
-      this.http = new HttpServer({ address: node.http, metrics, sources })
+      this.http = new HttpServer({ address: node.http, metrics, sources, status: () => this.quota.status() })
     }
   }
 

@@ -7,19 +7,13 @@ import test from 'ava'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { QuotadClient } from '@quotad/client'
-import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
-import { waitForLog } from './helpers/proc.js'
+import { httpAddr, makeCluster, waitForPeers } from './helpers/cluster-procs.js'
 
 async function get (addr: string, path: string): Promise<{ status: number, body: string, type: string }> {
   const r = await fetch(`http://${addr}${path}`)
   return { status: r.status, body: await r.text(), type: r.headers.get('content-type') ?? '' }
 }
 
-/** The listener's address, from the node's `serving` log line. */
-function httpAddr (c: TestCluster, node: string): string {
-  const line = c.procs[node].stderr().split('\n').find(l => l.includes('"serving"'))
-  return (JSON.parse(line ?? '{}') as { http?: string }).http ?? ''
-}
 
 async function eventually (what: string, f: () => Promise<boolean>, ms = 60_000): Promise<void> {
   const deadline = Date.now() + ms
@@ -34,8 +28,7 @@ test.serial('healthz, readyz and metrics on real nodes; readyz says why a node i
   t.teardown(async () => await c.stopAll())
   await c.start('a', { args: ['--http', '127.0.0.1:0'] })
   await c.start('b')
-  await waitForLog(c.procs.a, '"serving"')
-  const addr = httpAddr(c, 'a')
+  const addr = await httpAddr(c.procs.a)
   t.regex(addr, /^127\.0\.0\.1:\d+$/)
   await waitForPeers(c, ['a', 'b'], 1)
   t.is((await get(addr, '/healthz')).status, 200)

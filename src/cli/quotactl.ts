@@ -24,6 +24,9 @@ commands:
   ping                                  round-trip time to the node
   top                                   live view of every node of --config (or of --socket),
                                         refreshed every --interval MS (default 1000); q quits.
+                                        A node with "http" in the file is read over HTTP (any
+                                        host), else over its socket; members the seeds know are
+                                        listed too. Piped: frame after frame, no escape codes.
                                         --once: one frame (rates over one interval), exit 0
 options:
   --version      print the version and exit

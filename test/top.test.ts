@@ -7,6 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { QuotadClient } from '@quotad/client'
 import { renderTop, type NodeView, type TopSnapshot } from '../src/cli/top-render.js'
+import { membersSeen, reachable } from '../src/cli/top.js'
 import { ANY_PORT, makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
 import { eventually, QUOTACTL, run, startQuotad, stop, waitForSocket, type Run } from './helpers/proc.js'
 
@@ -232,4 +233,24 @@ test('renderTop: DOWN nodes, rule problems, the 20 busiest keys, at most 80 colu
   t.regex(keyRows[1], /^key-28-with-a-~ a\s+28\s+42\s+100\s+1\s+2\s+0\s+12$/)
   t.regex(keyRows[2], /\s0\s+0$/, 'no shortfall: 0, not blank')
   t.true(lines.some(l => l === '... 10 more key(s), less busy'))
+})
+
+test('where top reaches a node over HTTP: its address, a wildcard host taken from its listen address, else none (the socket)', t => {
+  t.is(reachable('10.0.0.5:9464', '/ip4/10.0.0.5/tcp/7401'), '10.0.0.5:9464')
+  t.is(reachable('0.0.0.0:9464', '/ip4/10.0.0.7/tcp/7401'), '10.0.0.7:9464')
+  t.is(reachable('[::]:9464', '/ip6/fd00::7/tcp/7401'), '[fd00::7]:9464')
+  t.is(reachable('0.0.0.0:9464', '/dns4/node-c.internal/tcp/7401'), 'node-c.internal:9464')
+  t.is(reachable('0.0.0.0:9464', '/ip4/0.0.0.0/tcp/7401'), undefined)
+})
+
+test('members not in the file: listed from the seeds\' peers, up while any sees them alive', t => {
+  const rows = membersSeen(['a', 'b'], [
+    { name: 'a', status: { peers: [{ name: 'b', alive: true, lastHeardMs: 10 }, { name: 'm2', alive: false, lastHeardMs: 9000 }, { name: 'm1', alive: true, lastHeardMs: 40 }] } },
+    { name: 'b', status: { peers: [{ name: 'a', alive: true, lastHeardMs: 10 }, { name: 'm1', alive: true, lastHeardMs: 20 }] } }
+  ])
+  t.deepEqual(rows.map(r => [r.name, r.up, r.seenBy]), [['m1', true, 'b'], ['m2', false, 'a']])
+  t.true(rows.every(r => r.member === true))
+  const lines = renderTop({ at: '2026-01-02T03:04:05.000Z', intervalMs: 1000, nodes: rows, rules: [] })
+  t.true(lines.some(l => /^m1\s+member\s+a member, as b sees it/.test(l)))
+  t.true(lines.some(l => /^m2\s+DOWN\s+not alive at a/.test(l)))
 })

@@ -14,7 +14,8 @@
  * A cluster file with one node runs without the cluster layer (no libp2p,
  * no swarm key needed): the node holds the whole stock.
  */
-import { mkdir } from 'node:fs/promises'
+import { makeDirs } from './util/make-dirs.js'
+import { ErrorCodes, QuotadError } from './errors.js'
 import { systemClock, type Clock } from './clock.js'
 import type { ClusterConfig, NodeConfig } from './config/types.js'
 import { findNode } from './config/validate.js'
@@ -93,7 +94,7 @@ export class Daemon {
       const sources = { limiter: this.quota.limiter, server: this.server, cluster, now: () => clock.mono() }
       const metrics = new Metrics(sources)
       this.quota.timing = metrics
-      this.http = new HttpServer({ address: node.http, metrics, sources })
+      this.http = new HttpServer({ address: node.http, metrics, sources, status: () => this.quota.status() })
     }
   }
 
@@ -101,7 +102,9 @@ export class Daemon {
   static async start (opts: DaemonOptions): Promise<Daemon> {
     const node = findNode(opts.config, opts.node)
     const log = opts.logger ?? createLogger({ base: { node: node.name } })
-    await mkdir(node.dataDir, { recursive: true, mode: 0o700 })
+    await makeDirs(node.dataDir, 0o700).catch(err => {
+      throw new QuotadError(ErrorCodes.STATE_UNWRITABLE, `data directory ${node.dataDir} cannot be created: ${(err as Error).message}`, { errno: (err as NodeJS.ErrnoException).code })
+    })
     const lock = await DataLock.acquire(node.dataDir)
     try {
       // The cluster is built first (it reads durable state) but reports arriving tokens to the quota built after it.

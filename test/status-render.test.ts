@@ -2,6 +2,13 @@
 import test from 'ava'
 import { renderStatus } from '../src/cli/status-render.js'
 
+test('keys are counted as what is in memory, beside the decisions: 0 keys after 11 acquires is not a miscount', t => {
+  // A key whose window passed is dropped (it holds what a new key would): 11 acquires, then 0 keys in memory.
+  const text = renderStatus({ node: 'a', uptimeMs: 9000, keys: 0, waiters: 0, rules: [{ name: 'x', limit: 100, per: '1m', algorithm: 'token-bucket', mode: 'hard', keys: 0, allowed: 11, denied: 0 }] })
+  t.regex(text, /^node a: up 9 s, 0 keys in memory \(idle keys are dropped\), 11 decisions \(11 allowed, 0 denied\), 0 waiting$/m)
+  t.regex(text, /^ {2}name\s+limit\s+mode\s+in mem\s+allowed/m)
+})
+
 test('the summary names what an operator looks for first', t => {
   const text = renderStatus({
     node: 'a', uptimeMs: 61_000, keys: 3, waiters: 1,
@@ -15,7 +22,7 @@ test('the summary names what an operator looks for first', t => {
       { key: 'quiet', held: 1, outstanding: 0, rate: 0, clusterRemaining: 1 }
     ]
   })
-  t.regex(text, /^node a: up 61 s, 3 keys, 1 waiting$/m)
+  t.regex(text, /^node a: up 61 s, 3 keys in memory \(idle keys are dropped\), 57 decisions \(50 allowed, 7 denied\), 1 waiting$/m)
   t.regex(text, /cluster: unclean-restart, incarnation 4, connected, allocate=false/)
   t.regex(text, /ANOTHER CLUSTER CONFIGURATION at: c/)
   t.regex(text, /^ {2}c\s+DEAD\s+9000 ms ago/m)

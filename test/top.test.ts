@@ -3,12 +3,13 @@
  * 3-node cluster on loopback; plus the pure renderer on a made-up snapshot.
  */
 import test from 'ava'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { QuotadClient } from '@quotad/client'
 import { renderTop, type NodeView, type TopSnapshot } from '../src/cli/top-render.js'
-import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
-import { eventually, QUOTACTL, run, stop, type Run } from './helpers/proc.js'
+import { membersSeen, reachable } from '../src/cli/top.js'
+import { ANY_PORT, makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
+import { eventually, QUOTACTL, run, startQuotad, stop, waitForSocket, type Run } from './helpers/proc.js'
 
 const DEMO = join(dirname(QUOTACTL), 'demo.js')
 const LIMIT = 60
@@ -49,14 +50,16 @@ test.after.always(async () => { await cluster?.stopAll() })
 
 test.serial('top --once: every node, the key, within 80 columns, exit 0', async t => {
   t.timeout(120_000)
-  const r = await topUntil([], r => r.code === 0 && /3 nodes, 3 up/.test(r.stdout))
+  // Every row up (a busy machine can leave a node FENCED for a moment: up, but not what this test looks at).
+  const r = await topUntil([], r => r.code === 0 && /3 nodes, 3 up/.test(r.stdout) && ['a', 'b', 'c'].every(n => new RegExp(`^${n}\\s+up\\s`, 'm').test(r.stdout)))
   t.is(r.code, 0, r.stderr)
   const lines = r.stdout.trimEnd().split('\n')
   t.log(r.stdout)
   t.regex(lines[0], /3 nodes, 3 up/)
   for (const n of ['a', 'b', 'c']) t.true(lines.some(l => new RegExp(`^${n}\\s+up\\s`).test(l)), `no row for node ${n}`)
   t.true(lines.some(l => /^api\s+[abc]\s/.test(l)), 'key api not listed')
-  t.true(lines.some(l => /\(sum\).*of 60\/2s/.test(l)))
+  // The rule is said as a rule, not as "of 60/2s" right after the sums (which read as an overshoot).
+  t.true(lines.some(l => /\(sum\).*rule api: 60 per 2s/.test(l)), r.stdout)
   for (const l of lines) t.true(l.length <= 80, `line over 80 columns: ${l}`)
   t.false(r.stdout.includes('\x1b'), '--once must not clear the screen')
 })
@@ -132,6 +135,44 @@ test.serial('a stopped node shows as DOWN, and top still exits 0', async t => {
   t.is(typeof snap.nodes[0].error, 'string')
 })
 
+test.serial('across hosts: nodes read over HTTP, a member not in the file listed, nothing DOWN, no escape codes when piped', async t => {
+  t.timeout(240_000)
+  const c = await makeCluster(['a', 'b'], RULES)
+  t.teardown(async () => { await c.stopAll() })
+  for (const n of ['a', 'b']) await c.start(n, { args: ['--http', '127.0.0.1:0'] })
+  // A member not in the cluster file: joins with its own listen address, socket and data dir.
+  c.sockets.m = join(c.dir, 'm.sock')
+  c.procs.m = startQuotad(['--config', c.file, '--node', 'm', '--listen', ANY_PORT, '--socket', c.sockets.m, '--data-dir', join(c.dir, 'data', 'm'), '--log-level', 'debug'])
+  await waitForSocket(c.sockets.m, c.procs.m)
+  await waitForPeers(c, ['a', 'b'], 2)
+  // The file as another host sees it: the sockets are not there, only the HTTP addresses reach the nodes.
+  const cfg = JSON.parse(readFileSync(c.file, 'utf8')) as { nodes: Array<{ name: string, socket: string, http?: string }> }
+  t.true(cfg.nodes.every(n => n.http !== undefined), 'every node of the file has its http address')
+  for (const n of cfg.nodes) n.socket = join(c.dir, 'elsewhere', `${n.name}.sock`)
+  const remote = join(c.dir, 'remote.json')
+  writeFileSync(remote, JSON.stringify(cfg))
+  let last: Run | undefined
+  const r = await eventually('top to show a, b and the member m up', async () => {
+    last = await run(QUOTACTL, ['--config', remote, 'top', '--once', '--interval', '2000'])
+    return last.code === 0 && /3 nodes, 3 up/.test(last.stdout) && last
+  }, 120_000, () => last)
+  t.log(r.stdout)
+  const lines = r.stdout.split('\n')
+  t.false(r.stdout.includes('\x1b'), 'no escape codes in a pipe')
+  t.false(r.stdout.includes('DOWN'))
+  for (const n of ['a', 'b']) t.true(lines.some(l => new RegExp(`^${n}\\s+up\\s`).test(l)), `no up row for ${n}`)
+  t.true(lines.some(l => /^m\s+member\s/.test(l)), 'no row for the member m')
+  const json = await run(QUOTACTL, ['--config', remote, 'top', '--once', '--json', '--interval', '500'])
+  t.is(json.code, 0, json.stderr)
+  const snap = JSON.parse(json.stdout) as TopSnapshot
+  t.deepEqual(snap.nodes.map(n => n.name), ['a', 'b', 'm'])
+  t.like(snap.nodes[2], { member: true, up: true })
+  // The live view, piped: frame after frame, and still no escape codes (run() ends it at its deadline).
+  const live = await run(QUOTACTL, ['--config', remote, 'top', '--interval', '300'], { timeoutMs: 8000 })
+  t.regex(live.stdout, /quotad top - 3 nodes/)
+  t.false(live.stdout.includes('\x1b'), 'no escape codes in a piped live view')
+})
+
 test('top: usage errors exit 2', async t => {
   const r = await run(QUOTACTL, ['--config', cluster.file, 'top', '--json'])
   t.is(r.code, 2)
@@ -180,7 +221,7 @@ test('renderTop: DOWN nodes, rule problems, the 20 busiest keys, at most 80 colu
   for (const l of lines) t.true(l.length <= 80, l)
   t.regex(lines[0], /2 nodes, 1 up, 1 DOWN - 03:04:05 UTC - every 1s - q: quit/)
   t.true(lines.some(l => /^a\s+up\s+1m05s\s+1\/2\s+12\.5\s+0\s+30\s+0$/.test(l)))
-  t.true(lines.some(l => /^b\s+DOWN 12s\s+cannot connect .*ECONNREFUSED \(retrying\)$/.test(l)))
+  t.true(lines.some(l => /^b\s+DOWN 12s\s+retrying: cannot connect .*ECONNREFUSED$/.test(l)))
   t.true(lines.some(l => l.startsWith('! a: rule "emails" differs at b')))
   const keyRows = lines.filter(l => l.startsWith('key-'))
   t.is(keyRows.length, 20)
@@ -192,4 +233,24 @@ test('renderTop: DOWN nodes, rule problems, the 20 busiest keys, at most 80 colu
   t.regex(keyRows[1], /^key-28-with-a-~ a\s+28\s+42\s+100\s+1\s+2\s+0\s+12$/)
   t.regex(keyRows[2], /\s0\s+0$/, 'no shortfall: 0, not blank')
   t.true(lines.some(l => l === '... 10 more key(s), less busy'))
+})
+
+test('where top reaches a node over HTTP: its address, a wildcard host taken from its listen address, else none (the socket)', t => {
+  t.is(reachable('10.0.0.5:9464', '/ip4/10.0.0.5/tcp/7401'), '10.0.0.5:9464')
+  t.is(reachable('0.0.0.0:9464', '/ip4/10.0.0.7/tcp/7401'), '10.0.0.7:9464')
+  t.is(reachable('[::]:9464', '/ip6/fd00::7/tcp/7401'), '[fd00::7]:9464')
+  t.is(reachable('0.0.0.0:9464', '/dns4/node-c.internal/tcp/7401'), 'node-c.internal:9464')
+  t.is(reachable('0.0.0.0:9464', '/ip4/0.0.0.0/tcp/7401'), undefined)
+})
+
+test('members not in the file: listed from the seeds\' peers, up while any sees them alive', t => {
+  const rows = membersSeen(['a', 'b'], [
+    { name: 'a', status: { peers: [{ name: 'b', alive: true, lastHeardMs: 10 }, { name: 'm2', alive: false, lastHeardMs: 9000 }, { name: 'm1', alive: true, lastHeardMs: 40 }] } },
+    { name: 'b', status: { peers: [{ name: 'a', alive: true, lastHeardMs: 10 }, { name: 'm1', alive: true, lastHeardMs: 20 }] } }
+  ])
+  t.deepEqual(rows.map(r => [r.name, r.up, r.seenBy]), [['m1', true, 'b'], ['m2', false, 'a']])
+  t.true(rows.every(r => r.member === true))
+  const lines = renderTop({ at: '2026-01-02T03:04:05.000Z', intervalMs: 1000, nodes: rows, rules: [] })
+  t.true(lines.some(l => /^m1\s+member\s+a member, as b sees it/.test(l)))
+  t.true(lines.some(l => /^m2\s+DOWN\s+not alive at a/.test(l)))
 })

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { ErrorCodes, ExitCodes, QuotadError, isQuotadError } from '../errors.js'
+import { closest } from '../util/closest.js'
 
 export function fail (err: unknown, json = false): never {
   if (json) {
@@ -32,12 +33,18 @@ export function usage (message: string): QuotadError {
   return new QuotadError(ErrorCodes.USAGE, message)
 }
 
-/** node:util parseArgs, with its errors turned into E_USAGE. */
+/** node:util parseArgs, with its errors turned into E_USAGE; an unknown flag gets the nearest known ones. */
 export function parseCli<T extends ParseArgsConfig> (config: T): ReturnType<typeof parseArgs<T>> {
   try {
     return parseArgs(config)
   } catch (err) {
-    throw usage((err as Error).message)
+    const e = err as NodeJS.ErrnoException
+    // parseArgs says: Unknown option '--wiat'. To specify a positional argument ...
+    const flag = e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'(-[^']*)'/.exec(e.message)?.[1] : undefined
+    if (flag === undefined) throw usage(e.message)
+    const known = Object.keys(config.options ?? {})
+    const near = closest(flag.replace(/^-+/, '').replace(/=.*$/, ''), known).map(o => `--${o}`)
+    throw usage(`unknown option ${flag}${near.length > 0 ? `: did you mean ${near.join(' or ')}?` : ''} (--help lists the options)`)
   }
 }
 

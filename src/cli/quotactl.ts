@@ -7,7 +7,7 @@ import { resolve } from 'node:path'
 import { QuotadClient } from '@quotad/client'
 import { loadClusterFile } from '../config/load.js'
 import { findNode } from '../config/validate.js'
-import { ExitCodes } from '../errors.js'
+import { ErrorCodes, ExitCodes, QuotadError, isQuotadError } from '../errors.js'
 import type { Decision } from '../core/types.js'
 import { fail, version, parseCli, intFlag, usage } from './common.js'
 import { runTop, topTargets } from './top.js'
@@ -24,6 +24,9 @@ commands:
   ping                                  round-trip time to the node
   top                                   live view of every node of --config (or of --socket),
                                         refreshed every --interval MS (default 1000); q quits.
+                                        A node with "http" in the file is read over HTTP (any
+                                        host), else over its socket; members the seeds know are
+                                        listed too. Piped: frame after frame, no escape codes.
                                         --once: one frame (rates over one interval), exit 0
 options:
   --version      print the version and exit
@@ -68,9 +71,7 @@ async function main (argv: string[]): Promise<number> {
       case 'acquire':
       case 'peek': {
         if (key === undefined) throw usage(`${cmd} needs a KEY`)
-        const d = cmd === 'acquire'
-          ? await client.acquire(key, { count, waitMs })
-          : await client.peek(key, { count })
+        const d = await (cmd === 'acquire' ? client.acquire(key, { count, waitMs }) : client.peek(key, { count })).catch(err => { throw asFlag(err) })
         print(d, json)
         return d.allowed ? ExitCodes.OK : ExitCodes.DENIED
       }
@@ -96,6 +97,13 @@ async function findSocket (socket?: string, config?: string, node?: string): Pro
   if (socket !== undefined) return resolve(socket)
   if (config === undefined || node === undefined) throw usage(`give --socket PATH, or --config FILE and --node NAME\n${HELP}`)
   return findNode(await loadClusterFile(resolve(config)), node).socket
+}
+
+/** The node's refusal of an argument, said in the flag that gave it (the node speaks of `waitMs` and `count`, the user typed --wait and --count). */
+function asFlag (err: unknown): unknown {
+  if (!isQuotadError(err) || err.code !== ErrorCodes.BAD_ARGUMENT) return err
+  const flag = /\bwaitMs\b/.test(err.message) ? '--wait' : /\bcount\b/.test(err.message) ? '--count' : undefined
+  return flag === undefined ? err : new QuotadError(err.code, `${flag}: ${err.message}`, err.details)
 }
 
 function print (d: Decision, json: boolean): void {

@@ -74,8 +74,9 @@ async function cli (argv: string[]): Promise<void> {
     const check = await checkDeploy(cfg)
     for (const w of check.warnings) process.stdout.write(`warning: ${w.path}: ${w.message}\n`)
     throwIfErrors(check, cfg.source)
-    const envoy = cfg.envoy === undefined ? '' : ` (${cfg.envoy.rules.length} from ${cfg.envoy.domains.length} envoy domain(s))`
-    process.stdout.write(`${arg}: ok (${cfg.nodes.length} nodes, ${cfg.rules.length} rules${envoy}${check.warnings.length > 0 ? `, ${check.warnings.length} warning(s)` : ''})\n`)
+    const count = (n: number, what: string): string => `${n} ${what}${n === 1 ? '' : 's'}`
+    const envoy = cfg.envoy === undefined ? '' : ` (${cfg.envoy.rules.length} from ${count(cfg.envoy.domains.length, 'envoy domain')})`
+    process.stdout.write(`${arg}: ok (${count(cfg.nodes.length, 'node')}, ${count(cfg.rules.length, 'rule')}${envoy}${check.warnings.length > 0 ? `, ${count(check.warnings.length, 'warning')}` : ''})\n`)
     return
   }
   if (cmd === 'peer-id') {

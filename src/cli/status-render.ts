@@ -22,7 +22,14 @@ function table (head: string[], rows: string[][]): string[] {
 export function renderStatus (s: Obj): string {
   const out: string[] = []
   const cluster = s.cluster as Obj | undefined
-  out.push(`node ${str(s.node)}: up ${Math.round(num(s.uptimeMs) / 1000)} s, ${num(s.keys)} keys, ${num(s.waiters)} waiting`)
+  // `keys` counts key states in memory, and an idle key's state is dropped (its window passed: it holds what a new
+  // key would), so "0 keys" after 11 acquires was right and read as a miscount. Said with the decisions beside it.
+  const rules = arr(s.rules)
+  const allowed = rules.reduce((n, r) => n + num(r.allowed), 0)
+  const denied = rules.reduce((n, r) => n + num(r.denied), 0)
+  const inMemory = num(s.keys)
+  out.push(`node ${str(s.node)}: up ${Math.round(num(s.uptimeMs) / 1000)} s, ${inMemory} key${inMemory === 1 ? '' : 's'} in memory (idle keys are dropped), ` +
+    `${allowed + denied} decision${allowed + denied === 1 ? '' : 's'} (${allowed} allowed, ${denied} denied), ${num(s.waiters)} waiting`)
   if (cluster !== undefined) {
     const counters = (cluster.counters ?? {}) as Obj
     const refused = (cluster.refused ?? {}) as Obj
@@ -48,7 +55,7 @@ export function renderStatus (s: Obj): string {
   }
   const agreement = new Map(arr(s.ruleAgreement).map(r => [str(r.name), r]))
   out.push('', 'rules:')
-  out.push(...table(['name', 'limit', 'mode', 'keys', 'allowed', 'denied', 'shared'], arr(s.rules).map(r => {
+  out.push(...table(['name', 'limit', 'mode', 'in mem', 'allowed', 'denied', 'shared'], rules.map(r => {
     const a = agreement.get(str(r.name))
     const shared = a === undefined ? '-' : a.shared === true ? 'yes' : `NO (${arr(a.differ).join(', ')})`
     return [str(r.name), `${num(r.limit)}/${str(r.per)} ${str(r.algorithm)}`, str(r.mode), String(num(r.keys)), String(num(r.allowed)), String(num(r.denied)), shared]

@@ -7,8 +7,8 @@
  * figures through `summarize` too.
  */
 
-/** A node to watch: a display name and its socket. */
-export interface Target { name: string, socket: string }
+/** A node to watch: a display name, its socket, and its HTTP listener's HOST:PORT if it has one (read first). */
+export interface Target { name: string, socket: string, http?: string }
 
 /** One key at one node. `rate`, `clusterRemaining` and `shortfall` are null for a node not in cluster mode. */
 export interface KeyView {
@@ -31,6 +31,11 @@ export interface NodeView {
   name: string
   socket: string
   up: boolean
+  /** A member not in the cluster file: its row is what `seenBy` (a node that answered) knows of it, not its own status. */
+  member?: boolean
+  seenBy?: string
+  /** A member's: since `seenBy` last heard it. */
+  lastHeardMs?: number
   /** Why it is DOWN. */
   error?: string
   /** How long it has been DOWN (since it last answered, or since top started). */
@@ -56,7 +61,8 @@ export interface NodeView {
   keys: KeyView[]
 }
 
-export interface RuleInfo { name: string, match: string, algorithm: string, limit: number, per: string }
+/** `burst`: a token bucket's stock (what the nodes may hold together), when it differs from `limit`. */
+export interface RuleInfo { name: string, match: string, algorithm: string, limit: number, per: string, burst?: number }
 
 export interface TopSnapshot {
   /** When the snapshot was taken (ISO 8601, UTC). */
@@ -144,7 +150,10 @@ export function summarize (target: Target, status: Obj, atMs: number, prev: Samp
 }
 
 export function rulesOf (status: Obj): RuleInfo[] {
-  return arr(status.rules).map(r => ({ name: str(r.name), match: str(r.match), algorithm: str(r.algorithm), limit: num(r.limit), per: str(r.per) }))
+  return arr(status.rules).map(r => ({
+    name: str(r.name), match: str(r.match), algorithm: str(r.algorithm), limit: num(r.limit), per: str(r.per),
+    ...(typeof r.burst === 'number' && r.burst !== r.limit ? { burst: r.burst } : {})
+  }))
 }
 
 // ---- rendering -------------------------------------------------------------
@@ -223,8 +232,15 @@ export function renderTop (snap: TopSnapshot, opts: RenderOptions = {}): string[
   out.push(cols(NODE_COLS, ['NODE', 'STATE', 'UPTIME', 'PEERS', 'ALLOW/s', 'DENY/s', 'KEYS', 'WAIT']))
   const notes: string[] = []
   for (const n of snap.nodes) {
+    if (n.member === true) {
+      // Seen through the cluster: the seeds' view, not the member's own figures.
+      const heard = n.lastHeardMs === undefined ? '' : `, heard ${fmt(n.lastHeardMs / 1000)}s ago`
+      out.push(row([[n.name, 8], [n.up ? 'member' : 'DOWN', 12], [n.up ? `a member, as ${n.seenBy ?? 'a seed'} sees it${heard}` : `${n.error ?? 'not alive'}`, width - 22]]))
+      continue
+    }
     if (!n.up) {
-      out.push(row([[n.name, 8], [`DOWN ${fmtDuration(n.downForMs)}`, 12], [`${n.error ?? 'no answer'} (retrying)`, width - 22]]))
+      // "retrying" first: a long reason is cut at the width, and this must still show.
+      out.push(row([[n.name, 8], [`DOWN ${fmtDuration(n.downForMs)}`, 12], [`retrying: ${n.error ?? 'no answer'}`, width - 22]]))
       continue
     }
     const state = n.fenced === true ? 'FENCED' : n.isolated === true ? 'isolated' : 'up'
@@ -245,7 +261,8 @@ export function renderTop (snap: TopSnapshot, opts: RenderOptions = {}): string[
   } else {
     // STRAND: what this node knows is out of reach; SHORT: the stock no live node accounts for (they differ after a restart).
     out.push(cols(KEY_COLS, ['KEY', 'NODE', 'HELD', 'RATE/s', 'CLUSTER', 'IN', 'OUT', 'STRAND', 'SHORT', 'TIGHT']))
-    const limits = new Map(snap.rules.map(r => [r.name, `of ${fmt(r.limit)}/${r.per}`]))
+    // The rule, said as a rule: next to the sums, "of 300/1m" read as an overshoot when held or the rate was above 300.
+    const limits = new Map(snap.rules.map(r => [r.name, `rule ${r.name}: ${fmt(r.limit)} per ${r.per}${r.burst !== undefined ? `, burst ${fmt(r.burst)}` : ''}`]))
     for (const g of groups.slice(0, maxKeys)) {
       g.at.forEach(({ node, k }, i) => {
         // A node outside cluster mode (rate null) has no transfers or stranded tokens to show.
@@ -255,7 +272,7 @@ export function renderTop (snap: TopSnapshot, opts: RenderOptions = {}): string[
       })
       if (g.at.length > 1) {
         const rate = g.at.every(a => a.k.rate === null) ? null : g.rate
-        out.push(row([['', 15], ['(sum)', 8], [fmt(g.held), -6], [fmt(rate), -6], [limits.get(g.rule) ?? '', 30]]))
+        out.push(row([['', 15], ['(sum)', 8], [fmt(g.held), -6], [fmt(rate), -6], [limits.get(g.rule) ?? '', width - 39]]))
       }
     }
     if (groups.length > maxKeys) out.push(`... ${groups.length - maxKeys} more key(s), less busy`)

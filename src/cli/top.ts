@@ -1,15 +1,19 @@
 /**
  * `quotactl top`: a live terminal view of a whole cluster, from every node's
- * `status` over its Unix socket. This file owns the I/O; what is shown, and
- * how, is top-render.ts (pure).
+ * `status`: over HTTP (`/status`) for a node with an `http` address in the
+ * cluster file, so nodes on other hosts are read, else over its Unix socket
+ * (a node on this host). Members not in the file are listed as the nodes
+ * that answered see them. This file owns the I/O; what is shown, and how,
+ * is top-render.ts (pure).
  *
  * - polling (`TopPoller`): one client per node, a `status` per refresh; a
  *   node that does not answer is DOWN and is dialled again at the next
  *   refresh, never an error. Decisions per second are the difference of
  *   the rules' allowed/denied counters between two refreshes.
  * - `runTop` ties it to the terminal (clear + home each refresh, q or Ctrl-C
- *   to quit; --once: one frame or JSON snapshot, no clearing) and returns
- *   the exit status; quotactl exits with it.
+ *   to quit; --once: one frame or JSON snapshot, no clearing; piped: frame
+ *   after frame, no escape codes) and returns the exit status; quotactl
+ *   exits with it.
  */
 import { basename, resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -33,10 +37,27 @@ class Probe {
     this.lastUpAt = startedAt
   }
 
+  /** The node's status: over HTTP where it has an address (any host), else over its socket (this host). */
+  private async status (timeoutMs: number): Promise<Obj> {
+    const addr = this.target.http
+    if (addr !== undefined) {
+      let r: Response
+      try {
+        r = await fetch(`http://${addr}/status`, { signal: AbortSignal.timeout(timeoutMs) })
+      } catch (err) {
+        const cause = (err as { cause?: { code?: string } }).cause?.code
+        throw new Error((err as Error).name === 'TimeoutError' ? `no reply within ${timeoutMs} ms at http://${addr}` : `cannot reach http://${addr}${cause !== undefined ? ` (${cause})` : ''}`)
+      }
+      if (!r.ok) throw new Error(`http://${addr}/status answered ${r.status}`)
+      return await r.json() as Obj
+    }
+    this.client ??= await QuotadClient.connect({ socketPath: this.target.socket, timeoutMs, reconnect: false })
+    return await this.client.status()
+  }
+
   async sample (timeoutMs: number): Promise<{ view: NodeView, status?: Obj }> {
     try {
-      this.client ??= await QuotadClient.connect({ socketPath: this.target.socket, timeoutMs, reconnect: false })
-      const status = await this.client.status()
+      const status = await this.status(timeoutMs)
       const at = performance.now()
       const { view, sample } = summarize(this.target, status, at, this.prev)
       this.prev = sample
@@ -86,10 +107,11 @@ export class TopPoller {
   async poll (): Promise<TopSnapshot> {
     const results = await Promise.all(this.probes.map(async p => await p.sample(this.timeoutMs)))
     const first = results.find(r => r.status !== undefined)
+    const answered = results.flatMap(r => r.status !== undefined ? [{ name: r.view.name, status: r.status }] : [])
     return {
       at: new Date().toISOString(),
       intervalMs: this.intervalMs,
-      nodes: results.map(r => r.view),
+      nodes: [...results.map(r => r.view), ...membersSeen(results.map(r => r.view.name), answered)],
       rules: first?.status !== undefined ? rulesOf(first.status) : []
     }
   }
@@ -105,7 +127,61 @@ export async function topTargets (socket?: string, config?: string, node?: strin
   if (config === undefined) throw usage('top needs --socket PATH (one node) or --config FILE (every node of the cluster file)')
   const cfg = await loadClusterFile(resolve(config))
   const nodes = node !== undefined ? [findNode(cfg, node)] : cfg.nodes
-  return nodes.map(n => ({ name: n.name, socket: n.socket }))
+  return nodes.map(n => {
+    const http = n.http === undefined ? undefined : reachable(n.http, n.listen)
+    return { name: n.name, socket: n.socket, ...(http === undefined ? {} : { http }) }
+  })
+}
+
+/**
+ * Where to reach a node's HTTP listener from here: its `http` address, with
+ * a wildcard host (0.0.0.0, ::) replaced by the host of its libp2p `listen`
+ * address. Undefined when neither names a host: the socket is then the way
+ * (it works on the node's own host).
+ */
+export function reachable (http: string, listen: string): string | undefined {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(http)
+  if (m === null) return undefined
+  const host = m[1] ?? m[2]
+  if (host !== '0.0.0.0' && host !== '::') return http
+  const l = /^\/(ip4|ip6|dns4|dns6|dns)\/([^/]+)\//.exec(listen)
+  if (l === null || l[2] === '0.0.0.0' || l[2] === '::') return undefined
+  return l[1] === 'ip6' ? `[${l[2]}]:${m[3]}` : `${l[2]}:${m[3]}`
+}
+
+/**
+ * Members not in the cluster file, as the nodes that answered know them (a
+ * seed's status lists every peer it hears, members included). A member has
+ * no address in the file to read it from, so its row is the seeds' view:
+ * up while any node that answered sees it alive.
+ */
+export function membersSeen (listed: string[], answered: Array<{ name: string, status: Obj }>): NodeView[] {
+  const known = new Set(listed)
+  const seen = new Map<string, { by: string, alive: boolean, lastHeardMs: number }>()
+  for (const { name, status } of answered) {
+    if (!Array.isArray(status.peers)) continue
+    for (const p of status.peers as Obj[]) {
+      if (typeof p.name !== 'string' || known.has(p.name)) continue
+      const alive = p.alive === true
+      const heard = typeof p.lastHeardMs === 'number' ? p.lastHeardMs : Infinity
+      const was = seen.get(p.name)
+      // The freshest view wins: alive anywhere is alive.
+      if (was === undefined || (alive && !was.alive) || (alive === was.alive && heard < was.lastHeardMs)) seen.set(p.name, { by: name, alive, lastHeardMs: heard })
+    }
+  }
+  return [...seen.entries()].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0).map(([name, v]) => ({
+    name,
+    socket: '',
+    up: v.alive,
+    member: true,
+    seenBy: v.by,
+    ...(v.alive ? {} : { error: `not alive at ${v.by} (last heard ${Number.isFinite(v.lastHeardMs) ? `${Math.round(v.lastHeardMs / 1000)} s ago` : 'never'})` }),
+    ...(Number.isFinite(v.lastHeardMs) ? { lastHeardMs: v.lastHeardMs } : {}),
+    allowedPerS: null,
+    deniedPerS: null,
+    ruleProblems: [],
+    keys: []
+  }))
 }
 
 // ---- the terminal loop -----------------------------------------------------
@@ -151,6 +227,8 @@ async function live (poller: TopPoller, intervalMs: number): Promise<void> {
     if (s.includes('q') || s.includes('Q') || s.includes('\x03')) quit()
   }
   const raw = stdin.isTTY
+  // Piped or redirected: frames one after another, no escape codes (a file or a pager shows them as junk).
+  const tty = stdout.isTTY
   if (raw) {
     stdin.setRawMode(true)
     stdin.on('data', onKey)
@@ -158,7 +236,7 @@ async function live (poller: TopPoller, intervalMs: number): Promise<void> {
   }
   process.on('SIGINT', quit)
   process.on('SIGTERM', quit)
-  stdout.write(HIDE_CURSOR)
+  if (tty) stdout.write(HIDE_CURSOR)
   let stopped = false
   void quitting.then(() => { stopped = true })
   try {
@@ -166,10 +244,14 @@ async function live (poller: TopPoller, intervalMs: number): Promise<void> {
       const started = performance.now()
       const snap = await poller.poll()
       if (stopped) break
-      let lines = renderTop(snap, { live: true }).map(l => l.slice(0, stdout.columns ?? 80))
-      const rows = stdout.rows ?? 0
-      if (rows > 2 && lines.length > rows - 1) lines = [...lines.slice(0, rows - 2), `... ${lines.length - rows + 2} more line(s): enlarge the terminal`]
-      stdout.write(CLEAR + lines.join('\n') + '\n')
+      if (!tty) {
+        stdout.write(renderTop(snap).join('\n') + '\n\n')
+      } else {
+        let lines = renderTop(snap, { live: true }).map(l => l.slice(0, stdout.columns ?? 80))
+        const rows = stdout.rows ?? 0
+        if (rows > 2 && lines.length > rows - 1) lines = [...lines.slice(0, rows - 2), `... ${lines.length - rows + 2} more line(s): enlarge the terminal`]
+        stdout.write(CLEAR + lines.join('\n') + '\n')
+      }
       await Promise.race([sleep(Math.max(0, intervalMs - (performance.now() - started))), quitting])
     }
   } finally {
@@ -180,7 +262,7 @@ async function live (poller: TopPoller, intervalMs: number): Promise<void> {
       stdin.setRawMode(false)
       stdin.pause()
     }
-    stdout.write(SHOW_CURSOR)
+    if (tty) stdout.write(SHOW_CURSOR)
   }
 }
 

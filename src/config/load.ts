@@ -20,6 +20,20 @@ function readError (file: string, err: unknown): QuotadError {
   return new QuotadError(ErrorCodes.CONFIG_READ, `cannot read cluster file ${file}: ${reason}`, { file, errno: code })
 }
 
+/**
+ * Where JSON.parse stopped, as 1-based line and column: from the "at
+ * position N" of its message (Node 20), or the end of the text for "end of
+ * JSON input". A BOM, stripped before parsing, is not counted.
+ */
+export function lineColumn (text: string, reason: string): { line: number, column: number } {
+  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
+  const m = /at position (\d+)/.exec(reason)
+  const pos = Math.min(body.length, m !== null ? Number(m[1]) : body.length)
+  const before = body.slice(0, pos)
+  const nl = before.lastIndexOf('\n')
+  return { line: before.split('\n').length, column: pos - nl }
+}
+
 function parseAndValidate (file: string, text: string): ClusterConfig {
   let raw: unknown
   try {
@@ -27,7 +41,8 @@ function parseAndValidate (file: string, text: string): ClusterConfig {
     raw = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text)
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err)
-    throw new QuotadError(ErrorCodes.CONFIG_READ, `cluster file ${file} is not valid JSON: ${reason}`, { file })
+    const { line, column } = lineColumn(text, reason)
+    throw new QuotadError(ErrorCodes.CONFIG_READ, `cluster file ${file} is not valid JSON at line ${line}, column ${column}: ${reason}`, { file, line, column })
   }
   return validateClusterFile(raw, dirname(file), file)
 }

@@ -13,7 +13,8 @@
  * unless QUOTAD_ALLOW_INSECURE_KEYS=1.
  */
 import { randomBytes } from 'node:crypto'
-import { chmod, mkdir, open, writeFile } from 'node:fs/promises'
+import { chmod, open, writeFile } from 'node:fs/promises'
+import { makeDirs } from '../util/make-dirs.js'
 import { dirname } from 'node:path'
 import { ErrorCodes, QuotadError } from '../errors.js'
 import { assertKeyFileMode, checkKeyFileModeSync } from './key-file-mode.js'
@@ -64,7 +65,7 @@ export async function loadSwarmKey (path: string): Promise<Uint8Array> {
 
 /** Write a new random swarm key to `path`. Refuses to overwrite unless `force`. */
 export async function writeSwarmKey (path: string, force = false): Promise<void> {
-  await mkdir(dirname(path), { recursive: true })
+  await makeDirs(dirname(path), 0o777)
   try {
     await writeFile(path, formatSwarmKey(randomBytes(32)), { mode: 0o600, flag: force ? 'w' : 'wx' })
     // `mode` applies only to a new file: a replaced one keeps its old bits.

@@ -82,6 +82,13 @@ export type { KeyState, Waiter, Resolution } from './key-state.js'
 
 const SWEEP_ON_FULL = 1024
 
+/** E_NO_RULE, naming the rules nearest to the key (a typo in a key or a rule is the usual cause). */
+function noRule (key: string, rules: RuleSet): QuotadError {
+  const near = rules.nearest(key)
+  const hint = near.length === 0 ? 'the node has no rules' : `closest rule${near.length === 1 ? '' : 's'}: ${near.map(r => `${r.name} (match ${JSON.stringify(r.config.match)})`).join(', ')}`
+  return new QuotadError(ErrorCodes.NO_RULE, `no rule matches key ${JSON.stringify(key)}; ${hint}`, { closest: near.map(r => r.name) })
+}
+
 export class Limiter {
   private ruleSet: RuleSet
   private readonly limits: LimiterLimits
@@ -165,7 +172,7 @@ export class Limiter {
   restore (key: string, initial: number, nowMs: number): KeyState {
     const now = this.clamp(nowMs)
     const rule = this.ruleSet.match(key)
-    if (rule === undefined) throw new QuotadError(ErrorCodes.NO_RULE, `no rule matches key "${key}"`)
+    if (rule === undefined) throw noRule(key, this.ruleSet)
     const allocate = this.allocate
     this.allocate = false
     const ks = this.create(key, rule, now)
@@ -228,7 +235,7 @@ export class Limiter {
     if (ks === undefined) {
       checkKey(key, this.limits.maxKeyBytes)
       const rule = this.ruleSet.match(key)
-      if (rule === undefined) throw new QuotadError(ErrorCodes.NO_RULE, `no rule matches key "${key}"`)
+      if (rule === undefined) throw noRule(key, this.ruleSet)
       // Exact keys are bounded by the rules themselves and always get their state: a glob rule's
       // keys can never block them. Glob keys count against the table and against their rule's share.
       if (rule.glob && this.full(rule)) {
@@ -248,6 +255,19 @@ export class Limiter {
       throw new QuotadError(ErrorCodes.COUNT_TOO_LARGE, `count ${count} exceeds rule "${ks.rule.name}" stock of ${ks.rule.stock}: it can never be admitted`)
     }
     return ks
+  }
+
+  /**
+   * What a key of `rule` first used here now would hold at once (its share:
+   * `initialShare`): an exact rule's one key, or for a glob rule a key this
+   * node is home to (the whole stock at a seed, 0 at a member). 0 while this
+   * node allocates nothing (an unclean restart). For the metrics of a rule
+   * with no key state yet: what the node could spend, not 0.
+   */
+  freshShare (rule: CompiledRule): number {
+    if (!this.allocate) return 0
+    if (rule.glob) return this.seeds.includes(this.node) ? rule.stock : 0
+    return initialShare(rule.stock, false, rule.config.match, this.node, this.seeds, this.homes)
   }
 
   /** A glob rule's share of the key table: its `maxKeys`, or an even split of `limits.maxKeys` over the glob rules. */

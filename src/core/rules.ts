@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto'
 import type { RuleConfig } from '../config/types.js'
+import { editDistance } from '../util/closest.js'
 
 export interface CompiledRule {
   readonly config: RuleConfig
@@ -94,5 +95,23 @@ export class RuleSet {
 
   get (name: string): CompiledRule | undefined {
     return this.byName.get(name)
+  }
+
+  /**
+   * The `max` rules whose `match` is nearest to a key none matches (for the
+   * E_NO_RULE message), nearest first: edit distance to an exact match, and
+   * for a glob, of the key's start to the pattern's text before its first
+   * `*` (the part a key must begin with). An error path: bounded by the
+   * rules and by closest.ts's cut.
+   */
+  nearest (key: string, max = 3): CompiledRule[] {
+    return this.rules
+      .map((r, i) => {
+        const lead = r.glob ? r.config.match.slice(0, r.config.match.indexOf('*')) : r.config.match
+        return { r, i, d: editDistance(r.glob ? key.slice(0, lead.length) : key, lead) }
+      })
+      .sort((x, y) => x.d - y.d || x.i - y.i)
+      .slice(0, max)
+      .map(x => x.r)
   }
 }

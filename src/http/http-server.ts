@@ -1,5 +1,6 @@
 /**
- * The optional HTTP listener: `/metrics` (Prometheus text), `/healthz` (200
+ * The optional HTTP listener: `/metrics` (Prometheus text), `/status` (the
+ * node's status as JSON, what `quotactl top` reads from another host), `/healthz` (200
  * while the process runs) and `/readyz` (200 once the node serves its socket
  * and agrees with every peer it can reach on every rule and on the cluster;
  * else 503 with the reason). Off unless configured (`nodes[].http`,
@@ -16,6 +17,8 @@ export interface HttpOptions {
   address: string
   metrics: Metrics
   sources: MetricSources
+  /** The node's `status` (what the socket's status op returns), for /status. */
+  status: () => Record<string, unknown>
 }
 
 /** host:port -> [host, port]; IPv6 hosts in brackets. */
@@ -47,7 +50,10 @@ export class HttpServer {
     server.headersTimeout = 5000
     server.requestTimeout = 10_000
     await new Promise<void>((resolve, reject) => {
-      server.once('error', err => reject(new QuotadError(ErrorCodes.CONFIG_INVALID, `cannot listen for HTTP on ${this.o.address}: ${err.message}`)))
+      server.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE'
+        // Another process holds the port: the file is fine, the machine is not.
+        ? new QuotadError(ErrorCodes.HTTP_IN_USE, `cannot listen for HTTP on ${this.o.address}: the port is in use by another process (choose another --http or nodes[].http, or stop that process)`, { errno: err.code })
+        : new QuotadError(ErrorCodes.CONFIG_INVALID, `cannot listen for HTTP on ${this.o.address}: ${err.message}`, { errno: err.code })))
       server.listen(port, host, () => resolve())
     })
     this.server = server
@@ -86,6 +92,10 @@ export class HttpServer {
       const why = this.notReady()
       return why === null ? send(res, 200, 'ready\n') : send(res, 503, `not ready: ${why}\n`)
     }
+    if (url === '/status') {
+      // What `quotactl status --json` prints, for `quotactl top` on another host (top.ts).
+      return send(res, 200, JSON.stringify(this.o.status()) + '\n', 'application/json')
+    }
     if (url === '/metrics') {
       try {
         const body = await this.o.metrics.registry.metrics()
@@ -94,7 +104,7 @@ export class HttpServer {
         return send(res, 500, `metrics failed: ${(err as Error).message}\n`)
       }
     }
-    return send(res, 404, 'not found: try /metrics, /healthz or /readyz\n')
+    return send(res, 404, 'not found: try /metrics, /status, /healthz or /readyz\n')
   }
 }
 

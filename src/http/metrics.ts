@@ -6,12 +6,19 @@
  * counts (the limiter's rule stats), held and stranded tokens and the
  * shortfall (a walk over the key table, only when scraped), transfers and gossip bytes (the cluster's
  * and the transport's counters), peers, rule agreement, waiters and keys.
- * The one hot-path cost is the decision-time histogram: one decision in
- * SAMPLE_EVERY is timed (a counter increment and a mask per decision), and
- * its time is stored in a fixed ring (a Float64Array) that the histogram
- * takes in at scrape time. prom-client's own observe (~0.5 µs) stays off the
- * decision path: measured in-process, observing directly cost ~40 ns per
- * decision on average, a fifth of a decision's own time.
+ * The one hot-path cost is the decision-time histogram: every decision is
+ * counted (one increment), one in SAMPLE_EVERY is timed (a mask), and so is
+ * the first after each scrape; times go to a fixed ring (a Float64Array)
+ * that the histogram takes in at scrape time (sampled-histogram.ts). Its
+ * `_count` is the exact number of decisions: the timing is sampled, never
+ * the count (each timed decision stands for the untimed ones around it).
+ * prom-client's own observe (~0.5 µs) stays off the decision path: measured
+ * in-process, observing directly cost ~40 ns per decision on average, a
+ * fifth of a decision's own time.
+ *
+ * The process and Node.js metrics are prom-client's defaults under their
+ * standard names (`process_cpu_seconds_total`, `nodejs_heap_size_used_bytes`,
+ * ...), so stock dashboards read them unchanged.
  *
  * Labels are bounded: by rule and by a fixed set of values, never by key or
  * by peer.
@@ -22,6 +29,7 @@ import { deferredTotal, type KeyExt } from '../cluster/key-ext.js'
 import { keyShortfall, knowsShortfall } from '../cluster/shortfall.js'
 import type { Limiter } from '../core/limiter.js'
 import type { UnixServer } from '../server/unix-server.js'
+import { SampledHistogram } from './sampled-histogram.js'
 
 /** One decision in this many is timed (a power of two). */
 export const SAMPLE_EVERY = 16
@@ -38,7 +46,8 @@ export interface MetricSources {
 
 export class Metrics {
   readonly registry = new client.Registry()
-  readonly decisionSeconds: client.Histogram
+  readonly decisionSeconds: SampledHistogram
+  /** Decisions since the last scrape (every one: the histogram's count). */
   private n = 0
   /** Sampled decision times in seconds, since the last scrape: a ring of the newest TIMINGS_KEPT. */
   private readonly timings = new Float64Array(TIMINGS_KEPT)
@@ -46,10 +55,10 @@ export class Metrics {
 
   constructor (src: MetricSources) {
     const r = this.registry
-    client.collectDefaultMetrics({ register: r, prefix: 'quotad_' })
-    this.decisionSeconds = new client.Histogram({
+    client.collectDefaultMetrics({ register: r })
+    this.decisionSeconds = new SampledHistogram({
       name: 'quotad_decision_duration_seconds',
-      help: `Time to decide an acquire in the daemon (server side; one in ${SAMPLE_EVERY} sampled, at most the newest ${TIMINGS_KEPT} per scrape: _count counts samples, quotad_decisions_total counts decisions).`,
+      help: `Time to decide an acquire in the daemon (server side). _count counts every decision; the time of one in ${SAMPLE_EVERY} (and of the first after each scrape) is measured, at most the newest ${TIMINGS_KEPT} per scrape, and stands for the untimed ones.`,
       buckets: [2e-6, 5e-6, 10e-6, 20e-6, 50e-6, 100e-6, 250e-6, 1e-3, 5e-3],
       registers: [r],
       collect: () => { this.takeTimings() }
@@ -69,7 +78,7 @@ export class Metrics {
     })
     new client.Gauge({
       name: 'quotad_tokens_held',
-      help: 'Tokens this node holds, by rule (spendable here; deferred credits included).',
+      help: 'Tokens this node holds, by rule (spendable here; deferred credits included). A rule with no key state here: what its first key would hold here at once (an exact key\'s share; a glob rule\'s stock for a key homed here).',
       labelNames: ['rule'],
       registers: [r],
       collect () { this.reset(); for (const [rule, v] of tokensByRule(src, 'held')) this.set({ rule }, v) }
@@ -178,9 +187,9 @@ export class Metrics {
     })
   }
 
-  /** Whether to time this decision (one in SAMPLE_EVERY). */
+  /** Count this decision; whether to time it (one in SAMPLE_EVERY, and the first since the last scrape, so a scrape with decisions has a time). */
   sample (): boolean {
-    return (++this.n & (SAMPLE_EVERY - 1)) === 0
+    return (++this.n & (SAMPLE_EVERY - 1)) === 0 || this.timed === 0
   }
 
   /** A timed decision: kept in the ring until the next scrape (the decision path's only cost beyond `sample`). */
@@ -188,10 +197,10 @@ export class Metrics {
     this.timings[this.timed++ & (TIMINGS_KEPT - 1)] = seconds
   }
 
-  /** At scrape time: the ring into the histogram. */
+  /** At scrape time: the decisions and the ring's times into the histogram. */
   private takeTimings (): void {
-    const n = Math.min(this.timed, TIMINGS_KEPT)
-    for (let i = 0; i < n; i++) this.decisionSeconds.observe(this.timings[i])
+    this.decisionSeconds.takeIn(this.timings, Math.min(this.timed, TIMINGS_KEPT), this.n)
+    this.n = 0
     this.timed = 0
   }
 }
@@ -199,7 +208,8 @@ export class Metrics {
 /** Per rule name: the tokens held here, known stranded, or short (shortfall.ts; only in cluster mode). */
 function tokensByRule (src: MetricSources, what: 'held' | 'stranded' | 'shortfall'): Map<string, number> {
   const out = new Map<string, number>()
-  for (const r of src.limiter.rules) out.set(r.name, 0)
+  // A rule no key of which has state here: held is what its first key would hold at once (not 0: the node could spend it).
+  for (const r of src.limiter.rules) out.set(r.name, what === 'held' && r.stats.keys === 0 ? src.limiter.freshShare(r) : 0)
   const now = src.now()
   const core = src.cluster?.core
   for (const ks of src.limiter.states()) {

@@ -21,6 +21,7 @@ import net from 'node:net'
 import path from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { ErrorCodes, QuotadError } from '../errors.js'
+import { makeDirs } from '../util/make-dirs.js'
 
 /** Longest `sun_path` the kernel accepts (108 bytes with the terminating NUL on Linux). */
 export const MAX_SOCKET_PATH_BYTES = 107
@@ -41,12 +42,15 @@ export async function prepareSocketPath (socketPath: string): Promise<void> {
   try {
     st = await fs.promises.lstat(socketPath)
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw pathError(socketPath, err)
     const dir = path.dirname(socketPath)
-    // mkdir's mode is filtered by the process umask, which a concurrent bind in
-    // this process may have narrowed for a moment: set the mode explicitly.
-    const created = await fs.promises.mkdir(dir, { recursive: true, mode: 0o750 })
-    if (created !== undefined) await fs.promises.chmod(dir, 0o750)
+    try {
+      // mkdir's mode is filtered by the process umask, which a concurrent bind in
+      // this process may have narrowed for a moment: set the mode explicitly.
+      for (const d of await makeDirs(dir, 0o750)) await fs.promises.chmod(d, 0o750)
+    } catch (err) {
+      throw pathError(socketPath, err)
+    }
     return
   }
   if (!st.isSocket()) {
@@ -66,6 +70,31 @@ export async function prepareSocketPath (socketPath: string): Promise<void> {
     return
   }
   throw new QuotadError(ErrorCodes.SOCKET_IN_USE, `cannot tell whether ${socketPath} is in use: ${probe}`)
+}
+
+/** E_SOCKET_PATH: the path cannot hold a socket (a part is a file, a folder cannot be made or entered). */
+function pathError (socketPath: string, err: unknown): QuotadError {
+  const e = err as NodeJS.ErrnoException
+  const why = e.code === 'ENOTDIR'
+    ? `${fileAlong(socketPath) ?? 'a part of it'} is not a directory`
+    : e.code === 'EACCES' || e.code === 'EPERM'
+      ? `permission denied${e.path !== undefined ? ` at ${e.path}` : ''}`
+      : e.code === 'ENOENT' || e.code === 'EROFS'
+        ? `its folder cannot be created${e.path !== undefined ? ` (${e.path}: ${e.code})` : ''}`
+        : e.message
+  return new QuotadError(ErrorCodes.SOCKET_PATH, `socket path ${socketPath} cannot be used: ${why}; choose another --socket (or nodes[].socket)`, { errno: e.code })
+}
+
+/** The nearest ancestor of `p` that exists and is not a directory (what ENOTDIR complains of), if any. */
+function fileAlong (p: string): string | undefined {
+  for (let d = path.dirname(p); d !== path.dirname(d); d = path.dirname(d)) {
+    try {
+      if (!fs.statSync(d).isDirectory()) return d
+    } catch {
+      // missing or not reachable: look further up
+    }
+  }
+  return undefined
 }
 
 /** 'live': something accepted; 'stale': nobody listens; anything else: why we could not tell. */

@@ -6,13 +6,14 @@
  * The state file and the votes file come here through json-file.ts, which
  * wraps the raw fs error in the caller's own code.
  */
-import { mkdir, open, rename } from 'node:fs/promises'
+import { open, rename } from 'node:fs/promises'
+import { makeDirs } from './make-dirs.js'
 import { join } from 'node:path'
 
 /** Replace `<dir>/<name>` with `text`. Throws the fs error as is (its `code` is the errno). */
 export async function writeFileAtomic (dir: string, name: string, text: string): Promise<void> {
   const file = join(dir, name)
-  await mkdir(dir, { recursive: true, mode: 0o700 })
+  await makeDirs(dir, 0o700)
   const tmp = `${file}.tmp`
   const fh = await open(tmp, 'w', 0o600)
   try {

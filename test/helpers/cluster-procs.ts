@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { writeSwarmKey } from '../../src/config/swarm-key.js'
 import { peerIdOf } from '../../src/cluster/transport/identity.js'
 import { QuotadClient } from '@quotad/client'
-import { startQuotad, stop, tempDir, waitForSocket, type Proc } from './proc.js'
+import { startQuotad, stop, tempDir, waitForLog, waitForSocket, type Proc } from './proc.js'
 
 export const ANY_PORT = '/ip4/127.0.0.1/tcp/0'
 
@@ -30,7 +30,7 @@ export interface TestCluster {
   stopAll: () => Promise<void>
 }
 
-interface FileNode { name: string, listen: string }
+interface FileNode { name: string, listen: string, http?: string }
 
 /**
  * `pin` (default true): every node's peer id is pinned in the file (its key
@@ -68,7 +68,15 @@ export async function makeCluster (names: string[], rules: unknown[], opts: { go
         procs[name] = startQuotad(['--config', o.config ?? file, '--node', name, '--listen', ANY_PORT, '--log-level', 'debug', ...(o.args ?? [])], o.env)
         await waitForSocket(sockets[name], procs[name], 30_000)
         const listen = await listenAddr(sockets[name])
-        edit(cfg => { for (const n of cfg.nodes) if (n.name === name) n.listen = listen })
+        // Started with --http HOST:0: the bound address goes into the file too (`quotactl top` reads it there).
+        const http = (o.args ?? []).includes('--http') ? await httpAddr(procs[name]) : undefined
+        edit(cfg => {
+          for (const n of cfg.nodes) {
+            if (n.name !== name) continue
+            n.listen = listen
+            if (http !== undefined) n.http = http
+          }
+        })
       })
       queue = run.catch(() => {})
       await run
@@ -76,6 +84,15 @@ export async function makeCluster (names: string[], rules: unknown[], opts: { go
     setRules: rules => edit(cfg => { cfg.rules = rules }),
     stopAll: async () => { await Promise.all(Object.values(procs).map(async p => await stop(p))) }
   }
+}
+
+/** The HTTP listener's bound address, from the node's `serving` log line (logged once the listener is up). */
+export async function httpAddr (proc: Proc): Promise<string> {
+  await waitForLog(proc, '"serving"')
+  const line = proc.stderr().split('\n').find(l => l.includes('"serving"'))
+  const http = (JSON.parse(line ?? '{}') as { http?: string }).http
+  if (http === undefined) throw new Error(`no http address in the serving line: ${line}`)
+  return http
 }
 
 /** The node's actual TCP listen address (from status), without its /p2p/ part. */

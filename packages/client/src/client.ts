@@ -254,7 +254,7 @@ export class QuotadClient {
       const code = lastError?.code
       const err = this.serverError ?? (wasConnected
         ? connectionError(`connection to ${this.socketPath} closed${code !== undefined ? ` (${code})` : ''}`, code)
-        : connectionError(`cannot connect to ${this.socketPath}: ${code ?? 'closed'}`, code))
+        : connectionError(`cannot connect to ${this.socketPath} (${code ?? 'closed'}): is quotad running at ${this.socketPath}?`, code))
       this.settleDial(err)
       this.fail(err)
     })

@@ -47,6 +47,10 @@ export const ErrorCodes = {
   CONNECTION: 'E_CONNECTION',
   /** Another live daemon already serves the socket path. */
   SOCKET_IN_USE: 'E_SOCKET_IN_USE',
+  /** The socket path cannot be used: a part of it is not a directory, or its folder cannot be created or entered (permissions, /proc, a read-only filesystem). */
+  SOCKET_PATH: 'E_SOCKET_PATH',
+  /** The metrics listener's port (`nodes[].http`, `--http`) is taken by another process. */
+  HTTP_IN_USE: 'E_HTTP_IN_USE',
   /** The node's state file is malformed, or belongs to another node or cluster; `details` names the field. */
   STATE_INVALID: 'E_STATE_INVALID',
   /** The node's state file exists but cannot be read (permissions, I/O). */

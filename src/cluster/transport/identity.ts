@@ -13,7 +13,8 @@
  * key and two processes racing on one data dir end up with the same identity.
  */
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys'
-import { chmod, link, mkdir, open, unlink } from 'node:fs/promises'
+import { chmod, link, open, unlink } from 'node:fs/promises'
+import { makeDirs } from '../../util/make-dirs.js'
 import { join } from 'node:path'
 import { ErrorCodes, QuotadError, isQuotadError } from '../../errors.js'
 import { assertKeyFileMode } from '../../config/key-file-mode.js'
@@ -48,7 +49,7 @@ export async function loadOrCreateIdentity (dataDir: string): Promise<LoadedIden
   const existing = await readKeyFile(path)
   if (existing !== undefined) return existing
 
-  await mkdir(dataDir, { recursive: true, mode: 0o700 })
+  await makeDirs(dataDir, 0o700)
   const key = await generateKeyPair('Ed25519')
   const tmp = `${path}.${process.pid}.${Date.now()}.tmp`
   const fh = await open(tmp, 'wx', 0o600)

@@ -57,6 +57,8 @@ class Handle implements WaitHandle {
   readonly waiting = true as const
   readonly promise: Promise<Decision>
   resolve!: (d: Decision) => void
+  /** Only for an acquire decided after a reservation's write (lone-store.ts): its own error, as acquire would throw. */
+  reject!: (err: unknown) => void
   waiter: Waiter | null = null
   /** The acquire this one became once its reservation was on disk (a lone node: lone-store.ts). */
   inner: WaitHandle | null = null
@@ -65,7 +67,7 @@ class Handle implements WaitHandle {
 
   constructor (owner: LocalQuota) {
     this.owner = owner
-    this.promise = new Promise<Decision>(resolve => { this.resolve = resolve })
+    this.promise = new Promise<Decision>((resolve, reject) => { this.resolve = resolve; this.reject = reject })
   }
 
   cancel (): void {
@@ -194,9 +196,9 @@ export class LocalQuota implements QuotaService {
     if (rule === undefined || this.store === null || this.calendar === null || !this.store.guards(rule)) return this.decider.acquire(key, count, now)
     const cal = this.calendar.at(now)
     if (this.store.ahead.available(key, cal, cal) < count) {
-      const d = this.limiter.acquire(key, 0, now)
-      this.store.reserve(key, rule, count, cal, cal)
-      return { ...d, allowed: false, retryAfterMs: Math.max(1, d.retryAfterMs) }
+      const d = this.limiter.peek(key, count, now)
+      if (d.allowed) this.store.reserve(key, rule, count, cal, cal)
+      return denied(d)
     }
     const d = this.limiter.acquire(key, count, now)
     if (d.allowed) this.store.ahead.take(key, count, cal, cal)
@@ -228,20 +230,23 @@ export class LocalQuota implements QuotaService {
       this.arm()
       return handle
     }
+    // Checks the request now, as an acquire would (a count over the stock, a full table: thrown to the caller), and
+    // whether it could be admitted at all: a denial needs no reservation.
     if (waitMs <= 0 && !this.limiter.peek(key, count, now).allowed) return this.limiter.acquire(key, count, now)
     const handle = new Handle(this)
     store.reserve(key, rule, count, cal, until, ok => {
       if (handle.cancelled) return
       const at = this.clock.mono()
-      if (!ok) {
-        const d = this.limiter.acquire(key, 0, at)
-        handle.resolve({ ...d, allowed: false, retryAfterMs: Math.max(1, d.retryAfterMs) })
-        return
+      try {
+        if (!ok) { handle.resolve(denied(this.limiter.peek(key, count, at))); return }
+        const r = this.decide(key, count, Math.max(0, waitMs - (at - now)), false)
+        if (!isWaitHandle(r)) { handle.resolve(r); return }
+        handle.inner = r
+        void r.promise.then(d => handle.resolve(d), (err: unknown) => handle.reject(err))
+      } catch (err) {
+        // Decided after the write, the request's own error (its rule reloaded away, a full table) goes to its client.
+        handle.reject(err)
       }
-      const r = this.decide(key, count, Math.max(0, waitMs - (at - now)), false)
-      if (!isWaitHandle(r)) { handle.resolve(r); return }
-      handle.inner = r
-      void r.promise.then(d => handle.resolve(d))
     })
     return handle
   }
@@ -319,4 +324,9 @@ export class LocalQuota implements QuotaService {
       this.arm()
     }, delay)
   }
+}
+
+/** A denial in the shape of `d` (a peek's): tried again in a millisecond, when a reservation is on disk. */
+function denied (d: Decision): Decision {
+  return { ...d, allowed: false, retryAfterMs: Math.max(1, d.retryAfterMs) }
 }

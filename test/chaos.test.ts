@@ -29,7 +29,7 @@ test('3 short seeds of process faults on real processes: no more admitted than o
   t.timeout(420_000)
   const json = join(tempDir(), 'chaos.json')
   const started = Date.now()
-  const r = await run(CHAOS, ['--seeds', '1-3', '--nodes', '3', '--faults-s', '15', '--quiet-s', '10', '--faults', KINDS, '--no-baseline', '--out', '-', '--json', json], { timeoutMs: 400_000 })
+  const r = await run(CHAOS, ['--seeds', '1-3', '--nodes', '3', '--faults-s', '12', '--quiet-s', '6', '--faults', KINDS, '--no-baseline', '--out', '-', '--json', json], { timeoutMs: 400_000 })
   t.is(r.code, 0, `exit ${r.code} after ${Date.now() - started} ms\n${r.stdout.slice(-4000)}\n${r.stderr.slice(-2000)}`)
   const out = JSON.parse(readFileSync(json, 'utf8')) as ChaosJson
   t.deepEqual(out.kinds, KINDS.split(','))

@@ -135,7 +135,8 @@ async function once (seed: number, withFaults: boolean, runFaultsMs: number): Pr
   const net = useNet ? new ChaosNet(names, String(process.pid)) : null
   await net?.up()
   try {
-    return await runChaos({ seed, seeds, members, rules: RULES, plan, faultsMs: runFaultsMs, quietMs, reclaimMs, net, fakeTime, keepDir: values.keep === true, log })
+    // The baseline's logs are kept: a utilization figure is only as good as the run it is measured against.
+    return await runChaos({ seed, seeds, members, rules: RULES, plan, faultsMs: runFaultsMs, quietMs, reclaimMs, net, fakeTime, keepDir: values.keep === true || !withFaults, log })
   } finally {
     net?.down()
   }
@@ -151,7 +152,9 @@ async function main (): Promise<void> {
     const b = await once(seedList[0], false, Math.min(faultsMs, 10_000))
     baselineTail = b.tailAllowed
     baselineMs = b.tailMs
-    log(`baseline: ${b.tailAllowed} allowed in the last ${(b.tailMs / 1000).toFixed(1)} s, overshoot ${b.overshoot}, ${b.answers} answers, ${b.errors} errors`)
+    log(`baseline: ${b.tailAllowed} allowed in the last ${(b.tailMs / 1000).toFixed(1)} s, overshoot ${b.overshoot}, ${b.answers} answers, ${b.errors} errors, ` +
+      `fenced at the end: ${b.ends.filter(e => e.fenced === true).map(e => e.node).join(',') || 'none'}; logs in ${b.dir}`)
+    if (b.tailAllowed === 0) log('baseline: nothing admitted in its tail, so no utilization (see its logs)')
   }
   const rows: Row[] = []
   const failed: string[] = []
@@ -167,7 +170,7 @@ async function main (): Promise<void> {
       log(`  ! the run failed: ${(err as Error).stack ?? String(err)}`)
       continue
     }
-    const util = r.tailAllowed / r.tailMs / (baselineTail / baselineMs)
+    const util = baselineTail > 0 ? r.tailAllowed / r.tailMs / (baselineTail / baselineMs) : NaN
     rows.push({ seed, plan: summarizePlan(plan), r, util })
     log(rowText({ seed, plan: summarizePlan(plan), r, util }))
     for (const v of r.verdicts) {
@@ -176,9 +179,9 @@ async function main (): Promise<void> {
     if (r.overshoot > 0 || r.exits.length > 0 || r.startFailures.length > 0) log(`  logs kept in ${r.dir}`)
   }
   const table = renderTable(
-    ['seed', 'topology', 'faults', 'overshoot', 'by node cal.', 'util (tail)', 'max shortfall', 'unacked', 'exits', 'answers'],
+    ['seed', 'topology', 'faults', 'overshoot', 'by node cal.', 'util (tail)', 'max shortfall', 'unacked', 'fenced at end', 'exits', 'answers'],
     rows.map(x => [String(x.seed), topology, x.plan, String(x.r.overshoot), String(x.r.overshootByNodeCalendar), Number.isFinite(x.util) ? `${(x.util * 100).toFixed(1)}%` : '-',
-      String(x.r.maxShortfall), String(x.r.unacked), x.r.exits.map(e => `${e.node}: ${e.codes.join(' ') || e.how}`).join('; ') || '0', String(x.r.answers)])
+      String(x.r.maxShortfall), String(x.r.unacked), x.r.ends.filter(e => e.fenced === true).map(e => e.node).join(',') || '-', x.r.exits.map(e => `${e.node}: ${e.codes.join(' ') || e.how}`).join('; ') || '0', String(x.r.answers)])
   )
   const bad = rows.filter(x => x.r.overshoot > 0)
   const summary = `${rows.length} runs, ${bad.length} with overshoot${bad.length === 0 ? '' : ` (seeds ${bad.map(x => x.seed).join(',')})`}, ` +

@@ -28,7 +28,7 @@ import { fileURLToPath } from 'node:url'
 import { intFlag, parseCli } from '../src/cli/common.js'
 import { ChaosNet, netSupport } from './lib/chaos-net.js'
 import { FAULT_KINDS, NET_FAULTS, describeEvent, makePlan, summarizePlan, type FaultKind, type ReloadRule } from './lib/chaos-plan.js'
-import { LIBFAKETIME, runChaos, type ChaosRule, type RunResult } from './lib/chaos-run.js'
+import { LIBFAKETIME, killAll, runChaos, type ChaosRule, type RunResult } from './lib/chaos-run.js'
 import { machineInfo, printMachine } from './lib/machine.js'
 import { renderTable } from './lib/table.js'
 
@@ -130,9 +130,20 @@ const commit = (() => { try { return execFileSync('git', ['rev-parse', '--short'
 
 interface Row { seed: number, plan: string, r: RunResult, util: number }
 
+// Stopped (Ctrl-C, a test's timeout): no node and no namespace may outlive the harness.
+let current: ChaosNet | null = null
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    killAll()
+    current?.down()
+    process.kill(process.pid, sig)
+  })
+}
+
 async function once (seed: number, withFaults: boolean, runFaultsMs: number): Promise<RunResult> {
   const plan = withFaults ? makePlan({ seed, nodes: names, faultsMs: runFaultsMs, kinds, reclaimMs, reloadRules: RELOAD }) : []
   const net = useNet ? new ChaosNet(names, String(process.pid)) : null
+  current = net
   await net?.up()
   try {
     // The baseline's logs are kept: a utilization figure is only as good as the run it is measured against.

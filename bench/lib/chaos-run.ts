@@ -86,6 +86,17 @@ export interface RunResult {
 }
 
 /** A node's current process, and whether the harness ended it (kill -9, SIGTERM, the final stop): any other exit is the node's own. */
+/** Every node process this harness started that may still run: killed if the harness itself is stopped (killAll). */
+const running = new Set<number>()
+
+/** SIGKILL every node process still running (the harness was interrupted: no clean stop is waited for). */
+export function killAll (): void {
+  for (const pid of running) {
+    try { process.kill(pid, 'SIGKILL') } catch { /* gone already */ }
+  }
+  running.clear()
+}
+
 interface Live { proc: NodeProc | null, expectExit: boolean, starting: Promise<void> | null }
 
 function fileOf (dir: string, names: string[]): ClusterFile {
@@ -148,6 +159,7 @@ export async function runChaos (spec: RunSpec): Promise<RunResult> {
       // Only now: the previous process's exit, which the harness asked for, is still being watched.
       l.proc = proc
       l.expectExit = false
+      running.add(proc.pid)
       watchExit(n, proc)
     } catch (err) {
       startFailures.push(`${n}: ${(err as Error).message.slice(0, 300)}`)
@@ -159,6 +171,7 @@ export async function runChaos (spec: RunSpec): Promise<RunResult> {
       const how = proc.exited()
       if (how === null) return
       clearInterval(poll)
+      running.delete(proc.pid)
       const l = live.get(n) as Live
       if (l.proc === proc && !l.expectExit) {
         const codes = [...new Set(proc.output().match(/E_[A-Z_]+/g) ?? [])]

@@ -14,7 +14,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { existsSync, writeFileSync } from 'node:fs'
+import { appendFileSync, existsSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -79,15 +79,30 @@ export interface NodeProc {
   stop: () => Promise<void>
 }
 
+/** How to spawn a node beyond its flags (the chaos bench: in a network namespace, under libfaketime, logged whole). */
+export interface SpawnOpts {
+  /** An argv prefix that runs the command, e.g. `ip netns exec NS` (it must exec, so the pid stays the node's). */
+  wrap?: string[]
+  /** Extra environment variables. */
+  env?: Record<string, string>
+  /** Append all of the node's output to this file too. */
+  logFile?: string
+}
+
 /**
  * Start one node and wait until its socket answers a ping. `cli`: another build's quotad.js (a before/after bench);
- * `nodeArgs`: node's own flags (e.g. --cpu-prof, which NODE_OPTIONS refuses).
+ * `nodeArgs`: node's own flags (e.g. --cpu-prof, which NODE_OPTIONS refuses); `spawnOpts`: see SpawnOpts.
  */
-export async function startNode (file: ClusterFile, name: string, logLevel = 'warn', timeoutMs = 30_000, cli = QUOTAD_CLI, nodeArgs: string[] = []): Promise<NodeProc> {
+export async function startNode (file: ClusterFile, name: string, logLevel = 'warn', timeoutMs = 30_000, cli = QUOTAD_CLI, nodeArgs: string[] = [], spawnOpts: SpawnOpts = {}): Promise<NodeProc> {
   if (!existsSync(cli)) throw new Error(`${cli} does not exist: run npx tsc -p . first`)
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, cli, '--config', file.file, '--node', name, '--log-level', logLevel], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const argv = [...(spawnOpts.wrap ?? []), process.execPath, ...nodeArgs, cli, '--config', file.file, '--node', name, '--log-level', logLevel]
+  const child: ChildProcess = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], ...(spawnOpts.env === undefined ? {} : { env: { ...process.env, ...spawnOpts.env } }) })
   let out = ''
-  const keep = (b: Buffer): void => { out = (out + b.toString()).slice(-16_000) }
+  const logFile = spawnOpts.logFile
+  const keep = (b: Buffer): void => {
+    out = (out + b.toString()).slice(-16_000)
+    if (logFile !== undefined) appendFileSync(logFile, b)
+  }
   child.stdout?.on('data', keep)
   child.stderr?.on('data', keep)
   let exit: string | null = null

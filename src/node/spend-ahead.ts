@@ -29,8 +29,8 @@ const MAX_LIFE_MS = 60_000
 const MIN_LIFE_MS = 1_000
 /** A reservation is about this share of the rule's stock. */
 const BATCH_SHARE = 0.05
-/** A calendar window's next reservation is asked for in its last quarter, so a busy key never waits at the boundary. */
-const PREFETCH_SHARE = 0.25
+/** A reservation of a sliding log or a token bucket is renewed once less than this share of its life is left. */
+const RENEW_SHARE = 0.25
 
 interface Reservation {
   /** Tokens still unspent in it. */
@@ -112,18 +112,25 @@ export class SpendAhead {
   /**
    * The line to write so that `count` tokens of `key` can be spent until
    * `untilCal` (and a batch more): null when one is on its way already, or
-   * when the durable ones leave more than half a batch. In a calendar
-   * window's last quarter, with enough for now, the next window's.
+   * when the durable ones leave more than half a batch. With enough for
+   * now: a calendar window's next reservation (spendable from its start), or
+   * a renewal of one near the end of its life, so a busy key never waits.
    */
   want (key: string, rule: AheadRule, count: number, nowCal: number, untilCal: number): SpendLine | null {
     if (this.pending.has(key)) return null
     const batch = batchOf(rule, count)
     let line: SpendLine | null = null
+    const end = lifeEnd(rule, nowCal)
+    const rs = this.book.get(key) ?? []
     if (this.available(key, nowCal, untilCal) < count + batch / 2) {
-      line = [key, batch, nowCal, Math.max(untilCal, lifeEnd(rule, nowCal))]
+      line = [key, batch, nowCal, Math.max(untilCal, end)]
     } else if (windowed(rule)) {
-      const next = lifeEnd(rule, nowCal) + 1
-      if (next - nowCal <= rule.perMs * PREFETCH_SHARE && !(this.book.get(key) ?? []).some(r => r.from >= next)) line = [key, batch, next, next + rule.perMs - 1]
+      // The next window's, once per window: a key used in this one finds it on disk when the next begins.
+      const next = end + 1
+      if (!rs.some(r => r.from >= next)) line = [key, batch, next, next + rule.perMs - 1]
+    } else if (!rs.some(r => r.until >= nowCal + (end - nowCal) * RENEW_SHARE)) {
+      // A sliding log's or a bucket's: renewed in the last quarter of its life.
+      line = [key, batch, nowCal, Math.max(untilCal, end)]
     }
     if (line !== null) this.pending.add(key)
     return line

@@ -2,8 +2,8 @@
 import test from 'ava'
 import { batchOf, lifeEnd, SpendAhead } from '../src/node/spend-ahead.js'
 
-const DAY = { stock: 20, perMs: 86_400_000, algorithm: 'fixed-window' }
-const LOG = { stock: 1000, perMs: 3_600_000, algorithm: 'sliding-log' }
+const DAY = { stock: 20, config: { perMs: 86_400_000, algorithm: 'fixed-window' } }
+const LOG = { stock: 1000, config: { perMs: 3_600_000, algorithm: 'sliding-log' } }
 const T = 1_800_000_000_000
 
 test('a reservation is about 5% of the stock, at least the count', t => {
@@ -13,10 +13,10 @@ test('a reservation is about 5% of the stock, at least the count', t => {
 })
 
 test('a calendar window\'s reservation lasts to the window\'s end; a sliding log\'s a tenth of the period, within 1 s and 60 s', t => {
-  const dayStart = Math.floor(T / DAY.perMs) * DAY.perMs
-  t.is(lifeEnd(DAY, T), dayStart + DAY.perMs - 1)
+  const dayStart = Math.floor(T / DAY.config.perMs) * DAY.config.perMs
+  t.is(lifeEnd(DAY, T), dayStart + DAY.config.perMs - 1)
   t.is(lifeEnd(LOG, T), T + 60_000)
-  t.is(lifeEnd({ stock: 5, perMs: 2000, algorithm: 'token-bucket' }, T), T + 1000)
+  t.is(lifeEnd({ stock: 5, config: { perMs: 2000, algorithm: 'token-bucket' } }, T), T + 1000)
 })
 
 test('nothing is spendable until a line is durable; then up to its n, within its life', t => {
@@ -45,7 +45,7 @@ test('nothing is spendable until a line is durable; then up to its n, within its
 test('a key used in a window asks for the next window\'s reservation, spendable only from its start', t => {
   const a = new SpendAhead()
   const start = (Math.floor(T / 1000) + 1) * 1000
-  const RULE = { stock: 100, perMs: 1000, algorithm: 'fixed-window' }
+  const RULE = { stock: 100, config: { perMs: 1000, algorithm: 'fixed-window' } }
   const first = a.want('k', RULE, 1, start - 900, start - 900)
   t.deepEqual(first, ['k', 5, start - 900, start - 1])
   if (first !== null) a.durable(first)
@@ -66,5 +66,24 @@ test('expired and spent reservations are swept; live ones are what a compaction 
   t.is(a.keys, 1)
   t.deepEqual(a.lines(T + 2000), [['y', 5, T + 2000, T + 5000]])
   a.take('y', 5, T + 2000, T + 2000)
+  t.deepEqual(a.lines(T + 2000), [], 'spent: nothing left to keep')
+  a.sweep(T + 2000)
   t.is(a.keys, 0)
+})
+
+test('spend: one pass takes the tokens and says when the next line is due', t => {
+  const a = new SpendAhead()
+  const RULE = { stock: 100, config: { perMs: 1000, algorithm: 'fixed-window' } }
+  const start = Math.floor(T / 1000) * 1000
+  a.durable(['k', 10, start, start + 999])
+  const e = a.entry('k')
+  if (e === undefined) { t.fail('no entry'); return }
+  t.true(a.spend(e, RULE, 1, start + 10, start + 10), 'no next-window reservation yet: due')
+  const next = a.want('k', RULE, 1, start + 10, start + 10)
+  t.deepEqual(next, ['k', 5, start + 1000, start + 1999])
+  t.false(a.spend(e, RULE, 1, start + 20, start + 20), 'one on its way: not due')
+  if (next !== null) a.durable(next)
+  t.false(a.spend(e, RULE, 1, start + 30, start + 30), '7 left of a batch of 5, and the next window reserved')
+  t.true(a.spend(e, RULE, 5, start + 40, start + 40), 'under half a batch left: due')
+  t.is(a.available('k', start + 40, start + 40), 2)
 })

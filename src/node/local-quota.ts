@@ -10,6 +10,7 @@ import { Limiter, type Resolution, type Waiter } from '../core/limiter.js'
 import { Calendar } from '../core/calendar.js'
 import { elsewhereError } from '../errors.js'
 import type { LoneStore } from './lone-store.js'
+import { availableIn } from './spend-ahead.js'
 
 /** Who makes decisions: a plain Limiter on its own, or the cluster state machine around one. */
 export interface Decider {
@@ -195,14 +196,14 @@ export class LocalQuota implements QuotaService {
     const rule = this.store !== null && this.calendar !== null ? this.limiter.ruleFor(key) : undefined
     if (rule === undefined || this.store === null || this.calendar === null || !this.store.guards(rule)) return this.decider.acquire(key, count, now)
     const cal = this.calendar.at(now)
-    if (this.store.ahead.available(key, cal, cal) < count) {
+    const e = this.store.ahead.entry(key)
+    if (e === undefined || availableIn(e, cal, cal) < count) {
       const d = this.limiter.peek(key, count, now)
       if (d.allowed) this.store.reserve(key, rule, count, cal, cal)
       return denied(d)
     }
     const d = this.limiter.acquire(key, count, now)
-    if (d.allowed) this.store.ahead.take(key, count, cal, cal)
-    this.store.reserve(key, rule, count, cal, cal)
+    if (d.allowed && this.store.ahead.spend(e, rule, count, cal, cal)) this.store.reserve(key, rule, count, cal, cal)
     return d
   }
 
@@ -219,12 +220,17 @@ export class LocalQuota implements QuotaService {
     const now = this.clock.mono()
     const cal = this.calendar.at(now)
     const until = cal + Math.max(0, waitMs)
-    if (store.ahead.available(key, cal, until) >= count) {
+    const e = store.ahead.entry(key)
+    if (e !== undefined && availableIn(e, cal, until) >= count) {
+      if (waitMs <= 0) {
+        const d = this.limiter.acquire(key, count, now)
+        if (d.allowed && store.ahead.spend(e, rule, count, cal, until)) store.reserve(key, rule, count, cal, until)
+        return d
+      }
       const handle = new Handle(this)
-      const r = waitMs > 0 ? this.limiter.acquireOrWait(key, count, waitMs, now, handle) : this.limiter.acquire(key, count, now)
+      const r = this.limiter.acquireOrWait(key, count, waitMs, now, handle)
       // A queued waiter is covered too: its tokens are set aside in the reservation until its deadline.
-      if (!('allowed' in r) || r.allowed) store.ahead.take(key, count, cal, until)
-      store.reserve(key, rule, count, cal, until)
+      if (store.ahead.spend(e, rule, count, cal, until)) store.reserve(key, rule, count, cal, until)
       if ('allowed' in r) return r
       handle.waiter = r
       this.arm()
@@ -330,3 +336,4 @@ export class LocalQuota implements QuotaService {
 function denied (d: Decision): Decision {
   return { ...d, allowed: false, retryAfterMs: Math.max(1, d.retryAfterMs) }
 }
+

@@ -117,7 +117,7 @@ export class LoneStore {
    * needed and none is on its way).
    */
   reserve (key: string, rule: CompiledRule, count: number, nowCal: number, untilCal: number, then?: (ok: boolean) => void): void {
-    const line = this.ahead.want(key, { stock: rule.stock, perMs: rule.config.perMs, algorithm: rule.config.algorithm }, count, nowCal, untilCal)
+    const line = this.ahead.want(key, rule, count, nowCal, untilCal)
     if (line !== null) {
       this.queue.push(line)
       this.kick()

@@ -32,7 +32,7 @@ const BATCH_SHARE = 0.05
 /** A reservation of a sliding log or a token bucket is renewed once less than this share of its life is left. */
 const RENEW_SHARE = 0.25
 
-interface Reservation {
+export interface Reservation {
   /** Tokens still unspent in it. */
   n: number
   /** Calendar ms from which, and until which, it may be spent from. */
@@ -46,8 +46,7 @@ export type SpendLine = [key: string, n: number, from: number, until: number]
 /** What the book needs to know of a rule. */
 export interface AheadRule {
   readonly stock: number
-  readonly perMs: number
-  readonly algorithm: string
+  readonly config: { readonly perMs: number, readonly algorithm: string }
 }
 
 /** Tokens a reservation of `rule` holds: about 5% of the stock, at least `count`. */
@@ -66,47 +65,78 @@ export function batchOf (rule: AheadRule, count: number): number {
  * as spent at the end of its life; shorter would write more lines).
  */
 export function lifeEnd (rule: AheadRule, nowCal: number): number {
-  if (rule.algorithm === 'fixed-window' || rule.algorithm === 'sliding-window') return (Math.floor(nowCal / rule.perMs) + 1) * rule.perMs - 1
-  return nowCal + Math.min(MAX_LIFE_MS, Math.max(MIN_LIFE_MS, rule.perMs / 10))
+  if (rule.config.algorithm === 'fixed-window' || rule.config.algorithm === 'sliding-window') return (Math.floor(nowCal / rule.config.perMs) + 1) * rule.config.perMs - 1
+  return nowCal + Math.min(MAX_LIFE_MS, Math.max(MIN_LIFE_MS, rule.config.perMs / 10))
 }
 
 /** Whether a rule's reservations follow its calendar windows (lifeEnd). */
 function windowed (rule: AheadRule): boolean {
-  return rule.algorithm === 'fixed-window' || rule.algorithm === 'sliding-window'
+  return rule.config.algorithm === 'fixed-window' || rule.config.algorithm === 'sliding-window'
+}
+
+/** A key's reservations, and whether a line for it is being written (one at a time per key). */
+export interface AheadEntry {
+  rs: Reservation[]
+  pending: boolean
 }
 
 export class SpendAhead {
-  /** Durable reservations per key, oldest first. */
-  private readonly book = new Map<string, Reservation[]>()
-  /** Keys with a reservation written but not yet durable (one at a time per key). */
-  private readonly pending = new Set<string>()
+  /** Per key: durable reservations, oldest first. One lookup per decision (the hot path). */
+  private readonly book = new Map<string, AheadEntry>()
+
+  /** The key's entry, if it has reservations or one on its way. */
+  entry (key: string): AheadEntry | undefined {
+    return this.book.get(key)
+  }
 
   /** Tokens of `key` spendable at `nowCal` from durable reservations that last until `untilCal`. */
   available (key: string, nowCal: number, untilCal: number): number {
-    const rs = this.book.get(key)
-    if (rs === undefined) return 0
-    let n = 0
-    for (const r of rs) if (r.from <= nowCal && r.until >= untilCal) n += r.n
-    return n
+    const e = this.book.get(key)
+    return e === undefined ? 0 : availableIn(e, nowCal, untilCal)
+  }
+
+  /**
+   * Spend `count` from `e`'s reservations good at `nowCal` and lasting until
+   * `untilCal` (the caller checked they hold it). Returns whether a line
+   * should be asked for now (`want`): what is left is under half a batch, or
+   * the next window's reservation (a sliding log's or bucket's renewal) is
+   * due and none is on its way. One pass; no lookup.
+   */
+  spend (e: AheadEntry, rule: AheadRule, count: number, nowCal: number, untilCal: number): boolean {
+    let left = count
+    let avail = 0
+    let lastFrom = -Infinity
+    let lastUntil = -Infinity
+    for (const r of e.rs) {
+      if (r.from > lastFrom) lastFrom = r.from
+      if (r.until > lastUntil) lastUntil = r.until
+      if (r.from > nowCal || r.until < untilCal) continue
+      const t = Math.min(r.n, left)
+      r.n -= t
+      left -= t
+      avail += r.n
+    }
+    if (e.pending) return false
+    const end = lifeEnd(rule, nowCal)
+    if (avail < count + batchOf(rule, count) / 2) return true
+    return windowed(rule) ? lastFrom <= end : lastUntil < nowCal + (end - nowCal) * RENEW_SHARE
   }
 
   /**
    * Spend `count` of `key` from reservations good at `nowCal` and lasting
-   * until `untilCal` (the caller checked `available`). Expired ones are
-   * dropped on the way.
+   * until `untilCal` (the caller checked `available`).
    */
   take (key: string, count: number, nowCal: number, untilCal: number): void {
-    const rs = this.book.get(key)
-    if (rs === undefined) return
+    const e = this.book.get(key)
+    if (e === undefined) return
     let left = count
-    for (const r of rs) {
+    for (const r of e.rs) {
       if (left <= 0) break
       if (r.from > nowCal || r.until < untilCal) continue
       const t = Math.min(r.n, left)
       r.n -= t
       left -= t
     }
-    this.prune(key, rs, nowCal)
   }
 
   /**
@@ -117,54 +147,64 @@ export class SpendAhead {
    * a renewal of one near the end of its life, so a busy key never waits.
    */
   want (key: string, rule: AheadRule, count: number, nowCal: number, untilCal: number): SpendLine | null {
-    if (this.pending.has(key)) return null
+    let e = this.book.get(key)
+    if (e?.pending === true) return null
     const batch = batchOf(rule, count)
     let line: SpendLine | null = null
     const end = lifeEnd(rule, nowCal)
-    const rs = this.book.get(key) ?? []
-    if (this.available(key, nowCal, untilCal) < count + batch / 2) {
+    const rs = e?.rs ?? []
+    if ((e === undefined ? 0 : availableIn(e, nowCal, untilCal)) < count + batch / 2) {
       line = [key, batch, nowCal, Math.max(untilCal, end)]
     } else if (windowed(rule)) {
       // The next window's, once per window: a key used in this one finds it on disk when the next begins.
       const next = end + 1
-      if (!rs.some(r => r.from >= next)) line = [key, batch, next, next + rule.perMs - 1]
+      if (!rs.some(r => r.from >= next)) line = [key, batch, next, next + rule.config.perMs - 1]
     } else if (!rs.some(r => r.until >= nowCal + (end - nowCal) * RENEW_SHARE)) {
       // A sliding log's or a bucket's: renewed in the last quarter of its life.
       line = [key, batch, nowCal, Math.max(untilCal, end)]
     }
-    if (line !== null) this.pending.add(key)
+    if (line === null) return null
+    if (e === undefined) this.book.set(key, e = { rs: [], pending: true })
+    else e.pending = true
     return line
   }
 
   /** A line is on disk: its tokens may be spent. */
   durable (line: SpendLine): void {
-    this.pending.delete(line[0])
-    const rs = this.book.get(line[0])
+    const e = this.book.get(line[0])
     const r: Reservation = { n: line[1], from: line[2], until: line[3] }
-    if (rs === undefined) this.book.set(line[0], [r])
-    else rs.push(r)
+    if (e === undefined) this.book.set(line[0], { rs: [r], pending: false })
+    else { e.rs.push(r); e.pending = false }
   }
 
   /** A line could not be written: nothing reserved, and the next request may try again. */
   failed (line: SpendLine): void {
-    this.pending.delete(line[0])
+    const e = this.book.get(line[0])
+    if (e === undefined) return
+    e.pending = false
+    if (e.rs.length === 0) this.book.delete(line[0])
   }
 
   /** Whether a reservation for `key` is being written. */
   waiting (key: string): boolean {
-    return this.pending.has(key)
+    return this.book.get(key)?.pending === true
   }
 
   /** Drop expired and spent reservations of every key (the store's sweep), so idle keys leave no entry. */
   sweep (nowCal: number): void {
-    for (const [key, rs] of this.book) this.prune(key, rs, nowCal)
+    for (const [key, e] of this.book) {
+      let w = 0
+      for (const r of e.rs) if (r.n > 0 && r.until >= nowCal) e.rs[w++] = r
+      e.rs.length = w
+      if (w === 0 && !e.pending) this.book.delete(key)
+    }
   }
 
   /** Every live reservation, as lines (a compaction of the log keeps them). */
   lines (nowCal: number): SpendLine[] {
     const out: SpendLine[] = []
-    for (const [key, rs] of this.book) {
-      for (const r of rs) if (r.n > 0 && r.until >= nowCal) out.push([key, r.n, Math.max(r.from, nowCal), r.until])
+    for (const [key, e] of this.book) {
+      for (const r of e.rs) if (r.n > 0 && r.until >= nowCal) out.push([key, r.n, Math.max(r.from, nowCal), r.until])
     }
     return out
   }
@@ -172,11 +212,11 @@ export class SpendAhead {
   get keys (): number {
     return this.book.size
   }
+}
 
-  private prune (key: string, rs: Reservation[], nowCal: number): void {
-    let w = 0
-    for (const r of rs) if (r.n > 0 && r.until >= nowCal) rs[w++] = r
-    rs.length = w
-    if (w === 0) this.book.delete(key)
-  }
+/** Tokens of an entry spendable at `nowCal` from reservations lasting until `untilCal`. */
+export function availableIn (e: AheadEntry, nowCal: number, untilCal: number): number {
+  let n = 0
+  for (const r of e.rs) if (r.from <= nowCal && r.until >= untilCal) n += r.n
+  return n
 }

@@ -188,19 +188,21 @@ export class LocalQuota implements QuotaService {
   /**
    * An acquire that must be answered now (a batch item): decided from what
    * this node holds, never waited for (no first-use wait, no forward). A
-   * lone node's hard key without a reservation on disk is denied with a
-   * retry in 1 ms while one is written.
+   * lone node's hard key without a reservation on disk gets one written
+   * synchronously (denied, retry in 1 ms, only if the write fails).
    */
   acquireNow (key: string, count: number): Decision {
     const now = this.clock.mono()
     const rule = this.store !== null && this.calendar !== null ? this.limiter.ruleFor(key) : undefined
     if (rule === undefined || this.store === null || this.calendar === null || !this.store.guards(rule)) return this.decider.acquire(key, count, now)
     const cal = this.calendar.at(now)
-    const e = this.store.ahead.entry(key)
+    let e = this.store.ahead.entry(key)
     if (e === undefined || availableIn(e, cal, cal) < count) {
-      const d = this.limiter.peek(key, count, now)
-      if (d.allowed) this.store.reserve(key, rule, count, cal, cal)
-      return denied(d)
+      // Would be admitted, and has no reservation on disk: one is written now, on the event loop (a batch answers at once).
+      const p = this.limiter.peek(key, count, now)
+      if (!p.allowed) return this.limiter.acquire(key, count, now)
+      if (!this.store.reserveNow(key, rule, count, cal)) return denied(p)
+      e = this.store.ahead.entry(key) as NonNullable<typeof e>
     }
     const d = this.limiter.acquire(key, count, now)
     if (d.allowed && this.store.ahead.spend(e, rule, count, cal, cal)) this.store.reserve(key, rule, count, cal, cal)

@@ -23,6 +23,7 @@
  * way go together in the next (one fsync). A failed write reserves nothing;
  * the requests that waited for it are denied, and the next one tries again.
  */
+import { fdatasyncSync, writeSync } from 'node:fs'
 import { open, readFile, rename, rm, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Calendar } from '../core/calendar.js'
@@ -31,7 +32,7 @@ import type { Limiter } from '../core/limiter.js'
 import { horizonAt } from '../cluster/recovery.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
 import { readIfExists, writeJsonFile } from '../util/json-file.js'
-import { SpendAhead, type SpendLine } from './spend-ahead.js'
+import { batchOf, lifeEnd, SpendAhead, type SpendLine } from './spend-ahead.js'
 
 export const LONE_FILE = 'quotad-lone.json'
 export const SPENDS_LOG = 'quotad-spends.log'
@@ -127,6 +128,26 @@ export class LoneStore {
     const list = this.waiters.get(key)
     if (list === undefined) this.waiters.set(key, [then])
     else list.push(then)
+  }
+
+  /**
+   * A reservation for `key` written now, synchronously (one write and one
+   * fdatasync on the event loop): for a batch item, which must be answered
+   * at once, of a key with none on disk. Returns whether it is durable.
+   */
+  reserveNow (key: string, rule: CompiledRule, count: number, nowCal: number): boolean {
+    if (this.fh === null || this.closed) return false
+    const line: SpendLine = [key, batchOf(rule, count), nowCal, lifeEnd(rule, nowCal)]
+    try {
+      writeSync(this.fh.fd, JSON.stringify(line) + '\n')
+      fdatasyncSync(this.fh.fd)
+    } catch {
+      this.failures++
+      return false
+    }
+    this.lines++
+    this.ahead.durable(line)
+    return true
   }
 
   /** Drop expired reservations (the sweeper). */

@@ -24,13 +24,14 @@
  * the requests that waited for it are denied, and the next one tries again.
  */
 import { fdatasyncSync, writeSync } from 'node:fs'
-import { open, readFile, rename, rm, type FileHandle } from 'node:fs/promises'
+import { open, readFile, rm, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Calendar } from '../core/calendar.js'
 import type { CompiledRule } from '../core/rules.js'
 import type { Limiter } from '../core/limiter.js'
 import { horizonAt } from '../cluster/recovery.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
+import { writeFileAtomic } from '../util/atomic-file.js'
 import { readIfExists, writeJsonFile } from '../util/json-file.js'
 import { batchOf, lifeEnd, SpendAhead, type SpendLine } from './spend-ahead.js'
 
@@ -99,9 +100,7 @@ export class LoneStore {
     else restored = spendAgain(opts.limiter, await unreturned(opts, cal), nowMs, 'unclean-restart')
     // What is outstanding now goes first in the new log: a crash before the next clean stop keeps it.
     const checkpoint = outstanding(opts.limiter, nowMs, cal)
-    const tmp = join(opts.dataDir, `${SPENDS_LOG}.tmp`)
-    await writeLines(tmp, checkpoint)
-    await rename(tmp, join(opts.dataDir, SPENDS_LOG))
+    await writeFileAtomic(opts.dataDir, SPENDS_LOG, linesText(checkpoint))
     await writeJsonFile(opts.dataDir, LONE_FILE, { version: 1, node: opts.node, status: 'running' } satisfies LoneFile, ErrorCodes.STATE_UNWRITABLE)
     const fh = await open(join(opts.dataDir, SPENDS_LOG), 'a', 0o600)
     return new LoneStore(opts, fh, restored, checkpoint.length)
@@ -194,7 +193,7 @@ export class LoneStore {
     let ok = false
     try {
       if (this.fh === null) throw new Error('the spends log is closed')
-      await this.fh.appendFile(batch.map(l => JSON.stringify(l)).join('\n') + '\n')
+      await this.fh.appendFile(linesText(batch))
       await this.fh.datasync()
       ok = true
       this.lines += batch.length
@@ -216,9 +215,7 @@ export class LoneStore {
     const now = this.opts.limiter.now
     const cal = this.opts.calendar.at(now)
     const lines = [...outstanding(this.opts.limiter, now, cal), ...this.ahead.lines(cal)]
-    const tmp = join(this.opts.dataDir, `${SPENDS_LOG}.tmp`)
-    await writeLines(tmp, lines)
-    await rename(tmp, join(this.opts.dataDir, SPENDS_LOG))
+    await writeFileAtomic(this.opts.dataDir, SPENDS_LOG, linesText(lines))
     await this.fh?.close()
     this.fh = await open(join(this.opts.dataDir, SPENDS_LOG), 'a', 0o600)
     this.lines = this.checkpointLines = lines.length
@@ -312,12 +309,7 @@ function parseLoneFile (text: string, file: string, node: string): LoneFile {
   return { version: 1, node, status: o.status, keys: keys as SavedLoneKey[] }
 }
 
-async function writeLines (file: string, lines: SpendLine[]): Promise<void> {
-  const fh = await open(file, 'w', 0o600)
-  try {
-    if (lines.length > 0) await fh.writeFile(lines.map(l => JSON.stringify(l)).join('\n') + '\n')
-    await fh.sync()
-  } finally {
-    await fh.close()
-  }
+/** The log's text for `lines`: one JSON line each. */
+function linesText (lines: SpendLine[]): string {
+  return lines.length === 0 ? '' : lines.map(l => JSON.stringify(l)).join('\n') + '\n'
 }

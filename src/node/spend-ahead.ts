@@ -123,23 +123,6 @@ export class SpendAhead {
   }
 
   /**
-   * Spend `count` of `key` from reservations good at `nowCal` and lasting
-   * until `untilCal` (the caller checked `available`).
-   */
-  take (key: string, count: number, nowCal: number, untilCal: number): void {
-    const e = this.book.get(key)
-    if (e === undefined) return
-    let left = count
-    for (const r of e.rs) {
-      if (left <= 0) break
-      if (r.from > nowCal || r.until < untilCal) continue
-      const t = Math.min(r.n, left)
-      r.n -= t
-      left -= t
-    }
-  }
-
-  /**
    * The line to write so that `count` tokens of `key` can be spent until
    * `untilCal` (and a batch more): null when one is on its way already, or
    * when the durable ones leave more than half a batch. With enough for

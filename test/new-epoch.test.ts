@@ -14,7 +14,7 @@ import { limits, rule } from './helpers/rules.js'
 
 const WALL = 1_700_000_000_000
 const KEY = 'api'
-const keep = { cfg: 'h', known: () => true, maxKeys: 100 }
+const keep = { cfg: 'h', known: () => true, maxKeys: 100, seeds: new Set(['a', 'b']) }
 
 /** `allocate`: a first start or a clean restart keeps its share (and may give any token it holds); an unclean one does not. */
 function core (node: string, incarnation: number, epoch = `${node}.${incarnation}`, now = 0, allocate = incarnation === 1): ClusterCore {

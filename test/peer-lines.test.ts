@@ -7,7 +7,7 @@ import { CLUSTER_VERSION, type Gossip, type GossipKey } from '../src/cluster/mes
 import { heardAll } from '../src/cluster/heard.js'
 import { Peers } from '../src/cluster/peers.js'
 
-const keep = { cfg: 'h', known: () => true, maxKeys: 100 }
+const keep = { cfg: 'h', known: () => true, maxKeys: 100, seeds: new Set(['a', 'b']) }
 
 function gossip (seq: number, hash: string, keys: GossipKey[]): Gossip {
   return { v: CLUSTER_VERSION, t: 'gossip', node: 'b', epoch: 'eb', inc: 1, seq, now: 0, pending: [], carries: [], cfg: 'h', rules: { api: hash }, keys, acks: [] }

@@ -138,7 +138,8 @@ export class ClusterCore {
     this.peers = new Peers(this.tuning.aliveTimeoutMs, {
       cfg: this.clusterHash,
       known: k => this.limiter.existing(k) !== undefined,
-      maxKeys: opts.limits.maxKeys
+      maxKeys: opts.limits.maxKeys,
+      seeds: new Set(this.seeds)
     }, 4 * this.tuning.quietGossipMs)
     this.view = new ClusterView(this.node, this.seeds, this.peers, this.tuning, this.calendar)
     this.heir = new Heir(this, opts.inherited ?? [], opts.estates ?? [])

@@ -76,6 +76,8 @@ interface Held {
   grants: Grant[]
   /** The account our positions of the dead seed were moved to at the settlement (none: the heir is this node, or unknown). */
   heir?: readonly [string, string]
+  /** A restart's ended epoch (intake.ts), not a settled seed: its account lives on in the restart's books. */
+  restart: boolean
   until: number
 }
 
@@ -100,6 +102,8 @@ export class EstateMarks {
   readonly counters = { tokensTakenBack: 0, tokensDelivered: 0, tokensExpired: 0 }
   /** Told of each grant taken back (the simulator's token audit checks it against the heir's copy). */
   onTakeBack: ((g: Grant) => void) | null = null
+  /** Told of each grant to a restart's ended epoch counted as given by its marks (the simulator's position audit: as an ack). */
+  onDelivered: ((g: Grant) => void) | null = null
 
   constructor (core: ClusterCore) {
     this.c = core
@@ -114,10 +118,10 @@ export class EstateMarks {
    * Survivor, at the settlement of dead seed `node`: our unacked grants to its `epoch` wait for its heir's marks;
    * or at any node's new epoch (intake.ts), for the restart's own.
    */
-  hold (node: string, epoch: string, grants: Grant[], heir: readonly [string, string] | undefined, nowMs: number): void {
+  hold (node: string, epoch: string, grants: Grant[], heir: readonly [string, string] | undefined, nowMs: number, restart = false): void {
     if (grants.length === 0) return
     const id = `${node}\u0000${epoch}`
-    const h: Held = { node, epoch, grants, until: nowMs + this.waitMs, ...(heir === undefined ? {} : { heir }) }
+    const h: Held = { node, epoch, grants, restart, until: nowMs + this.waitMs, ...(heir === undefined ? {} : { heir }) }
     this.held.set(id, h)
     const e = this.early.get(id)
     if (e !== undefined) {
@@ -200,6 +204,19 @@ export class EstateMarks {
     return h.grants
   }
 
+  /**
+   * Tokens of `key` in our grants to a restarted `node`'s ended epochs that wait for its marks: it may hold them
+   * (no-relay.ts `mayReturn` counts them as in transit until the marks tell).
+   */
+  heldFor (node: string, key: string): number {
+    let n = 0
+    for (const h of this.held.values()) {
+      if (h.node !== node || !h.restart) continue
+      for (const g of h.grants) for (const [k, a] of g.items) if (k === key) n += a
+    }
+    return n
+  }
+
   /** Epochs of `node` with grants waiting here. */
   epochsOf (node: string): string[] {
     const out: string[] = []
@@ -220,6 +237,9 @@ export class EstateMarks {
     this.held.delete(id)
     for (const g of h.grants) {
       if (g.seq > mark) this.onTakeBack?.(g)
+      // In the restart's recovered books: given to that account, as an ack would have counted it (positions.ts),
+      // so that what it returns of them is credited (grant-checks.ts: a member's grant only against our books).
+      if (g.seq <= mark && h.restart) { c.positions.acked([g]); this.onDelivered?.(g) }
       for (const [k, n] of g.items) {
         if (g.seq <= mark) { this.counters.tokensDelivered += n; continue }
         if (!creditAtHorizon(c, k, n, nowMs)) continue

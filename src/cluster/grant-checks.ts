@@ -2,8 +2,9 @@
  * Whether an incoming grant is one an honest giver sends (Transfers.onGrant
  * credits only those; the rest are refused, and an honest giver that was
  * refused takes its tokens back). Apart from transfers.ts because it is a
- * trust boundary of its own: what a member's word about its custody is
- * allowed to move (the threat model in operations.md).
+ * trust boundary of its own: a member's grant is credited only against
+ * this node's books of what it lent that member (the threat model in
+ * operations.md).
  *
  * It remembers the wants this node sent lately, by (peer, key), because a
  * grant that answers one may come back as a resend after its first reply
@@ -11,7 +12,7 @@
  */
 import type { ClusterCore } from './cluster-core.js'
 import { wantItems, type Grant, type Want } from './messages.js'
-import { lentTo } from './no-relay.js'
+import { lentTo, mayReturn } from './no-relay.js'
 
 /** A pushed grant may exceed what its giver last said it had by this fraction of the stock. */
 export const PUSH_TOLERANCE = 0.25
@@ -27,17 +28,29 @@ export class GrantChecks {
 
   /**
    * Why a grant can't be what an honest giver sends, or null. Every amount is
-   * a whole number from 1 to the key's stock. A grant that answers our want
-   * gives that key and at most what we asked. A pushed grant (a handoff, a
-   * return home, a resend) gives no more than the giver last said it had in
-   * custody (held, outstanding, deferred and in its unacked grants: a
-   * gossip sent after the push may arrive first and show the pushed tokens
-   * in transit), plus a tolerance of a quarter of the stock (tokens it may
-   * have received since) and what we lent it and did not get back, unless
-   * it matches a want we sent it lately
-   * (a reply that was lost and resent). So a member that lies about grants
-   * can give away no more than it claims to hold; what it claims is its own
-   * word (see the threat model in operations.md).
+   * a whole number from 1 to the key's stock, from a known peer of this
+   * cluster that agrees on the key's rule (a node whose file differs gets no
+   * tokens and gives none: operations.md "What nodes must agree on").
+   *
+   * A giver without a pre-allocated share (a member; `Peer.alloc`, which
+   * only a seed of the cluster file can have) is judged by this node's books
+   * alone, never by its word: per key, the grant gives at most what it holds
+   * of this node's tokens (`mayReturn`: lent and not given back), whether
+   * it is pushed, answers our want, or is a resend. An honest member keeps
+   * to that anyway (the no-relay rule, `giveCap`). Each credit lowers it
+   * (Positions.received, before the next grant is judged), so nothing a
+   * member says or sends can credit here more than this node lent it: the
+   * most a member takes out of the cluster is what it was granted.
+   *
+   * A seed's (its name is pinned, its share set by the file): a grant that
+   * answers our want gives that key and at most what we asked. A pushed
+   * grant (a handoff, a return home, a resend) gives no more than the giver
+   * last said it had in custody (held, outstanding, deferred and in its
+   * unacked grants: a gossip sent after the push may arrive first and show
+   * the pushed tokens in transit), plus a tolerance of a quarter of the
+   * stock (tokens it may have received since) and what we lent it and did
+   * not get back, unless it matches a want we sent it lately (a reply that
+   * was lost and resent).
    */
   implausible (g: Grant, asked: Want | undefined, nowMs: number): string | null {
     const c = this.core
@@ -45,6 +58,26 @@ export class GrantChecks {
       const rule = c.limiter.existing(key)?.rule ?? c.limiter.ruleFor(key)
       if (!Number.isSafeInteger(amount) || amount < 1) return `amount ${amount} is not a whole number of tokens`
       if (rule !== undefined && amount > rule.stock) return `amount ${amount} is over the stock of ${rule.stock}`
+    }
+    const p = c.peers.get(g.node)
+    if (p === undefined) return 'its giver is not a peer this node has heard'
+    if (!p.sameCluster) return 'its giver\'s cluster file differs (clusterHash)'
+    // Its rules as its gossip of this epoch says them (a restart's first push may come before its first gossip: its
+    // rules are not known yet, and a seed's grant is judged by the checks below as before).
+    if (p.seq > 0) {
+      for (const [key] of g.items) {
+        const rule = c.limiter.existing(key)?.rule ?? c.limiter.ruleFor(key)
+        if (rule !== undefined && p.rules[rule.name] !== rule.hash) return `its giver does not agree on rule ${rule.name}`
+      }
+    }
+    if (!p.alloc) {
+      const given = new Map<string, number>()
+      for (const [key, amount] of g.items) given.set(key, (given.get(key) ?? 0) + amount)
+      for (const [key, amount] of given) {
+        const lent = mayReturn(c, p, key)
+        if (amount > lent) return `a member gives ${amount} of ${key}, this node's books say it holds ${lent} of ours`
+      }
+      return asked === undefined ? null : overAsked(g, new Map(wantItems(asked)))
     }
     if (asked !== undefined) return overAsked(g, new Map(wantItems(asked)))
     // A resent answer to a want of ours (its first reply was lost) is judged as that answer: every key in it
@@ -55,22 +88,21 @@ export class GrantChecks {
       if (want !== undefined) resent.set(key, want)
     }
     if (resent.size > 0 && overAsked(g, resent) === null) return null
-    const p = c.peers.get(g.node)
     for (const [key, amount] of g.items) {
       const ks = c.limiter.existing(key)
-      const e = p?.keys.get(key)
+      const e = p.keys.get(key)
       const stock = ks?.rule.stock ?? c.limiter.ruleFor(key)?.stock ?? 0
       // What it said in gossip, or, never having said, the share it would create the key with; or this node's
       // belief since, if higher: a belief rises only by what this node pushed it (which it may push straight back).
       const believed = e === undefined ? 0 : e.held + e.outstanding + e.deferred + e.inTransitOut
-      const said = Math.max(believed, e !== undefined && !Number.isNaN(e.said) ? e.said : (p !== undefined && ks !== undefined ? c.view.peerShare(p, ks) : stock))
+      const said = Math.max(believed, e !== undefined && !Number.isNaN(e.said) ? e.said : (ks !== undefined ? c.view.peerShare(p, ks) : stock))
       // Plus what this node lent it and did not get back: it may return those at once, before a gossip says it has them
       // (a want's grant can reach it after the gossip this node last heard, the more so while a seed's grant waits
       // for its journal to be copied: replication.ts).
-      const lent = p === undefined ? 0 : lentTo(c, p, key)
+      const lent = lentTo(c, p, key)
       if (amount > said + lent + Math.max(1, Math.ceil(PUSH_TOLERANCE * stock))) {
         // The line it was judged by, so that a refusal in a log says which gossip it trusted.
-        const line = e === undefined ? 'never said' : `gossip ${e.seq} of epoch ${p?.epoch ?? '?'}: held ${e.held}, outstanding ${e.outstanding}, deferred ${e.deferred}, in transit ${e.inTransitOut}`
+        const line = e === undefined ? 'never said' : `gossip ${e.seq} of epoch ${p.epoch}: held ${e.held}, outstanding ${e.outstanding}, deferred ${e.deferred}, in transit ${e.inTransitOut}`
         return `pushes ${amount}, said it had ${said} (${line})`
       }
     }

@@ -90,7 +90,7 @@ function evidence (c: ClusterCore, m: { node: string, epoch: string, inc: number
  * giver go, and it gets every key from us.
  */
 function endedEpoch (c: ClusterCore, node: string, epoch: string, nowMs: number): void {
-  for (const e of c.ledger.epochsOf(node)) if (e !== epoch) c.reclaim.marks.hold(node, e, c.ledger.takeOutbox(node, e), undefined, nowMs)
+  for (const e of c.ledger.epochsOf(node)) if (e !== epoch) c.reclaim.marks.hold(node, e, c.ledger.takeOutbox(node, e), undefined, nowMs, true)
   c.ledger.giverEpoch(node, epoch)
   c.gossip.requestFullSync()
 }

@@ -43,6 +43,8 @@ export interface KeepPolicy {
   known: (key: string) => boolean
   /** Most key lines kept per peer. */
   maxKeys: number
+  /** The cluster file's seeds: only they may hold a pre-allocated share (`Peer.alloc`), whatever a gossip says. */
+  seeds: ReadonlySet<string>
 }
 
 export class Peers {
@@ -96,7 +98,9 @@ export class Peers {
       p.fenced = g.fenced === true
       p.nolease = g.nolease === true
       p.quiet = p.nolease || g.prev !== undefined
-      p.alloc = g.alloc !== false
+      // A share is set by the cluster file, never by a peer's word: a member that says it has one (leaves `alloc`
+      // out) is still a member, to the credit checks (grant-checks.ts) and to reclaim alike.
+      p.alloc = g.alloc !== false && this.keep.seeds.has(g.node)
       p.clockOffsetMs = g.now - myCalendarMs
       if (nowMs - p.offsetSpanAt >= OFFSET_SPAN_MS) {
         p.offsetPrev = p.offsetCur
@@ -226,7 +230,7 @@ export class Peers {
   restoreLegacy (name: string, epoch: string, inc: number, owed: Map<string, number>): void {
     let p = this.byName.get(name)
     if (p === undefined) {
-      p = newPeer(name, epoch, inc)
+      p = { ...newPeer(name, epoch, inc), alloc: this.keep.seeds.has(name) }
       this.byName.set(name, p)
       this.changed()
     }

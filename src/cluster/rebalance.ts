@@ -46,7 +46,7 @@ export function rebalance (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: numbe
   if (x.wantsOut > 0 && nowMs - x.wantSentAt < c.tuning.wantTimeoutMs) return
   x.wantsOut = 0
   // A node without a share can give back only to its lenders (no relay, reclaim.ts): it does so by itself.
-  if (!c.reclaim.hasBase && c.tuning.leases && returnToLenders(c, ks, x, nowMs)) return
+  if (!c.reclaim.hasBase && returnToLenders(c, ks, x, nowMs)) return
   // A seed that sends every acquire of the key to its two seeds (forward.ts `route`) returns what it holds after
   // RETURN_FORWARDED_INTERVALS: kept, tokens it took while starting would sit there unspent, and its two would ask
   // for them, a few at a time, every window.

@@ -126,6 +126,14 @@ export class PositionAudit {
       if (yes && f !== undefined) f.takenBack = true
       return yes
     }
+    // A grant to a restart's ended epoch that its marks count as delivered is given, as if acked (estate-marks.ts).
+    const marks = core.reclaim.marks
+    const delivered = marks.onDelivered
+    marks.onDelivered = g => {
+      const f = fate(g)
+      if (f !== undefined) f.acked = true
+      delivered?.(g)
+    }
     const transfers = core.transfers
     const refuse = transfers.refuse.bind(transfers)
     transfers.refuse = (g, why) => {

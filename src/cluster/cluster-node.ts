@@ -15,6 +15,7 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import type { Clock } from '../clock.js'
+import { LogOnce } from '../util/log-once.js'
 import type { ClusterConfig, NodeConfig, RuleConfig } from '../config/types.js'
 import { loadSwarmKey } from '../config/swarm-key.js'
 import type { Resolution } from '../core/limiter.js'
@@ -61,6 +62,8 @@ export class ClusterNode {
   readonly core: ClusterCore
   readonly startKind: StartKind
   private readonly opts: ClusterNodeOptions
+  /** Warnings a peer causes (rules that differ, refused grants): once per interval per (peer, reason), with a count. */
+  private readonly once: LogOnce
   private readonly restored: Restored
   private transport: Transport | null = null
   private timer: NodeJS.Timeout | null = null
@@ -84,8 +87,9 @@ export class ClusterNode {
     this.restored = restored
     this.bounds = { ...DEFAULT_BOUNDS, maxKeyBytes: opts.config.limits.maxKeyBytes, maxMembers: opts.config.limits.maxMembers }
     this.memberTopic = gossipTopic(opts.config.cluster.name)
+    this.once = new LogOnce(() => opts.clock.mono())
     this.disk = new NodeDisk(core, opts.node.dataDir, opts.config.cluster.name, opts.log, opts.clock)
-    this.requests = { core, disk: this.disk, bounds: this.bounds, clock: opts.clock, log: opts.log, onTokens: () => { opts.onTokens?.() }, acquire: (k, n, w, here) => opts.acquire?.(k, n, w, here) }
+    this.requests = { core, disk: this.disk, bounds: this.bounds, clock: opts.clock, log: opts.log, once: this.once, onTokens: () => { opts.onTokens?.() }, acquire: (k, n, w, here) => opts.acquire?.(k, n, w, here) }
     this.disk.onWaiting = () => { if (this.transport !== null) sendReplicas(this.core, this.transport, this.bounds, opts.clock, opts.log) }
   }
 
@@ -336,18 +340,25 @@ export class ClusterNode {
     }
   }
 
-  /** Say so (once per change) when a peer's rules differ from ours: those rules' tokens are not shared. */
+  /**
+   * Say so when a peer's rules differ from ours (those rules' tokens are not shared): one line for all the rules
+   * that changed, and for one peer at most once per interval (LogOnce), so a peer (or a made-up name's first
+   * gossip, which says no rules) costs a line, never one per rule.
+   */
   private logRuleChanges (peer: string, before: Record<string, string>): void {
     const after = this.core.peers.get(peer)?.rules ?? {}
     if (after === before) return
+    const differ: string[] = []
+    const agreed: string[] = []
     for (const r of this.core.limiter.rules) {
       const was = before[r.name] === r.hash
       const is = after[r.name] === r.hash
-      if (was !== is || (Object.keys(before).length === 0 && !is)) {
-        const fields = { peer, rule: r.name, ours: r.hash, theirs: after[r.name] ?? null }
-        if (is) this.opts.log.debug('rule agreed with peer; sharing its tokens', fields)
-        else this.opts.log.warn('rule differs from peer; its tokens are not shared with that peer', fields)
-      }
+      if (was !== is || (Object.keys(before).length === 0 && !is)) (is ? agreed : differ).push(r.name)
+    }
+    if (agreed.length > 0) this.opts.log.debug('rule agreed with peer; sharing its tokens', { peer, rules: agreed.slice(0, 16), count: agreed.length })
+    if (differ.length > 0) {
+      this.once.log(this.opts.log, 'warn', peer, 'rules differ', 'rule differs from peer; its tokens are not shared with that peer',
+        { peer, rules: differ.slice(0, 16), count: differ.length })
     }
   }
 

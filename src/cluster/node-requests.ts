@@ -9,6 +9,7 @@
 import type { Clock } from '../clock.js'
 import { ErrorCodes, QuotadError } from '../errors.js'
 import type { Logger } from '../util/log.js'
+import type { LogOnce } from '../util/log-once.js'
 import type { ClusterCore } from './cluster-core.js'
 import type { Ack, Grant, MessageBounds, Want } from './messages.js'
 import { decodeFans, decodeFwd, encodeFans, encodeFwd, type Fans, type Fwd } from './forward-messages.js'
@@ -25,6 +26,8 @@ export interface RequestContext {
   bounds: MessageBounds
   clock: Clock
   log: Logger
+  /** Warnings a peer causes, once per interval per (peer, reason) (util/log-once.ts). */
+  once: LogOnce
   /** Tokens arrived: waiting acquires may be served. */
   onTokens?: () => void
   /**
@@ -65,7 +68,8 @@ export async function serveRequest (x: RequestContext, from: string, data: Uint8
   if (m.t === 'grant') {
     const ack = x.core.onGrant(m, from, now)
     // A refused push goes back to its giver (which keeps the tokens): say why, the giver's operator will ask.
-    if (ack.refused === true) x.log.warn('refused a grant', { node: x.core.node, from: m.node, why: x.core.lastRefusal })
+    // Once per interval per giver (with a count): a member that pushes a thousand lies costs a line, not a thousand.
+    if (ack.refused === true) x.once.log(x.log, 'warn', m.node, 'refused a grant', 'refused a grant', { node: x.core.node, from: m.node, why: x.core.lastRefusal })
     x.onTokens?.()
     // The ack tells the giver to drop the grant: the credit is written first, so a kill -9 after the ack can't lose
     // it (a grant applied and not yet written stays unacked at its giver, and a member's restart settles it by its

@@ -50,9 +50,21 @@ export function lentTo (c: ClusterCore, p: Peer, key: string): number {
   return Math.max(0, -holdsOf(c, p, key)) + c.ledger.inTransitTo(p.name, key)
 }
 
-/** What this node holds of `p`'s account's tokens of `key` (negative: what p holds of ours), acked grants only. */
+/**
+ * What this node holds of `p`'s account's tokens of `key` (negative: what p
+ * holds of ours), acked grants only: its current epoch's account and the
+ * ones it carries (`carries[i]` is incarnation `inc - 1 - i`: each restart
+ * carries the last), less any carried incarnation settled here. A settled
+ * incarnation's account went to its heir or its lenders (reclaim-settle.ts),
+ * and p dropped its books when it learned (reclaim.ts `aboutMe`), though it
+ * still names it: counted, what this node held of that dead account (a
+ * heir's estate can restore it after the settlement) hid what p holds of
+ * ours now, and p's honest returns were refused.
+ */
 function holdsOf (c: ClusterCore, p: Peer, key: string): number {
   let n = 0
-  for (const e of [p.epoch, ...p.carries]) n += c.positions.of(p.name, e, key) + (c.reclaim.restored.get(p.name)?.get(e)?.get(key) ?? 0)
+  const add = (e: string): void => { n += c.positions.of(p.name, e, key) + (c.reclaim.restored.get(p.name)?.get(e)?.get(key) ?? 0) }
+  add(p.epoch)
+  p.carries.forEach((e, i) => { if (!c.reclaim.isSettled(p.name, p.inc - 1 - i)) add(e) })
   return n
 }

@@ -69,7 +69,11 @@ export interface VirtualClusterOptions {
 }
 
 
-/** How long a reclaimed node's supervisor takes to start it again. */
+/**
+ * How long a reclaimed node takes to start its new incarnation once its old
+ * one has stopped: the daemon does it in-process (daemon.ts `renew`: the
+ * same stop, then the same start from its disk), restarting its transport.
+ */
 export const RESTART_RECLAIMED_MS = 500
 
 export class VirtualCluster {
@@ -188,7 +192,8 @@ export class VirtualCluster {
       this.audit.inheritances(core)
       this.poll(n, core) // deferred credits fall due on ticks
       if (core.snapshot !== null) { this.finishStop(n, core); return }
-      // Reclaimed (a quorum of voters attests it dead): the daemon stops cleanly, exits, and its supervisor starts it again.
+      // Reclaimed (a quorum of voters attests it dead): the daemon stops its cluster layer cleanly and starts a new
+      // incarnation from its disk, in-process (daemon.ts renew).
       if (core.reclaim.reclaimed && n.state === 'up') { this.stop(name); this.startWhenStopped(name) }
       this.at(this.now + tickMs, tick)
     }

@@ -299,7 +299,8 @@ export class ClusterNode {
       const before = this.core.peers.get(m.node)?.rules
       const verdict = this.core.onGossip(m, from, this.opts.clock.mono())
       if (verdict !== 'ok') { this.refused(verdict, m.node, from); return }
-      this.logRuleChanges(m.node, before ?? {})
+      // A settled incarnation's gossip is ignored (it is in no peer table): no rules to compare, nothing to log.
+      if (this.core.peers.get(m.node) !== undefined) this.logRuleChanges(m.node, before ?? {})
       if (m.t === 'gossip' && m.members !== undefined) this.checkName()
     } catch (err) {
       this.core.onBadMessage()

@@ -29,6 +29,13 @@ export interface SimNode {
    */
   lingering: ClusterCore | null
   incarnations: number
+  /**
+   * SIGSTOP until this true time (0: running): the node neither ticks nor
+   * reads a message nor answers a client; a gossip sent to it is lost, a
+   * request or reply waits and is read after its first tick on resume (its
+   * timers fire before its I/O).
+   */
+  pausedUntil: number
   /** First-use requests waiting at this node (acquire). */
   waiters: Map<unknown, Waiter>
   sentBytes: number

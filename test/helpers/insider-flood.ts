@@ -65,11 +65,18 @@ export function joinMember (c: TestCluster, name: string): { proc: Proc, socket:
 
 export interface Admission { full: number, perPeer: number, perHost: number, notConnected: number, freed: number, admitted: number }
 
-/** A node's admission counters (membership.ts) and its peers as status shows them. */
-export async function admissionOf (socketPath: string): Promise<{ admission: Admission, peers: Array<{ name: string, alive: boolean }> }> {
-  const q = await QuotadClient.connect({ socketPath })
+/**
+ * A node's admission counters (membership.ts) and its peers as status shows
+ * them; null when the socket did not answer (a seed under a flood on a busy
+ * machine may drop a status connection: callers ask again).
+ */
+export async function admissionOf (socketPath: string): Promise<{ admission: Admission, peers: Array<{ name: string, alive: boolean }> } | null> {
+  let q: QuotadClient | undefined
   try {
+    q = await QuotadClient.connect({ socketPath })
     const s = await q.status() as unknown as { cluster: { admission: Admission }, peers: Array<{ name: string, alive: boolean }> }
     return { admission: s.cluster.admission, peers: s.peers }
-  } finally { await q.close() }
+  } catch {
+    return null
+  } finally { await q?.close().catch(() => {}) }
 }

@@ -109,6 +109,7 @@ export class ClusterNode {
       superseded,
       listed: new Map(config.nodes.map(n => [n.name, n.peerId])),
       maxMembers: config.limits.maxMembers,
+      maxMembersPerHost: config.limits.maxMembersPerHost,
       limits: config.limits,
       tuning: {
         gossipIntervalMs: config.cluster.gossipIntervalMs,
@@ -183,6 +184,8 @@ export class ClusterNode {
     t.onPeer = (peerId, connected) => log.info(connected ? 'peer connected' : 'peer disconnected', { peerId, node: this.core.membership.nameOf(peerId) ?? null })
     await t.start()
     this.transport = t
+    // A seed admits a member only from a peer connected now, a bounded number per address (membership.ts).
+    this.core.membership.hostOf = id => t.hostOf(id)
     const pinned = node.peerId
     if (pinned !== undefined && pinned !== t.peerId) {
       // Our own entry pins another key: peers would drop everything we say. Say so plainly.

@@ -44,6 +44,7 @@ import { EstateMarks } from './estate-marks.js'
 import { EstateReturns } from './estate-returns.js'
 import type { AttestEntry } from './messages.js'
 import { settleMember, settleSeed } from './reclaim-settle.js'
+import type { Peer } from './peers.js'
 
 /** Attestations kept (and persisted) per voter; the oldest go first past this. */
 export const MAX_ATTESTED = 4096
@@ -198,7 +199,7 @@ export class Reclaim {
     const seeds = this.seedsInherit && !c.fence.fenced
     if (nowMs - this.awakeSince >= reclaimMs) {
       for (const p of c.peers.all()) {
-        if ((p.alloc && !(seeds && c.seeds.includes(p.name))) || p.leaving || !p.sameCluster || p.seq <= 0 || nowMs - p.lastHeard < reclaimMs) continue
+        if (!this.attestable(p, seeds) || nowMs - p.lastHeard < reclaimMs) continue
         if (this.attestedByMe(p.name, p.inc)) continue
         this.attested.delete(p.name)
         this.attested.set(p.name, p.inc)
@@ -206,6 +207,21 @@ export class Reclaim {
         this.dirty = true
       }
     }
+  }
+
+  /** Whether a voter attests peer `p` once it falls silent (`seeds`: seeds with a share are attested too, see attestSilent). */
+  private attestable (p: Peer, seeds: boolean): boolean {
+    return !(p.alloc && !(seeds && this.c.seeds.includes(p.name))) && !p.leaving && p.sameCluster && p.seq > 0
+  }
+
+  /**
+   * Whether the dead-member settlement will take peer `p` once it is
+   * silent: the voters attest it (leases on, and it is attestable), and the
+   * settlement releases its name (markSettled). Membership slots wait for it
+   * (intake.ts freeSilentSlots).
+   */
+  settles (p: Peer): boolean {
+    return this.c.tuning.leases && this.attestable(p, this.seedsInherit)
   }
 
   /** Voter `voter`'s attestations, from its gossip: settle what a quorum attests; drop carried books attested at all. */

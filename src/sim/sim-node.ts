@@ -48,6 +48,22 @@ export function idOf (node: string): string {
   return `id:${node}`
 }
 
+/** Peer id `k` of a rogue on host `host` (FaultSpec.flood): an insider with the swarm key, no name of its own (a node's name has no `:`). */
+export function rogueId (host: string, k: number): string {
+  return `id::${host}:${k}`
+}
+
+/**
+ * The address a node sees peer id `id` connected from (membership.ts
+ * `hostOf`): each simulated node is its own host; a rogue's ids are on its
+ * host; a node that is down is not connected.
+ */
+export function hostOfId (id: string, nodes: ReadonlyMap<string, SimNode>): string | undefined {
+  if (id.startsWith('id::')) return id.slice(4, id.lastIndexOf(':'))
+  const n = nodes.get(id.slice(3))
+  return n !== undefined && (n.state === 'up' || n.state === 'stopping') ? n.name : undefined
+}
+
 /** How long a stopped node's transport stays open after its snapshot (the daemon writes its state file meanwhile). */
 export const LINGER_MS = 250
 

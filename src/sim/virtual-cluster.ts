@@ -25,7 +25,7 @@ import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import type { ClusterCore, Outbound } from '../cluster/cluster-core.js'
 import { encodeState, type SavedState } from '../cluster/durable-state.js'
 import { parseState } from '../cluster/state-schema.js'
-import type { Grant } from '../cluster/messages.js'
+import { CLUSTER_VERSION, type Grant } from '../cluster/messages.js'
 import { journalCheckpoint, startCore } from '../cluster/persist.js'
 import { ReplicaWitness } from './replica-check.js'
 import { SimReplication } from './sim-replication.js'
@@ -40,7 +40,7 @@ import { Cuts, PERFECT, type NetworkModel } from './network.js'
 import { Rng } from './rng.js'
 import { PositionAudit } from './position-audit.js'
 import { TokenAudit } from './token-audit.js'
-import { idOf, LINGER_MS, type SimNode } from './sim-node.js'
+import { hostOfId, idOf, LINGER_MS, rogueId, type SimNode } from './sim-node.js'
 import { GossipFields } from './gossip-fields.js'
 
 
@@ -172,6 +172,7 @@ export class VirtualCluster {
       monoMs: mono
     }, rules, n.disk, mono, n.disk?.status === 'running' && n.journal !== '' ? replayJournal(n.journal, name, name, 'sim') : undefined)
     for (const [k, v] of n.attest) core.reclaim.attested.set(k, v)
+    core.membership.hostOf = id => hostOfId(id, this.nodes)
     // Like the daemon: the saved state is consumed before serving; a crash from here on is unclean.
     n.disk = throughDisk(core.save(mono, 'running'))
     this.persist(n, core)
@@ -216,6 +217,27 @@ export class VirtualCluster {
     }
     if (core.reclaim.dirty) { n.attest = new Map(core.reclaim.attested); core.reclaim.dirty = false }
   }
+
+  /**
+   * A rogue insider (FaultSpec.flood) speaks once for each of `names` made-up
+   * member names (`x0`, `x1`, ...), name i from its peer id i mod `ids`, in a
+   * gossip every seed hears: a quiet member's first gossip, no books.
+   */
+  flood (names: number, ids: number): void {
+    for (const seed of this.seeds) {
+      const core = this.nodes.get(seed)?.core
+      if (core == null) continue
+      for (let i = 0; i < names; i++) {
+        this.floodSeq++
+        core.onGossip({
+          v: CLUSTER_VERSION, t: 'gossip', node: `x${i}`, epoch: `x${i}.1`, inc: 1, seq: this.floodSeq, now: this.calendar(seed),
+          pending: [], carries: [], cfg: 'sim', rules: {}, keys: [], acks: [], alloc: false
+        }, rogueId('rogue', i % ids), this.mono(seed))
+      }
+    }
+  }
+
+  private floodSeq = 0
 
   /** kill -9: what the node held is stranded until it restarts and recovers it from its journal (journal.ts). */
   crash (name: string): void {

@@ -13,20 +13,30 @@
  *
  * A cluster file with one node runs without the cluster layer (no libp2p,
  * no swarm key needed): the node holds the whole stock.
+ *
+ * A new incarnation in-process (`renew`): when a quorum of seeds attests
+ * this incarnation dead (it was cut off or paused past reclaimMs, and its
+ * peers settled it), the cluster layer alone restarts, through its one
+ * stop and start path: the old ClusterNode stops (its stop machine, its
+ * snapshot), a new one is created from the data directory as any clean
+ * restart is, and the decision service decides through it. The lock, the
+ * socket, the gRPC and HTTP listeners stay open throughout, and every
+ * request is answered (denied by the old incarnation, which admits nothing
+ * once attested: its books are dropped).
  */
 import { makeDirs } from './util/make-dirs.js'
 import { ErrorCodes, QuotadError } from './errors.js'
 import { systemClock, type Clock } from './clock.js'
 import type { ClusterConfig, NodeConfig } from './config/types.js'
 import { findNode } from './config/validate.js'
-import { LocalQuota } from './node/local-quota.js'
+import { LocalQuota, type ClusterBinding } from './node/local-quota.js'
 import { LoneStore } from './node/lone-store.js'
 import { UnixServer } from './server/unix-server.js'
 import { ClusterNode } from './cluster/cluster-node.js'
 import { createLogger, type Logger } from './util/log.js'
 import { DataLock } from './node/data-lock.js'
 import { HttpServer } from './http/http-server.js'
-import { Metrics } from './http/metrics.js'
+import { Metrics, type MetricSources } from './http/metrics.js'
 import { RlsServer } from './envoy/rls-server.js'
 
 export interface DaemonOptions {
@@ -38,19 +48,20 @@ export interface DaemonOptions {
   /** @default JSON lines on stderr at info */
   logger?: Logger
   /**
-   * A quorum of seeds attests this incarnation dead (reclaim.ts): what it
-   * held is credited to its peers, and it must come back as a new
-   * incarnation. The CLI stops the daemon and exits with ExitCodes.RESTART
-   * for its supervisor to start it again.
+   * A quorum of seeds attested this incarnation dead and its new incarnation
+   * could not be started in-process (`renew`): the CLI stops the daemon and
+   * exits with ExitCodes.RESTART for its supervisor to start it again.
    */
-  onReclaimed?: () => void
+  onRenewFailed?: () => void
 }
 
 export class Daemon {
   readonly node: NodeConfig
   readonly quota: LocalQuota
   readonly server: UnixServer
-  readonly cluster: ClusterNode | null
+  /** The cluster layer: replaced by a new incarnation's when this one is attested dead (`renew`). */
+  get cluster (): ClusterNode | null { return this.current }
+  private current: ClusterNode | null
   /** The metrics and health listener (nodes[].http / --http), if configured. */
   readonly http: HttpServer | null
   /** Envoy's Rate Limit Service over gRPC (nodes[].grpc / --grpc), if configured. */
@@ -61,13 +72,21 @@ export class Daemon {
 
   private readonly lock: DataLock
   private readonly clock: Clock
+  private readonly opts: DaemonOptions
+  /** What the metrics and /readyz read: its cluster and limiter follow a renewal. */
+  private readonly sources: MetricSources | null = null
+  /** New incarnations started in-process, and the last one's reason (status: `cluster.renewals`). */
+  private renewals: { count: number, last: { why: string, from: number, to: number, tookMs: number } | null } = { count: 0, last: null }
+  /** The renewal under way, if any: a stop waits for it. */
+  private renewing: Promise<void> | null = null
 
   private constructor (opts: DaemonOptions, node: NodeConfig, log: Logger, cluster: ClusterNode | null, lock: DataLock) {
     this.lock = lock
+    this.opts = opts
     this.config = opts.config
     this.node = node
     this.log = log
-    this.cluster = cluster
+    this.current = cluster
     const clock = this.clock = opts.clock ?? systemClock
     this.quota = new LocalQuota({
       node: this.node.name,
@@ -75,9 +94,7 @@ export class Daemon {
       rules: opts.config.rules,
       limits: opts.config.limits,
       clock,
-      cluster: cluster === null
-        ? undefined
-        : { decider: cluster.core, limiter: cluster.core.limiter, status: () => cluster.status(), urgent: () => cluster.tickSoon(), forward: (k, n, w, here) => cluster.forward(k, n, w, here), elsewhere: k => cluster.core.forwarding.decidesAtSeeds(k) }
+      cluster: cluster === null ? undefined : this.binding(cluster)
     })
     this.server = new UnixServer({
       path: this.node.socket,
@@ -91,7 +108,7 @@ export class Daemon {
     if (node.http === undefined) {
       this.http = null
     } else {
-      const sources = { limiter: this.quota.limiter, server: this.server, cluster, now: () => clock.mono() }
+      const sources = this.sources = { limiter: this.quota.limiter, server: this.server, cluster, now: () => clock.mono() }
       const metrics = new Metrics(sources)
       this.quota.timing = metrics
       this.http = new HttpServer({ address: node.http, metrics, sources, status: () => this.quota.status() })
@@ -109,20 +126,89 @@ export class Daemon {
     try {
       // The cluster is built first (it reads durable state) but reports arriving tokens to the quota built after it.
       const ref: { d?: Daemon } = {}
-      const cluster = opts.config.nodes.length > 1
-        ? await ClusterNode.create({
-          config: opts.config, node, clock: opts.clock ?? systemClock, log: log.child('cluster'),
-          onTokens: () => ref.d?.quota.kick(),
-          acquire: (k, n, w, here) => ref.d?.quota.acquire(k, n, Math.min(w, opts.config.limits.maxWaitMs), here),
-          onReclaimed: () => opts.onReclaimed?.()
-        })
-        : null
+      const cluster = opts.config.nodes.length > 1 ? await Daemon.createCluster(opts.config, node, opts, log, ref) : null
       const d = ref.d = new Daemon(opts, node, log, cluster, lock)
       await d.run()
       return d
     } catch (err) {
       await lock.release()
       throw err
+    }
+  }
+
+  /** The cluster layer, from the data directory: at the start, and for each new incarnation (`renew`). */
+  private static async createCluster (config: ClusterConfig, node: NodeConfig, opts: DaemonOptions, log: Logger, ref: { d?: Daemon }): Promise<ClusterNode> {
+    return await ClusterNode.create({
+      config, node, clock: opts.clock ?? systemClock, log: log.child('cluster'),
+      onTokens: () => ref.d?.quota.kick(),
+      acquire: (k, n, w, here) => ref.d?.quota.acquire(k, n, Math.min(w, config.limits.maxWaitMs), here),
+      // Off the tick that learned it: the renewal stops this very cluster layer.
+      onReclaimed: () => { setImmediate(() => { void ref.d?.renew('a quorum of seeds attests this incarnation dead (it was cut off or paused for longer than reclaimMs); its peers were credited what it held') }) }
+    })
+  }
+
+  /** How the decision service reaches a cluster layer. */
+  private binding (cluster: ClusterNode): ClusterBinding {
+    return {
+      decider: cluster.core,
+      limiter: cluster.core.limiter,
+      status: () => this.clusterStatus(cluster),
+      urgent: () => cluster.tickSoon(),
+      forward: (k, n, w, here) => cluster.forward(k, n, w, here),
+      elsewhere: k => cluster.core.forwarding.decidesAtSeeds(k)
+    }
+  }
+
+  private clusterStatus (cluster: ClusterNode): Record<string, unknown> {
+    const s = cluster.status()
+    return { ...s, cluster: { ...(s.cluster as object), renewals: { count: this.renewals.count, last: this.renewals.last } } }
+  }
+
+  /**
+   * Start a new incarnation of the cluster layer in-process (see the
+   * header): the old one stops through its stop machine and writes its
+   * snapshot, and the new one starts from the data directory, exactly as
+   * a clean restart by a supervisor would (ClusterNode.create and start).
+   *
+   * Hard mode stays safe: a quorum of seeds attested the old incarnation,
+   * so its peers settled it (credited themselves what it held of their
+   * tokens; a seed's heir inherited its share) and no voter echoes it
+   * again (it can never hold a lease again). It dropped its books when it
+   * learned it (reclaim.ts `dropBooks`: held and deferred tokens to zero,
+   * its spent ones owed as burn, its ledger's outboxes gone, a seed's
+   * `allocate` off for good). The new incarnation has a new epoch and a
+   * higher incarnation number; it carries the old one's snapshot, which
+   * holds nothing spendable, and drops even that once a quorum attests the
+   * carried incarnation (carrier.ts); it asks its peers for tokens anew,
+   * as a member that joins does. So nothing the old one held is spent by
+   * the new one, and what its peers were credited is theirs alone.
+   */
+  renew (why: string): Promise<void> {
+    if (this.state !== 'running' || this.renewing !== null) return this.renewing ?? Promise.resolve()
+    this.renewing = this.runRenew(why).finally(() => { this.renewing = null })
+    return this.renewing
+  }
+
+  private async runRenew (why: string): Promise<void> {
+    const old = this.current
+    if (old === null) return
+    const t0 = this.clock.mono()
+    const from = old.core.incarnation
+    try {
+      await old.stop()
+      const ref: { d?: Daemon } = { d: this }
+      const next = await Daemon.createCluster(this.config, this.node, this.opts, this.log, ref)
+      await next.start()
+      this.current = next
+      this.quota.bindCluster(this.binding(next))
+      if (this.sources !== null) { this.sources.cluster = next; this.sources.limiter = next.core.limiter }
+      const tookMs = Math.round(this.clock.mono() - t0)
+      this.renewals = { count: this.renewals.count + 1, last: { why, from, to: next.core.incarnation, tookMs } }
+      this.log.warn('new incarnation', { why, from, to: next.core.incarnation, epoch: next.core.epoch, tookMs, renewals: this.renewals.count, code: ErrorCodes.RECLAIMED })
+    } catch (err) {
+      // The old incarnation admits nothing again; without a new one this process serves nothing: its supervisor must.
+      this.log.error('the new incarnation could not start in-process; exiting for the supervisor to start it', { err, code: ErrorCodes.RECLAIMED })
+      this.opts.onRenewFailed?.()
     }
   }
 
@@ -188,6 +274,8 @@ export class Daemon {
     if (this.state === 'stopping' || this.state === 'stopped') return
     this.state = 'stopping'
     this.log.info('stopping')
+    // A renewal under way finishes first (it stops the old cluster layer and starts the next): then the next one stops.
+    await this.renewing?.catch(() => {})
     try {
       // The HTTP listener goes last: while the node stops, /readyz says so and /healthz still answers.
       await Promise.all([this.server.stop(), this.rls?.stop()])

@@ -343,9 +343,14 @@ test('framing: split and joined chunks, size cap from the header, truncation and
   t.is(big?.code, 'E_FRAME_TOO_LARGE')
   const short = await t.throwsAsync<QuotadError>(readFrame(chunks(frame.subarray(0, 7)), 5))
   t.is(short?.code, 'E_BAD_FRAME')
-  // bytes after the frame in the same chunk are a protocol error (later chunks are never read)
+  // bytes after the frame are a protocol error, in the frame's own chunk or written apart after it (issue 46: one
+  // written apart was answered); the reader reads on to the writer's close
   const trailing = await t.throwsAsync<QuotadError>(readFrame(chunks(Buffer.concat([frame, Uint8Array.of(1)])), 5))
   t.is(trailing?.code, 'E_BAD_FRAME')
+  const apart = await t.throwsAsync<QuotadError>(readFrame(chunks(frame, Uint8Array.of(0)), 5))
+  t.is(apart?.code, 'E_BAD_FRAME')
+  t.regex(apart?.message ?? '', /1 unexpected bytes after the frame/)
+  t.is(Buffer.from(await readFrame(chunks(frame, new Uint8Array(0)), 5)).toString(), 'hello', 'an empty chunk is no byte')
   const empty = await t.throwsAsync<QuotadError>(readFrame(chunks(), 5))
   t.is(empty?.code, 'E_BAD_FRAME')
 })

@@ -125,8 +125,9 @@ async function run (file: string, node: string, o: NodeOverrides, level: LogLeve
     config,
     node,
     logger: log,
-    // Reclaimed: stop cleanly (its books are already dropped) and exit for the supervisor to start a new incarnation.
-    onReclaimed: () => {
+    // Reclaimed, and the new incarnation could not start in-process (daemon.ts renew): stop cleanly (its books are
+    // already dropped) and exit for the supervisor to start one.
+    onRenewFailed: () => {
       if (stopping) return
       stopping = true
       // Status 3 even if the stop fails: the books are dropped already, and the supervisor must start it again.

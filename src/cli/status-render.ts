@@ -36,7 +36,12 @@ export function renderStatus (s: Obj): string {
     const lease = (cluster.lease ?? {}) as Obj
     const fenced = cluster.fenced === true ? `, FENCED for ${Math.round(num(lease.fencedForMs) / 1000)} s (no quorum of seeds echoes it: no hard-mode spending)` : ''
     out.push(`cluster: ${str(cluster.start)}, incarnation ${num(cluster.incarnation)}, ${cluster.isolated === true ? 'ISOLATED' : 'connected'}${fenced}` +
-      `${cluster.allocate === false ? ', allocate=false (restarted uncleanly: its share is stranded)' : ''}${cluster.phase !== 'running' ? `, ${str(cluster.phase)}` : ''}`)
+      `${cluster.allocate === false ? `, allocate=false (${allocateWhy(cluster)})` : ''}${cluster.phase !== 'running' ? `, ${str(cluster.phase)}` : ''}`)
+    const renewals = (cluster.renewals ?? {}) as Obj
+    const last = (renewals.last ?? null) as Obj | null
+    if (num(renewals.count) > 0 && last !== null) {
+      out.push(`  new incarnations in-process: ${num(renewals.count)}; the last, ${num(last.from)} -> ${num(last.to)} in ${num(last.tookMs)} ms: ${str(last.why)}`)
+    }
     out.push(`  transfers: ${num(counters.tokensIn)} in, ${num(counters.tokensOut)} out; wants ${num(counters.wantsSent)} sent, ${num(counters.wantsServed)} served` +
       `; bad messages ${num(counters.badMessages)}; refused ${num(refused.impostor)} impostor, ${num(refused.unknown)} unknown; grants refused ${num(counters.grantsRefused)}`)
     const differs = arr(cluster.clusterDiffers)
@@ -79,4 +84,15 @@ export function renderStatus (s: Obj): string {
     })).map(l => '  ' + l))
   }
   return out.join('\n') + '\n'
+}
+
+/**
+ * Why a node holds no pre-allocated share: its heir inherited it (a quorum of
+ * seeds attested an incarnation it carried, or this one), or an unclean
+ * restart found no usable journal (the share is stranded).
+ */
+function allocateWhy (cluster: Obj): string {
+  const reclaim = (cluster.reclaim ?? {}) as Obj
+  if (reclaim.droppedCarried === true || reclaim.reclaimed === true || num((cluster.renewals as Obj | undefined)?.count) > 0) return 'its share was inherited by its heir; it gets tokens by transfer'
+  return 'restarted uncleanly without a usable journal, or its share was inherited: it gets tokens by transfer'
 }

@@ -45,7 +45,7 @@ import { BooksJournal } from './journal.js'
 import { gossipOut } from './member-gossip.js'
 import { Recovery } from './recovery.js'
 import { Heir } from './heir.js'
-import { forgetDeparted, journalAck, onAck, onGossip, onGrant, onJournalWrite, onReply, onRequestFailed, onWant } from './intake.js'
+import { forgetDeparted, freeSilentSlots, journalAck, onAck, onGossip, onGrant, onJournalWrite, onReply, onRequestFailed, onWant } from './intake.js'
 import { defaultTuning, type ClusterTuning } from './tuning.js'
 import { JournalReplication, RELEASE_AFTER_INTERVALS } from './replication.js'
 import { ReplicaStore, type ReplicaChange } from './replica-store.js'
@@ -129,7 +129,8 @@ export class ClusterCore {
       me: opts.node,
       listed: opts.listed ?? new Map(this.seeds.map(n => [n, undefined])),
       seeds: this.seeds,
-      maxMembers: opts.maxMembers ?? 256
+      maxMembers: opts.maxMembers ?? 256,
+      ...(opts.maxMembersPerHost === undefined ? {} : { maxMembersPerHost: opts.maxMembersPerHost })
     })
     this.tuning = { ...defaultTuning(opts.tuning?.gossipIntervalMs), ...opts.tuning }
     this.calendar = new Calendar(opts.wallMs, opts.monoMs)
@@ -320,6 +321,7 @@ export class ClusterCore {
       this.transitions.settle(this.limiter.rules, this.seeds, this.node, n => this.peers.get(n))
       forgetDeparted(this, nowMs)
       this.reclaim.update(nowMs)
+      if (this.seeds.includes(this.node)) freeSilentSlots(this, nowMs)
       this.replication.release(this.journal, nowMs, RELEASE_AFTER_INTERVALS * this.tuning.gossipIntervalMs)
     }
     if (!running) this.stopper.step(this, nowMs, out)

@@ -113,6 +113,7 @@ export class ClusterNode {
       superseded,
       listed: new Map(config.nodes.map(n => [n.name, n.peerId])),
       maxMembers: config.limits.maxMembers,
+      maxMembersPerHost: config.limits.maxMembersPerHost,
       limits: config.limits,
       tuning: {
         gossipIntervalMs: config.cluster.gossipIntervalMs,
@@ -187,6 +188,8 @@ export class ClusterNode {
     t.onPeer = (peerId, connected) => log.info(connected ? 'peer connected' : 'peer disconnected', { peerId, node: this.core.membership.nameOf(peerId) ?? null })
     await t.start()
     this.transport = t
+    // A seed admits a member only from a peer connected now, a bounded number per address (membership.ts).
+    this.core.membership.hostOf = id => t.hostOf(id)
     const pinned = node.peerId
     if (pinned !== undefined && pinned !== t.peerId) {
       // Our own entry pins another key: peers would drop everything we say. Say so plainly.
@@ -303,7 +306,8 @@ export class ClusterNode {
       const before = this.core.peers.get(m.node)?.rules
       const verdict = this.core.onGossip(m, from, this.opts.clock.mono())
       if (verdict !== 'ok') { this.refused(verdict, m.node, from); return }
-      this.logRuleChanges(m.node, before ?? {})
+      // A settled incarnation's gossip is ignored (it is in no peer table): no rules to compare, nothing to log.
+      if (this.core.peers.get(m.node) !== undefined) this.logRuleChanges(m.node, before ?? {})
       if (m.t === 'gossip' && m.members !== undefined) this.checkName()
     } catch (err) {
       this.core.onBadMessage()

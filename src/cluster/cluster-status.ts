@@ -83,6 +83,7 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
       // Alive peers whose seeds, pinned ids or timings differ: no tokens move to or from them.
       clusterDiffers: [...core.peers.all()].filter(p => core.peers.isAlive(p, nowMs) && !p.sameCluster).map(p => p.name),
       refused: { ...core.membership.refused },
+      admission: { ...core.membership.admission, admitted: core.membership.members().length },
       isolated: core.isolated(nowMs),
       fenced: core.fenced(nowMs),
       // The lease (lease.ts): whether it holds, how long it has been fenced, and each voter's last echo.

@@ -23,6 +23,8 @@ export interface ClusterCoreOptions {
   listed?: ReadonlyMap<string, string | undefined>
   /** Most members not in the file a seed admits. @default 256 */
   maxMembers?: number
+  /** Most admitted members from one address (membership.ts). @default limits.maxMembersPerHost's */
+  maxMembersPerHost?: number
   rules: RuleConfig[]
   limits: LimitsConfig
   /** May this node materialize pre-allocated shares? False after an unclean restart with nothing to recover. */

@@ -41,7 +41,7 @@ export function onGossip (c: ClusterCore, m: Gossip | Hb, from: string, nowMs: n
   const r = c.gossip.repeat.reader
   const g = m.t === 'hb' ? r.expand(m) : m
   if (g === null) return 'ok'
-  const verdict = c.membership.check(g.node, from, true)
+  const verdict = c.membership.check(g.node, from, true, nowMs)
   if (verdict !== 'ok') return verdict
   // Kept only from the peer id bound to its name: a peer speaking in another's name cannot make that node's hbs unreadable.
   if (m.t === 'gossip') r.whole(m)
@@ -118,11 +118,35 @@ export function strand (c: ClusterCore, lost: Map<string, number>): void {
 export function forgetDeparted (c: ClusterCore, nowMs: number): void {
   for (const p of [...c.peers.all()]) {
     if (!p.leaving || nowMs - p.lastHeard < c.tuning.forgetAfterMs) continue
-    strand(c, c.ledger.forgetPeer(p.name))
-    c.positions.forget(p.name)
-    c.peers.forget(p.name)
-    c.membership.release(p.name)
+    forgetPeer(c, p.name)
   }
+}
+
+/** Peer `name` is gone for good here: its outboxes (stranded), positions, view and slot go. */
+function forgetPeer (c: ClusterCore, name: string): void {
+  strand(c, c.ledger.forgetPeer(name))
+  c.positions.forget(name)
+  c.peers.forget(name)
+  c.membership.release(name)
+}
+
+/**
+ * A seed frees the slots of admitted members silent here for `reclaimMs`
+ * (membership.ts `expire`), the silence after which a voter attests a dead
+ * member. A name keeps its slot while it owes anything here: a leaving
+ * peer (forgetDeparted frees it), one the dead-member settlement will take
+ * (reclaim.ts `settles`: it releases the slot when it settles), or one this
+ * node has books with (grants out, positions, restored holdings, applied
+ * marks). What is freed holds nothing here, so forgetting its view strands
+ * nothing, and the name comes back (any peer id) as a new member would.
+ */
+export function freeSilentSlots (c: ClusterCore, nowMs: number): void {
+  const freed = c.membership.expire(nowMs, c.tuning.reclaimMs, name => {
+    const p = c.peers.get(name)
+    if (p !== undefined && (p.leaving || c.reclaim.settles(p))) return true
+    return c.ledger.epochsOf(name).length > 0 || c.positions.accounts(name).size > 0 || c.reclaim.restored.has(name) || c.ledger.appliedEpochs(name).length > 0
+  })
+  for (const name of freed) if (c.peers.get(name) !== undefined) forgetPeer(c, name)
 }
 
 /** A want from peer id `from`: served only if its name is bound to `from`. */

@@ -73,9 +73,14 @@ export function forMembers (core: ClusterCore, whole: Gossip): Gossip {
   return { ...rest, keys, ...(decay.length === 0 ? {} : { decay }), ...(msums === undefined || msums.length === 0 ? {} : { msums }) }
 }
 
-/** Whether this seed has members to publish the members' copy to: a peer that is not a seed, alive in its view. */
+/**
+ * Whether this seed has members to publish the members' copy to: a peer that
+ * is not a seed, alive in its view, or a settled member that spoke lately
+ * (it must hear the attestations: reclaim.ts `zombieSpoke`).
+ */
 export function hasMembers (core: ClusterCore, nowMs: number): boolean {
   if (!core.msums.isSeed(core.node)) return false
+  if (core.reclaim.zombieSpoke(nowMs)) return true
   for (const p of core.peers.alive(nowMs)) if (!core.msums.isSeed(p.name)) return true
   return false
 }

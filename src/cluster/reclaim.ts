@@ -44,6 +44,7 @@ import { EstateMarks } from './estate-marks.js'
 import { EstateReturns } from './estate-returns.js'
 import type { AttestEntry } from './messages.js'
 import { settleMember, settleSeed } from './reclaim-settle.js'
+import type { Peer } from './peers.js'
 
 /** Attestations kept (and persisted) per voter; the oldest go first past this. */
 export const MAX_ATTESTED = 4096
@@ -52,7 +53,20 @@ export const MAX_ATTEST_PER_GOSSIP = 512
 
 export class Reclaim {
   private readonly c: ClusterCore
-  private readonly startMs: number
+  /**
+   * Since when this node has run without a pause: its start, or the end of
+   * its last stall (SIGSTOP, a VM freeze, a loop blocked) longer than
+   * `gossipIntervalMs + maxClockSkewMs`. A voter judges a peer silent only
+   * over time it was awake itself: after its own pause every peer looks
+   * silent for as long, and attesting them then settled live members (issue
+   * 43: two of three seeds stopped for 9 s attested both members on resume).
+   * Attesting later is always safe; only attesting is not.
+   */
+  private awakeSince: number
+  /** The last `update` (each housekeeping tick). */
+  private lastUpdate: number
+  /** The last time a settled incarnation without a share spoke (a cut-off member after the heal): see `zombieSpoke`. */
+  private zombieAt = -Infinity
   /** Voter: node -> the highest incarnation it attests (sticky; restored from disk). */
   readonly attested = new Map<string, number>()
   /** Voter: attestations changed since the driver last persisted them (it must before gossiping them). */
@@ -86,7 +100,7 @@ export class Reclaim {
 
   constructor (core: ClusterCore, startMs: number) {
     this.c = core
-    this.startMs = startMs
+    this.awakeSince = this.lastUpdate = startMs
     this.carrier = new Carrier(core.node, core.fence.quorum, core.carries.length)
     this.marks = new EstateMarks(core)
     this.returns = new EstateReturns(core)
@@ -114,6 +128,8 @@ export class Reclaim {
 
   /** Each housekeeping tick: a voter attests the silent peers without a share, and counts its own word. */
   update (nowMs: number): void {
+    if (nowMs - this.lastUpdate > this.c.tuning.gossipIntervalMs + this.c.tuning.maxClockSkewMs) this.awakeSince = nowMs
+    this.lastUpdate = nowMs
     this.marks.update(nowMs)
     this.returns.update(nowMs)
     if (!this.voting) return
@@ -146,7 +162,21 @@ export class Reclaim {
 
   /** A settled incarnation spoke again (a cut-off process after the heal): gossip its attestation again, so it learns. */
   sawZombie (node: string, nowMs: number): void {
-    if (this.settledAt.has(node)) this.settledAt.set(node, nowMs)
+    if (!this.settledAt.has(node)) return
+    this.settledAt.set(node, nowMs)
+    if (!this.c.seeds.includes(node)) this.zombieAt = nowMs
+  }
+
+  /**
+   * Whether a settled member spoke lately (within `aliveTimeoutMs`): a seed
+   * then publishes its members' copy (member-gossip.ts `hasMembers`) even
+   * with no member alive in its view. A member hears the seeds only through
+   * that copy, so without it a member whose every peer settled it (two of
+   * three seeds back from a pause, a cut of every member) never learned it,
+   * and stayed fenced for good (issue 43).
+   */
+  zombieSpoke (nowMs: number): boolean {
+    return nowMs - this.zombieAt < this.c.tuning.aliveTimeoutMs
   }
 
   /** How long a settled attestation is still gossiped: ten reclaim periods. */
@@ -167,9 +197,9 @@ export class Reclaim {
     // is a quorum, every voter would attest the seeds it cannot hear, and once the cut heals the attestations add up
     // to a quorum against every seed, alive all along. A voter with a lease is on a quorum's side.
     const seeds = this.seedsInherit && !c.fence.fenced
-    if (nowMs - this.startMs >= reclaimMs) {
+    if (nowMs - this.awakeSince >= reclaimMs) {
       for (const p of c.peers.all()) {
-        if ((p.alloc && !(seeds && c.seeds.includes(p.name))) || p.leaving || !p.sameCluster || p.seq <= 0 || nowMs - p.lastHeard < reclaimMs) continue
+        if (!this.attestable(p, seeds) || nowMs - p.lastHeard < reclaimMs) continue
         if (this.attestedByMe(p.name, p.inc)) continue
         this.attested.delete(p.name)
         this.attested.set(p.name, p.inc)
@@ -177,6 +207,21 @@ export class Reclaim {
         this.dirty = true
       }
     }
+  }
+
+  /** Whether a voter attests peer `p` once it falls silent (`seeds`: seeds with a share are attested too, see attestSilent). */
+  private attestable (p: Peer, seeds: boolean): boolean {
+    return !(p.alloc && !(seeds && this.c.seeds.includes(p.name))) && !p.leaving && p.sameCluster && p.seq > 0
+  }
+
+  /**
+   * Whether the dead-member settlement will take peer `p` once it is
+   * silent: the voters attest it (leases on, and it is attestable), and the
+   * settlement releases its name (markSettled). Membership slots wait for it
+   * (intake.ts freeSilentSlots).
+   */
+  settles (p: Peer): boolean {
+    return this.c.tuning.leases && this.attestable(p, this.seedsInherit)
   }
 
   /** Voter `voter`'s attestations, from its gossip: settle what a quorum attests; drop carried books attested at all. */

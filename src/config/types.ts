@@ -120,6 +120,8 @@ export interface LimitsConfig {
   maxInflightPerConnection: number
   /** Most members not in the cluster file a seed admits (at most 300). @default 256 */
   maxMembers: number
+  /** Most of those a seed admits from one address, the connection's remote IP (cluster/membership.ts). @default 32 */
+  maxMembersPerHost: number
 }
 
 export interface ClusterSection {
@@ -214,7 +216,8 @@ export const DEFAULT_LIMITS: LimitsConfig = {
   maxWaiters: 100_000,
   maxConnections: 1024,
   maxInflightPerConnection: 4096,
-  maxMembers: 256
+  maxMembers: 256,
+  maxMembersPerHost: 32
 }
 
 export const DEFAULT_SOCKET_MODE = 0o660

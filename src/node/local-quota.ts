@@ -35,7 +35,11 @@ export interface LocalQuotaOptions {
   /** Keys examined per sweep. @default 20000 */
   sweepBudget?: number
   /** Decide through this (the cluster) instead of a Limiter of our own; it must wrap `limiter`. */
-  cluster?: {
+  cluster?: ClusterBinding
+}
+
+/** The cluster a node decides through (its core, and the core's limiter): replaced when the node starts a new incarnation in-process. */
+export interface ClusterBinding {
     decider: Decider
     limiter: Limiter
     status: () => Record<string, unknown>
@@ -44,7 +48,6 @@ export interface LocalQuotaOptions {
     forward?: (key: string, count: number, waitMs: number, here: boolean) => Promise<Decision> | null
     /** Whether a key's acquires go to a seed (forward.ts `decidesAtSeeds`). */
     elsewhere?: (key: string) => boolean
-  }
 }
 
 export interface DecisionTiming {
@@ -79,14 +82,15 @@ class Handle implements WaitHandle {
 }
 
 export class LocalQuota implements QuotaService {
-  readonly limiter: Limiter
-  private readonly decider: Decider
-  private readonly clusterStatus?: () => Record<string, unknown>
+  /** The limiter decisions go through (a cluster's core's: replaced with the cluster, `bindCluster`). */
+  limiter: Limiter
+  private decider: Decider
+  private clusterStatus?: () => Record<string, unknown>
   /** A member's acquires of `decide: "seeds"` rules go to a seed (forward.ts). */
-  private readonly forward?: (key: string, count: number, waitMs: number, here: boolean) => Promise<Decision> | null
-  private readonly elsewhere?: (key: string) => boolean
+  private forward?: (key: string, count: number, waitMs: number, here: boolean) => Promise<Decision> | null
+  private elsewhere?: (key: string) => boolean
   /** Ask the cluster to tick now (a first-use wait wants its want sent at once, not at the next tick). */
-  private readonly urgent?: () => void
+  private urgent?: () => void
   private readonly clock: Clock
   private readonly node: string
   private timer: NodeJS.Timeout | null = null
@@ -110,10 +114,7 @@ export class LocalQuota implements QuotaService {
     if (opts.cluster !== undefined) {
       this.limiter = opts.cluster.limiter
       this.decider = opts.cluster.decider
-      this.clusterStatus = opts.cluster.status
-      this.urgent = opts.cluster.urgent
-      this.forward = opts.cluster.forward
-      this.elsewhere = opts.cluster.elsewhere
+      this.bind(opts.cluster)
     } else {
       this.calendar = new Calendar(opts.clock.now(), opts.clock.mono())
       this.limiter = new Limiter({ rules: opts.rules, limits: opts.limits, node: opts.node, seeds: opts.seeds, calendar: this.calendar })
@@ -122,6 +123,27 @@ export class LocalQuota implements QuotaService {
     this.sweepIntervalMs = opts.sweepIntervalMs ?? 1000
     this.sweepBudget = opts.sweepBudget ?? 20_000
     this.startedAt = opts.clock.mono()
+  }
+
+  private bind (c: ClusterBinding): void {
+    this.limiter = c.limiter
+    this.decider = c.decider
+    this.clusterStatus = c.status
+    this.urgent = c.urgent
+    this.forward = c.forward
+    this.elsewhere = c.elsewhere
+  }
+
+  /**
+   * Decide through another cluster from now on: a new incarnation started
+   * in-process (daemon.ts `renew`). The old one has stopped (it admits
+   * nothing); its waiters are answered now, denied, as a removed rule's are.
+   */
+  bindCluster (c: ClusterBinding): void {
+    const old = this.limiter
+    this.bind(c)
+    this.deliver(old.setRules([], this.clock.mono()))
+    this.arm()
   }
 
   start (): void {

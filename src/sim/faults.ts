@@ -170,6 +170,8 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
     }
     vc.at(t + restart, again)
   }
+  const fl = f.flood
+  if (fl !== undefined) for (let t = startMs + durationMs * fl.from; t <= startMs + durationMs * fl.to; t += fl.everyMs) vc.at(t, () => vc.flood(fl.names, fl.ids))
   const joinAt = s.joinAt
   for (const j of joiners) {
     const t = within(0.1, 0.6)

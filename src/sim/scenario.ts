@@ -77,6 +77,13 @@ export interface FaultSpec {
    * can't be), joiners spread over them.
    */
   cut?: { sides: 'minority' | 'no-quorum', atFraction: number, reclaims: number }
+  /**
+   * A rogue insider (the swarm key, no name) speaks for `names` made-up
+   * member names from `ids` peer ids on one host, at `from` of the run and
+   * again every `everyMs` until `to` (VirtualCluster.flood), while the
+   * joiners join.
+   */
+  flood?: { names: number, ids: number, from: number, to: number, everyMs: number }
 }
 
 export interface Scenario {
@@ -150,6 +157,15 @@ export const SCENARIOS: readonly Scenario[] = [
     // Long enough for a full-sync pass (fullSyncEvery gossips): a member that created a key late has dropped
     // the lines its peers sent before (peers.ts keeps lines only for keys it has), and learns them again then.
     shortfallCheckMs: 6000
+  },
+  {
+    ...base,
+    name: 'member-flood',
+    summary: 'Zipf load; an insider speaks for 300 made-up member names from 4 peer ids every second while three members join: each id holds one slot, the members are admitted and served, and the made-up names\' slots are freed once they fall silent',
+    load: 'zipf',
+    faults: { joins: 3, flood: { names: 300, ids: 4, from: 0.05, to: 0.65, everyMs: 1000 } },
+    // The flood outlasts the joins (10-60% of the run); then its names' slots need reclaimMs and a settlement.
+    minGossips: 180
   },
   {
     ...base,

@@ -80,11 +80,19 @@ export function transmit (vc: VirtualCluster, from: string, to: string, bytes: U
   for (let i = 0; i < copies; i++) {
     if (grant !== undefined) vc.audit.copies(grant, 1)
     const extra = gossip ? 0 : vc.network.directExtraMs ?? 0
-    vc.at(vc.now + sampleLatency(vc.network, vc.rng) + extra, () => {
-      if (grant !== undefined) vc.audit.copies(grant, -1)
+    const arrive = (): void => {
       const n = vc.nodes.get(to)
+      // A paused (SIGSTOP) receiver: a gossip is lost (pubsub is best effort, and a peer that reads nothing falls
+      // out of the mesh); a request or reply waits in its stream and is read after its first tick on resume.
+      if (n !== undefined && vc.paused(to)) {
+        if (gossip) { if (grant !== undefined) vc.audit.copies(grant, -1); return }
+        vc.at(n.pausedUntil + 1, arrive)
+        return
+      }
+      if (grant !== undefined) vc.audit.copies(grant, -1)
       if (n !== undefined) n.recvBytes += bytes.length
       deliver()
-    })
+    }
+    vc.at(vc.now + sampleLatency(vc.network, vc.rng) + extra, arrive)
   }
 }

@@ -29,6 +29,13 @@ export interface SimNode {
    */
   lingering: ClusterCore | null
   incarnations: number
+  /**
+   * SIGSTOP until this true time (0: running): the node neither ticks nor
+   * reads a message nor answers a client; a gossip sent to it is lost, a
+   * request or reply waits and is read after its first tick on resume (its
+   * timers fire before its I/O).
+   */
+  pausedUntil: number
   /** First-use requests waiting at this node (acquire). */
   waiters: Map<unknown, Waiter>
   sentBytes: number
@@ -39,6 +46,22 @@ export interface SimNode {
 /** A node's peer id in the simulator: what its messages are authenticated as. */
 export function idOf (node: string): string {
   return `id:${node}`
+}
+
+/** Peer id `k` of a rogue on host `host` (FaultSpec.flood): an insider with the swarm key, no name of its own (a node's name has no `:`). */
+export function rogueId (host: string, k: number): string {
+  return `id::${host}:${k}`
+}
+
+/**
+ * The address a node sees peer id `id` connected from (membership.ts
+ * `hostOf`): each simulated node is its own host; a rogue's ids are on its
+ * host; a node that is down is not connected.
+ */
+export function hostOfId (id: string, nodes: ReadonlyMap<string, SimNode>): string | undefined {
+  if (id.startsWith('id::')) return id.slice(4, id.lastIndexOf(':'))
+  const n = nodes.get(id.slice(3))
+  return n !== undefined && (n.state === 'up' || n.state === 'stopping') ? n.name : undefined
 }
 
 /** How long a stopped node's transport stays open after its snapshot (the daemon writes its state file meanwhile). */

@@ -25,7 +25,7 @@ import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import type { ClusterCore, Outbound } from '../cluster/cluster-core.js'
 import { encodeState, type SavedState } from '../cluster/durable-state.js'
 import { parseState } from '../cluster/state-schema.js'
-import type { Grant } from '../cluster/messages.js'
+import { CLUSTER_VERSION, type Grant } from '../cluster/messages.js'
 import { journalCheckpoint, startCore } from '../cluster/persist.js'
 import { ReplicaWitness } from './replica-check.js'
 import { SimReplication } from './sim-replication.js'
@@ -40,7 +40,7 @@ import { Cuts, PERFECT, type NetworkModel } from './network.js'
 import { Rng } from './rng.js'
 import { PositionAudit } from './position-audit.js'
 import { TokenAudit } from './token-audit.js'
-import { idOf, LINGER_MS, type SimNode } from './sim-node.js'
+import { hostOfId, idOf, LINGER_MS, rogueId, type SimNode } from './sim-node.js'
 import { GossipFields } from './gossip-fields.js'
 
 
@@ -69,7 +69,11 @@ export interface VirtualClusterOptions {
 }
 
 
-/** How long a reclaimed node's supervisor takes to start it again. */
+/**
+ * How long a reclaimed node takes to start its new incarnation once its old
+ * one has stopped: the daemon does it in-process (daemon.ts `renew`: the
+ * same stop, then the same start from its disk), restarting its transport.
+ */
 export const RESTART_RECLAIMED_MS = 500
 
 export class VirtualCluster {
@@ -145,7 +149,7 @@ export class VirtualCluster {
     if (n === undefined) {
       n = {
         name, state: 'stopped', core: null, skewMs: this.opts.skewMs?.[name] ?? 0, monoOffsetMs: this.opts.monoOffsetMs?.(name) ?? 0,
-        disk: undefined, journal: '', replicas: new Map(), superseded: new Map(), attest: new Map(), lingering: null, incarnations: 0, waiters: new Map(), sentBytes: 0, sentMessages: 0, recvBytes: 0
+        disk: undefined, journal: '', replicas: new Map(), superseded: new Map(), attest: new Map(), lingering: null, incarnations: 0, pausedUntil: 0, waiters: new Map(), sentBytes: 0, sentMessages: 0, recvBytes: 0
       }
       this.nodes.set(name, n)
     }
@@ -168,6 +172,7 @@ export class VirtualCluster {
       monoMs: mono
     }, rules, n.disk, mono, n.disk?.status === 'running' && n.journal !== '' ? replayJournal(n.journal, name, name, 'sim') : undefined)
     for (const [k, v] of n.attest) core.reclaim.attested.set(k, v)
+    core.membership.hostOf = id => hostOfId(id, this.nodes)
     // Like the daemon: the saved state is consumed before serving; a crash from here on is unclean.
     n.disk = throughDisk(core.save(mono, 'running'))
     this.persist(n, core)
@@ -181,12 +186,15 @@ export class VirtualCluster {
     const tickMs = core.tuning.tickMs
     const tick = (): void => {
       if (n.core !== core) return
+      // Paused (SIGSTOP): the first tick after the resume sees the whole gap at once, as a real process's timers do.
+      if (this.now < n.pausedUntil) { this.at(n.pausedUntil, tick); return }
       core.observeWall(this.clock(name), this.mono(name))
       this.dispatch(name, core.tick(this.mono(name)))
       this.audit.inheritances(core)
       this.poll(n, core) // deferred credits fall due on ticks
       if (core.snapshot !== null) { this.finishStop(n, core); return }
-      // Reclaimed (a quorum of voters attests it dead): the daemon stops cleanly, exits, and its supervisor starts it again.
+      // Reclaimed (a quorum of voters attests it dead): the daemon stops its cluster layer cleanly and starts a new
+      // incarnation from its disk, in-process (daemon.ts renew).
       if (core.reclaim.reclaimed && n.state === 'up') { this.stop(name); this.startWhenStopped(name) }
       this.at(this.now + tickMs, tick)
     }
@@ -209,6 +217,27 @@ export class VirtualCluster {
     }
     if (core.reclaim.dirty) { n.attest = new Map(core.reclaim.attested); core.reclaim.dirty = false }
   }
+
+  /**
+   * A rogue insider (FaultSpec.flood) speaks once for each of `names` made-up
+   * member names (`x0`, `x1`, ...), name i from its peer id i mod `ids`, in a
+   * gossip every seed hears: a quiet member's first gossip, no books.
+   */
+  flood (names: number, ids: number): void {
+    for (const seed of this.seeds) {
+      const core = this.nodes.get(seed)?.core
+      if (core == null) continue
+      for (let i = 0; i < names; i++) {
+        this.floodSeq++
+        core.onGossip({
+          v: CLUSTER_VERSION, t: 'gossip', node: `x${i}`, epoch: `x${i}.1`, inc: 1, seq: this.floodSeq, now: this.calendar(seed),
+          pending: [], carries: [], cfg: 'sim', rules: {}, keys: [], acks: [], alloc: false
+        }, rogueId('rogue', i % ids), this.mono(seed))
+      }
+    }
+  }
+
+  private floodSeq = 0
 
   /** kill -9: what the node held is stranded until it restarts and recovers it from its journal (journal.ts). */
   crash (name: string): void {
@@ -251,6 +280,22 @@ export class VirtualCluster {
     this.at(this.now + LINGER_MS, () => { if (n.lingering === core) n.lingering = null })
   }
 
+  /**
+   * SIGSTOP for `ms`, then SIGCONT: the process keeps its state but runs no
+   * code meanwhile (no tick, no message read, no client answered); its
+   * clocks go on. A gossip sent to it is lost; a request or a reply waits
+   * for the resume (sim-dispatch.ts).
+   */
+  pause (name: string, ms: number): void {
+    const n = this.nodes.get(name)
+    if (n !== undefined) n.pausedUntil = Math.max(n.pausedUntil, this.now + ms)
+  }
+
+  /** Whether `name` is paused (SIGSTOP) now. */
+  paused (name: string): boolean {
+    return this.now < (this.nodes.get(name)?.pausedUntil ?? 0)
+  }
+
   /** SIGHUP with new rules (the daemon's reload path). */
   reload (name: string, rules: RuleConfig[]): void {
     const core = this.nodes.get(name)?.core
@@ -279,7 +324,7 @@ export class VirtualCluster {
   acquire (name: string, key: string, count: number, late: (d: Decision) => void, decided?: Decided, clientWaitMs?: number, here?: boolean): Decision | 'waiting' | 'forwarded' | undefined
   acquire (name: string, key: string, count: number, late?: (d: Decision) => void, decided?: Decided, clientWaitMs = 0, here = false): Decision | 'waiting' | 'forwarded' | undefined {
     const n = this.nodes.get(name)
-    if (n === undefined || n.core === null || n.state !== 'up') return undefined
+    if (n === undefined || n.core === null || n.state !== 'up' || this.paused(name)) return undefined
     const core = n.core
     const mono = this.mono(name)
     // Credit a seed gave this member for the key (forward-credit.ts): the seed's tokens, spent in its window,

@@ -66,7 +66,7 @@ export async function makeCluster (names: string[], rules: unknown[], opts: { go
     start: async (name, o = {}) => {
       const run = queue.then(async () => {
         procs[name] = startQuotad(['--config', o.config ?? file, '--node', name, '--listen', ANY_PORT, '--log-level', 'debug', ...(o.args ?? [])], o.env)
-        await waitForSocket(sockets[name], procs[name], 30_000)
+        await waitForSocket(sockets[name], procs[name], 90_000)
         const listen = await listenAddr(sockets[name])
         // Started with --http HOST:0: the bound address goes into the file too (`quotactl top` reads it there).
         const http = (o.args ?? []).includes('--http') ? await httpAddr(procs[name]) : undefined
@@ -112,7 +112,7 @@ async function listenAddr (socketPath: string): Promise<string> {
  * Wait until every listed node sees `peers` alive peers and holds its lease
  * (a node starts fenced until a quorum of seeds has echoed it: lease.ts).
  */
-export async function waitForPeers (c: TestCluster, names: string[], peers: number, ms = 30_000): Promise<void> {
+export async function waitForPeers (c: TestCluster, names: string[], peers: number, ms = 90_000): Promise<void> {
   const deadline = Date.now() + ms
   for (const name of names) {
     const client = await QuotadClient.connect({ socketPath: c.sockets[name] })

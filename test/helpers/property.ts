@@ -13,7 +13,21 @@ import type { Mode } from '../../src/config/types.js'
 import { checkMode, GOSSIP_MS, RUN_MS } from '../../src/sim/property.js'
 import { SCENARIOS } from '../../src/sim/scenario.js'
 
-export const SEEDS = 200
+/**
+ * Seeds per scenario (the longest scenarios get fewer, below). `npm test` runs
+ * 50: every scenario's shapes (algorithm, size, keys) come round several times,
+ * and the four files stay about half a minute each on a quiet 2-core machine.
+ * `npm run test:long` runs 200 (QUOTAD_SIM_SEEDS), and the accuracy bench and
+ * `quotad simulate --property` sweep thousands (bench/README.md).
+ */
+export const SEEDS = seedCount(process.env.QUOTAD_SIM_SEEDS, 50)
+
+function seedCount (env: string | undefined, fallback: number): number {
+  if (env === undefined || env === '') return fallback
+  const n = Number(env)
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`QUOTAD_SIM_SEEDS must be a whole number of at least 1, got ${JSON.stringify(env)}`)
+  return n
+}
 
 export function propertyTests (mode: Mode, half: 0 | 1): void {
   const names = SCENARIOS.map(s => s.name)

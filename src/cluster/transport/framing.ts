@@ -25,9 +25,15 @@ export function encodeFrame (data: Uint8Array): Uint8Array {
 }
 
 /**
- * Read exactly one frame from `source`. Throws E_FRAME_TOO_LARGE when the
- * header announces more than `maxBytes`, and E_BAD_FRAME when the source ends
- * early or carries bytes after the frame.
+ * Read exactly one frame from `source`, then its end: the writer closes its
+ * side after its one frame. Throws E_FRAME_TOO_LARGE when the header
+ * announces more than `maxBytes`, and E_BAD_FRAME when the source ends early
+ * or carries bytes after the frame, in the frame's last chunk or any later
+ * one (issue 46: a byte written apart after a request was answered, where
+ * protocol.md says the stream is refused). Waiting for the end costs
+ * nothing: the writer's close follows its frame at once, and a writer that
+ * never closes meets the reader's deadline, as one that never finishes its
+ * frame does.
  */
 export async function readFrame (source: AsyncIterable<Chunk>, maxBytes: number): Promise<Uint8Array> {
   const parts: Uint8Array[] = []
@@ -48,11 +54,9 @@ export async function readFrame (source: AsyncIterable<Chunk>, maxBytes: number)
       }
       need = FRAME_HEADER_BYTES + length
     }
-    if (need >= 0 && have >= need) {
-      if (have > need) throw new QuotadError(ErrorCodes.BAD_FRAME, `${have - need} unexpected bytes after the frame`)
-      return concat(parts, have).subarray(FRAME_HEADER_BYTES)
-    }
+    if (need >= 0 && have > need) throw new QuotadError(ErrorCodes.BAD_FRAME, `${have - need} unexpected bytes after the frame`)
   }
+  if (need >= 0 && have === need) return concat(parts, have).subarray(FRAME_HEADER_BYTES)
   throw new QuotadError(ErrorCodes.BAD_FRAME, need < 0
     ? `stream ended after ${have} bytes, inside the frame header`
     : `stream ended after ${have} of ${need} frame bytes`)

@@ -279,6 +279,16 @@ export class Libp2pTransport implements Transport {
     return this.node.getPeers().map(String)
   }
 
+  hostOf (peerId: string): string | undefined {
+    let id: PeerId
+    try { id = peerIdFromString(peerId) } catch { return undefined }
+    for (const c of this.node.getConnections(id)) {
+      if (c.status !== 'open') continue
+      try { return c.remoteAddr.toOptions().host } catch { return c.remoteAddr.toString() }
+    }
+    return undefined
+  }
+
   stats (): Record<string, number> {
     return { ...this.counters, ...this.callStats, peers: this.state === 'started' ? this.node.getPeers().length : 0 }
   }

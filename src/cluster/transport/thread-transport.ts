@@ -52,7 +52,8 @@ export class ThreadTransport implements Transport {
   private nextId = 0
   private readonly calls = new Map<number, { resolve: (v: unknown) => void, reject: (e: Error) => void }>()
   private lastStats: Record<string, number> = {}
-  private peers: string[] = []
+  /** Connected peer id -> its remote address, as of the worker's last report or peer event. */
+  private peers = new Map<string, string>()
   /** Handler failures on this side of the port (the worker counts its own). */
   private handlerErrors = 0
   private state: 'new' | 'started' | 'stopped' = 'new'
@@ -84,9 +85,14 @@ export class ThreadTransport implements Transport {
   private onMessage (m: Record<string, unknown>): void {
     switch (m.t) {
       case 'gossips': for (const [from, data] of m.batch as Array<[string, Uint8Array]>) this.handle(() => { this.onGossip(from, data) }); break
-      case 'peer': this.handle(() => { this.onPeer(m.peerId as string, m.connected as boolean) }); break
+      case 'peer':
+        // Before the handler: a seed admits members only from peers connected here (cluster/membership.ts).
+        if (m.connected === true) this.peers.set(m.peerId as string, (m.host as string | undefined) ?? '')
+        else this.peers.delete(m.peerId as string)
+        this.handle(() => { this.onPeer(m.peerId as string, m.connected as boolean) })
+        break
       case 'event': emitTransportEvent(this.onEvent, m.name as string, m.fields as Record<string, unknown>); break
-      case 'stats': this.lastStats = m.stats as Record<string, number>; this.peers = m.peers as string[]; break
+      case 'stats': this.lastStats = m.stats as Record<string, number>; this.peers = new Map(m.peers as Array<[string, string]>); break
       case 'req': void this.serve(m.id as number, m.from as string, m.data as Uint8Array, this.onRequest); break
       case 'creq': void this.serve(m.id as number, m.from as string, m.data as Uint8Array, this.onCall); break
       case 'done': case 'fail': {
@@ -141,7 +147,7 @@ export class ThreadTransport implements Transport {
     } catch {
       // already gone: nothing to stop
     }
-    this.peers = []
+    this.peers = new Map()
     await this.worker.terminate()
   }
 
@@ -166,11 +172,15 @@ export class ThreadTransport implements Transport {
   }
 
   connectedPeers (): string[] {
-    return [...this.peers]
+    return [...this.peers.keys()]
+  }
+
+  hostOf (peerId: string): string | undefined {
+    return this.peers.get(peerId)
   }
 
   stats (): Record<string, number> {
-    const s: Record<string, number> = { ...this.lastStats, peers: this.state === 'started' ? this.peers.length : 0 }
+    const s: Record<string, number> = { ...this.lastStats, peers: this.state === 'started' ? this.peers.size : 0 }
     if (this.handlerErrors > 0) s.handlerErrors = (s.handlerErrors ?? 0) + this.handlerErrors
     return s
   }

@@ -67,7 +67,7 @@ async function main (): Promise<void> {
       port.postMessage({ t: 'gossips', batch: b })
     }, GOSSIP_BATCH_MS)
   }
-  tr.onPeer = (peerId, connected) => port.postMessage({ t: 'peer', peerId, connected })
+  tr.onPeer = (peerId, connected) => port.postMessage({ t: 'peer', peerId, connected, host: connected ? tr.hostOf(peerId) : undefined })
   tr.onRequest = async (from, data) => await new Promise<Uint8Array>((resolve, reject) => {
     const id = ++nextReq
     waiting.set(id, { resolve, reject })
@@ -78,7 +78,7 @@ async function main (): Promise<void> {
     waiting.set(id, { resolve, reject })
     port.postMessage({ t: 'creq', id, from, data })
   })
-  const sendStats = (): void => port.postMessage({ t: 'stats', stats: tr.stats(), peers: tr.connectedPeers() })
+  const sendStats = (): void => port.postMessage({ t: 'stats', stats: tr.stats(), peers: tr.connectedPeers().map(id => [id, tr.hostOf(id) ?? '']) })
   const timer = setInterval(sendStats, STATS_EVERY_MS)
   const answer = (id: number, run: () => Promise<unknown>): void => {
     run().then(value => port.postMessage({ t: 'done', id, value }), err => port.postMessage({ t: 'fail', id, error: failure(err) }))

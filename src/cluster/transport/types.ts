@@ -135,6 +135,12 @@ export interface Transport {
   /** Currently connected peer ids. */
   connectedPeers(): string[]
   /**
+   * The remote address (IP, no port) of an open connection to `peerId`, or
+   * undefined when none is open: a seed admits members only from peers it
+   * is connected to, a bounded number per address (cluster/membership.ts).
+   */
+  hostOf(peerId: string): string | undefined
+  /**
    * Counters: published, received, droppedOversize, requestsIn, requestsOut,
    * requestErrors, requestsInFailed, requestsOversize, dials, dialFailures,
    * handlerErrors, gossipResets; and the gauge peers.

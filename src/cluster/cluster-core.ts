@@ -372,7 +372,7 @@ export class ClusterCore {
   /** The reply to a request this node sent (intake.ts). */
   onReply (req: Want | Grant | Ack, reply: Grant | Ack | None, nowMs: number): void { onReply(this, req, reply, nowMs) }
   /** A request got no reply (intake.ts). */
-  onRequestFailed (req: Want | Grant | Ack, nowMs: number): void { onRequestFailed(this, req, nowMs) }
+  onRequestFailed (req: Want | Grant | Ack, to: string, nowMs: number): void { onRequestFailed(this, req, to, nowMs) }
 
   /** A jrep from peer id `from` (intake.ts): what it changes in this seed's copies, or null if refused. */
   onJournalWrite (m: Jrep, from: string): { change: ReplicaChange | null } | null { return onJournalWrite(this, m, from) }

@@ -281,7 +281,7 @@ export class ClusterNode {
         if (t === null) this.core.heir.onJgetFailed(o.to, o.msg.writer, this.opts.clock.mono())
         else void readCopy(this.core, t, o.to, o.msg, this.bounds, this.opts.clock, this.opts.log)
       } else if (t === null) {
-        this.core.onRequestFailed(o.msg, this.opts.clock.mono())
+        this.core.onRequestFailed(o.msg, o.to, this.opts.clock.mono())
       } else if (o.msg.t === 'grant') {
         (grants ??= []).push({ to: o.to, msg: o.msg })
       } else {
@@ -294,7 +294,7 @@ export class ClusterNode {
     void this.disk.persistForGrant(ready.flatMap(g => g.msg.items.map(i => i[0]))).then(ok => {
       for (const g of ready) {
         if (ok) void sendRequest(this.requests, t, g.to, g.msg)
-        else this.core.onRequestFailed(g.msg, this.opts.clock.mono())
+        else this.core.onRequestFailed(g.msg, g.to, this.opts.clock.mono())
       }
     })
   }

@@ -218,7 +218,8 @@ export class ClusterView {
     const pool = forBurn ? undefined : (ks.ext as KeyExt | null)?.walkPeers ?? undefined
     for (const p of pool ?? this.peers.alive(nowMs)) {
       // A fenced peer gives nothing (fence.ts): asking it would only wait out a `none`.
-      if (p.leaving || p.fenced || (pool !== undefined && !this.peers.isAlive(p, nowMs)) || !agrees(p, ks) || !this.mayAsk(p, ks.key)) continue
+      // Nor one whose last wants brought nothing creditable (transfers.ts `wantOutcome`), until its backoff ends.
+      if (p.leaving || p.fenced || nowMs < p.askAfter || (pool !== undefined && !this.peers.isAlive(p, nowMs)) || !agrees(p, ks) || !this.mayAsk(p, ks.key)) continue
       const e = p.keys.get(ks.key)
       let surplus = this.peerHeld(p, ks) - (e === undefined ? 0 : this.lineRate(e, nowMs)) * h
       // A burn is paid from what peers hold in reserve for it, however busy they are (transfers.ts).

@@ -192,9 +192,12 @@ export function onReply (c: ClusterCore, req: Want | Grant | Ack, reply: Grant |
 }
 
 /** A request got no reply. A want may be retried elsewhere; a grant is resent by the ledger; a lost ack is covered by that resend. */
-export function onRequestFailed (c: ClusterCore, req: Want | Grant | Ack, _nowMs: number): void {
+export function onRequestFailed (c: ClusterCore, req: Want | Grant | Ack, to: string, nowMs: number): void {
   settled(c)
-  if (req.t === 'want') c.transfers.wantAnswered(req)
+  if (req.t === 'want') {
+    c.transfers.wantAnswered(req)
+    c.transfers.wantOutcome(to, false, nowMs)
+  }
 }
 
 function settled (c: ClusterCore): void {

@@ -110,7 +110,7 @@ export async function serveCall (x: RequestContext, from: string, data: Uint8Arr
 export async function sendRequest (x: RequestContext, t: Transport, to: string, msg: Want | Grant | Ack): Promise<void> {
   const clock = x.clock
   const peerId = x.core.membership.idOf(to)
-  if (peerId === undefined) { x.core.onRequestFailed(msg, clock.mono()); return }
+  if (peerId === undefined) { x.core.onRequestFailed(msg, to, clock.mono()); return }
   try {
     const raw = await t.request(peerId, encodeRequest(msg), x.core.tuning.wantTimeoutMs)
     const reply = decodeRequest(raw, x.bounds)
@@ -121,7 +121,7 @@ export async function sendRequest (x: RequestContext, t: Transport, to: string, 
     if (reply.t === 'grant') x.onTokens?.()
     void x.disk.persistJournal()
   } catch (err) {
-    x.core.onRequestFailed(msg, clock.mono())
+    x.core.onRequestFailed(msg, to, clock.mono())
     x.log.debug('request failed', { to, type: msg.t, err })
   }
 }

@@ -57,6 +57,10 @@ export interface Peer {
   keys: Map<string, PeerKey>
   /** What it said it has applied from our current epoch. */
   appliedFromMe: number
+  /** Wants to it in a row that brought nothing credited here: no answer in time, or a refused grant (transfers.ts `wantOutcome`). */
+  wantsSpoiled: number
+  /** Monotonic time before which it is not asked for tokens (cluster-view.ts `chooseDonors`). */
+  askAfter: number
   /** It announced it is stopping: it must be sent no more tokens. */
   leaving: boolean
   /** It said it holds no lease (lease.ts): it can't spend hard tokens, so it is given none. */
@@ -102,7 +106,7 @@ export interface Observed {
 export function newPeer (name: string, epoch: string, inc: number): Peer {
   return {
     name, epoch, inc, seq: 0, lastHeard: -Infinity, clockOffsetMs: 0, offsetCur: -Infinity, offsetPrev: -Infinity, offsetSpanAt: -Infinity, rules: {}, keys: new Map(),
-    appliedFromMe: 0, leaving: false, fenced: false, nolease: false, quiet: false, alloc: true, pending: NO_PENDING, runFrom: 1, missing: [], sync: 0, carries: [], legacy: null, sameCluster: false
+    appliedFromMe: 0, wantsSpoiled: 0, askAfter: -Infinity, leaving: false, fenced: false, nolease: false, quiet: false, alloc: true, pending: NO_PENDING, runFrom: 1, missing: [], sync: 0, carries: [], legacy: null, sameCluster: false
   }
 }
 

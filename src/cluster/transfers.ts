@@ -21,6 +21,11 @@ import type { Gift } from './tick-batch.js'
 
 export { PUSH_TOLERANCE } from './grant-checks.js'
 
+/** A peer's second spoiled want in a row keeps it unasked this many want timeouts (see `Transfers.wantOutcome`). */
+export const WANT_BACKOFF_BASE = 1
+/** At most 2^this times that: 16 s at the default 1 s want timeout. */
+export const WANT_BACKOFF_DOUBLINGS = 4
+
 export class Transfers {
   private readonly core: ClusterCore
   /** Whether an incoming grant is one an honest giver sends, and the wants a resent grant may answer (grant-checks.ts). */
@@ -254,8 +259,12 @@ export class Transfers {
     if (req.t === 'want' && (reply.t === 'grant' || reply.t === 'none')) {
       const given = new Map<string, number>()
       if (reply.t === 'grant') {
+        const refused = c.counters.grantsRefused
         this.onGrant(reply, nowMs, req)
+        this.wantOutcome(reply.node, c.counters.grantsRefused === refused, nowMs)
         for (const [key, n] of reply.items) given.set(key, (given.get(key) ?? 0) + n)
+      } else {
+        this.wantOutcome(reply.node, true, nowMs)
       }
       for (const [key] of wantItems(req)) {
         const ks = c.limiter.existing(key)
@@ -282,6 +291,27 @@ export class Transfers {
         }
       }
     }
+  }
+
+  /**
+   * What a want to `to` came to: `delivered`, an answer this node could use
+   * (a grant credited, or `none`, an honest "no surplus"); otherwise no
+   * answer in time, or a grant refused (more than it holds of ours, from a
+   * member: grant-checks.ts). From the second spoiled want in a row on, `to`
+   * is not asked for WANT_BACKOFF_BASE x wantTimeoutMs, doubling per spoiled
+   * want up to 2^WANT_BACKOFF_DOUBLINGS of it: a peer that claims much and
+   * answers nothing (or nothing creditable) stops drawing this node's wants,
+   * each of which held its key's round for a want timeout, and the wants go
+   * to peers that deliver. One lost message costs nothing; the next answer
+   * that delivers clears it.
+   */
+  wantOutcome (to: string, delivered: boolean, nowMs: number): void {
+    const p = this.core.peers.get(to)
+    if (p === undefined) return
+    if (delivered) { p.wantsSpoiled = 0; p.askAfter = -Infinity; return }
+    p.wantsSpoiled++
+    if (p.wantsSpoiled < 2) return
+    p.askAfter = nowMs + this.core.tuning.wantTimeoutMs * WANT_BACKOFF_BASE * 2 ** Math.min(p.wantsSpoiled - 2, WANT_BACKOFF_DOUBLINGS)
   }
 
   /** A want has its answer (a reply or a failure): one want of each of its keys' rounds; a round is over when all have. */

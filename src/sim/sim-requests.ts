@@ -26,7 +26,7 @@ export function sendRequest (vc: VirtualCluster, replication: SimReplication, se
     return sender.core === core
   }
   const timeout = vc.opts.requestTimeoutMs ?? core.tuning.wantTimeoutMs
-  vc.at(vc.now + timeout, () => { if (settle()) core.onRequestFailed(msg, vc.mono(sender.name)) })
+  vc.at(vc.now + timeout, () => { if (settle()) core.onRequestFailed(msg, to, vc.mono(sender.name)) })
   const bytes = encodeRequest(msg)
   vc.count(sender.name, bytes.length, msg.t)
   const send = (): void => vc.transmit(sender.name, to, bytes, () => {

@@ -12,6 +12,8 @@
 import type { ClusterCore } from './cluster-core.js'
 import { wantItems, type Grant, type Want } from './messages.js'
 import { lentTo } from './no-relay.js'
+import { mostTokens } from './caution.js'
+import type { KeyExt } from './key-ext.js'
 
 /** A pushed grant may exceed what its giver last said it had by this fraction of the stock. */
 export const PUSH_TOLERANCE = 0.25
@@ -44,7 +46,12 @@ export class GrantChecks {
     for (const [key, amount] of g.items) {
       const rule = c.limiter.existing(key)?.rule ?? c.limiter.ruleFor(key)
       if (!Number.isSafeInteger(amount) || amount < 1) return `amount ${amount} is not a whole number of tokens`
-      if (rule !== undefined && amount > rule.stock) return `amount ${amount} is over the stock of ${rule.stock}`
+      if (rule !== undefined && amount > rule.stock) {
+        // More than the stock exists while burns are owed (a rule lowered while the tokens were elsewhere): a
+        // giver may hold them all and give them back, so the bound is the stock plus every burn owed of the key.
+        const most = mostTokens(c.caution, rule, key, ext0(c, key))
+        if (amount > most) return `amount ${amount} is over the stock of ${rule.stock}${most > rule.stock ? ` and the ${most - rule.stock} owed in burns` : ''}`
+      }
     }
     if (asked !== undefined) return overAsked(g, new Map(wantItems(asked)))
     // A resent answer to a want of ours (its first reply was lost) is judged as that answer: every key in it
@@ -107,4 +114,9 @@ function overAsked (g: Grant, asked: ReadonlyMap<string, number>): string | null
     given.set(key, total)
   }
   return null
+}
+
+/** The burn this node owes of `key` (0 without state for it). */
+function ext0 (c: ClusterCore, key: string): number {
+  return (c.limiter.existing(key)?.ext as KeyExt | null | undefined)?.burn ?? 0
 }

@@ -29,7 +29,8 @@ export class GrantChecks {
 
   /**
    * Why a grant can't be what an honest giver sends, or null. Every amount is
-   * a whole number from 1 to the key's stock. A grant that answers our want
+   * a whole number from 1 to the key's stock, plus the burns owed of it
+   * after a lowered rule (caution.ts `mostTokens`). A grant that answers our want
    * gives that key and at most what we asked. A pushed grant (a handoff, a
    * return home, a resend) gives no more than the giver last said it had in
    * custody (held, outstanding, deferred and in its unacked grants: a

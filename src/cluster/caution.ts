@@ -34,6 +34,7 @@
  * Infinity, "spend nothing", the value a rule version we never had gets.
  */
 import type { KeyState } from '../core/limiter.js'
+import type { CompiledRule } from '../core/rules.js'
 import { ext } from './key-ext.js'
 import { heardAll } from './heard.js'
 import type { Peers } from './peers.js'
@@ -96,7 +97,7 @@ function setReserve (ks: KeyState, r: number, nowMs: number): void {
  */
 function reserveOf (c: CautionInput, ks: KeyState): number {
   const x = ext(ks)
-  x.debts = ownView(c, ks)
+  x.debts = ownView(c, ks.rule, ks.key)
   let r = x.debts
   for (const p of c.peers.all()) {
     const e = p.keys.get(ks.key)
@@ -105,15 +106,28 @@ function reserveOf (c: CautionInput, ks: KeyState): number {
   return r
 }
 
-function ownView (c: CautionInput, ks: KeyState): number {
-  const rule = ks.rule
+/**
+ * The most tokens of `key` an honest node can give in one grant: the stock,
+ * plus every burn owed of it, this node's (`ownBurn`) and its own view of
+ * the others' (the same count as its reserve, from its own books only). A
+ * rule lowered while tokens sat elsewhere (a member's, a peer's) leaves that
+ * many more than the new stock in the cluster until the burns are paid, and
+ * a node may hold them all and give them back: a grant checked against the
+ * stock alone was refused and its tokens lost for good (grant-checks.ts).
+ * Infinity while some seed is on a version this node never had.
+ */
+export function mostTokens (c: CautionInput, rule: CompiledRule, key: string, ownBurn: number): number {
+  return rule.stock + ownBurn + ownView(c, rule, key)
+}
+
+function ownView (c: CautionInput, rule: CompiledRule, key: string): number {
   const transitioning = c.transitions.versions(rule.name) !== undefined
   let n = 0
   for (const j of c.seeds) {
     if (j === c.node) continue
     const p = c.peers.get(j)
-    if (p !== undefined) n += c.peers.legacyOwed(p, ks.key)
-    const e = p?.keys.get(ks.key)
+    if (p !== undefined) n += c.peers.legacyOwed(p, key)
+    const e = p?.keys.get(key)
     if (e !== undefined && e.gen[rule.name] === rule.hash) { n += e.owed; continue }
     // A line said under another version: what it owed then is still owed, less at most a raise (carryOver
     // pays an old burn first out of a raise, and a raise smaller than the burn leaves the rest). Its line
@@ -123,7 +137,7 @@ function ownView (c: CautionInput, ks: KeyState): number {
     const jHash = p?.rules[rule.name]
     // At our version, done announcing, and all of it heard here: no entry at all means no state, so nothing owed.
     if (p !== undefined && jHash === rule.hash && !p.pending.has(rule.name) && heardAll(p) && e === undefined) continue
-    n += c.transitions.expectedDebt(rule, ks.key, j, jHash, c.seeds, c.homes)
+    n += c.transitions.expectedDebt(rule, key, j, jHash, c.seeds, c.homes)
     if (n === Infinity) return n
   }
   return n

@@ -13,6 +13,8 @@
 import type { ClusterCore } from './cluster-core.js'
 import { wantItems, type Grant, type Want } from './messages.js'
 import { lentTo, mayReturn } from './no-relay.js'
+import { mostTokens } from './caution.js'
+import type { KeyExt } from './key-ext.js'
 
 /** A pushed grant may exceed what its giver last said it had by this fraction of the stock. */
 export const PUSH_TOLERANCE = 0.25
@@ -28,7 +30,8 @@ export class GrantChecks {
 
   /**
    * Why a grant can't be what an honest giver sends, or null. Every amount is
-   * a whole number from 1 to the key's stock, from a known peer of this
+   * a whole number from 1 to the key's stock (plus the burns owed of it
+   * after a lowered rule: caution.ts `mostTokens`), from a known peer of this
    * cluster that agrees on the key's rule (a node whose file differs gets no
    * tokens and gives none: operations.md "What nodes must agree on").
    *
@@ -57,7 +60,12 @@ export class GrantChecks {
     for (const [key, amount] of g.items) {
       const rule = c.limiter.existing(key)?.rule ?? c.limiter.ruleFor(key)
       if (!Number.isSafeInteger(amount) || amount < 1) return `amount ${amount} is not a whole number of tokens`
-      if (rule !== undefined && amount > rule.stock) return `amount ${amount} is over the stock of ${rule.stock}`
+      if (rule !== undefined && amount > rule.stock) {
+        // More than the stock exists while burns are owed (a rule lowered while the tokens were elsewhere): a
+        // giver may hold them all and give them back, so the bound is the stock plus every burn owed of the key.
+        const most = mostTokens(c.caution, rule, key, ext0(c, key))
+        if (amount > most) return `amount ${amount} is over the stock of ${rule.stock}${most > rule.stock ? ` and the ${most - rule.stock} owed in burns` : ''}`
+      }
     }
     const p = c.peers.get(g.node)
     if (p === undefined) return 'its giver is not a peer this node has heard'
@@ -139,4 +147,9 @@ function overAsked (g: Grant, asked: ReadonlyMap<string, number>): string | null
     given.set(key, total)
   }
   return null
+}
+
+/** The burn this node owes of `key` (0 without state for it). */
+function ext0 (c: ClusterCore, key: string): number {
+  return (c.limiter.existing(key)?.ext as KeyExt | null | undefined)?.burn ?? 0
 }

@@ -179,8 +179,10 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
     vc.at(t, () => vc.start(j))
   }
   // Members crash too (kill -9 a while after they joined, and restart): they hold only what they were given.
+  let firstJoinerCrash = Infinity
   for (const j of joiners.slice(0, f.crashJoiners ?? 0)) {
     const t = (joinAt.get(j) as number) + durationMs * (0.05 + 0.15 * rng.next())
+    firstJoinerCrash = Math.min(firstJoinerCrash, t)
     vc.at(t, () => vc.crash(j))
     if (Number.isFinite(restart)) vc.at(t + restart, () => { vc.start(j); ended() })
   }
@@ -199,7 +201,11 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
     vc.at(from, () => { for (let i = 0; i < sides.length; i++) for (let j = i + 1; j < sides.length; j++) vc.cuts.split(sides[i], sides[j]) })
     vc.at(cut.to, () => vc.heal())
   }
-  s.change = f.ruleChange === undefined ? null : scheduleRuleChange(vc, f.ruleChange, nodes, startMs + durationMs * f.ruleChange.atFraction, rng)
+  const rc = f.ruleChange
+  const changeAt = rc === undefined ? 0 : rc.afterJoinerCrashMs !== undefined && Number.isFinite(firstJoinerCrash) ? firstJoinerCrash + rc.afterJoinerCrashMs : startMs + durationMs * rc.atFraction
+  // A reload goes to every node, joined members too (the operator sends SIGHUP to each process; a joiner not yet
+  // started, or down, reads the new file when it starts). A member left on the old rule would have no bound to hold.
+  s.change = rc === undefined ? null : scheduleRuleChange(vc, rc, rc.how === 'reload' ? [...nodes, ...joiners] : nodes, changeAt, rng)
   s.cut = cut
   return s
 }

@@ -264,9 +264,10 @@ export function runSim (spec: SimSpec): SimResult {
   }
   if (worstCreated > 1e-6) failures.push(`conservation: ${fmt(worstCreated)} token(s) created`)
   // Every node here is honest: a refused grant is a check that misjudged one (transfers.ts `implausible`). Not
-  // while a rule changes (a grant made under the old stock may exceed the new one: protocol.md, known gaps), nor
   // when a stopping node's gossip is muted (its peers never hear what it received since, and refuse by design).
-  const judged = sc.faults.ruleChange === undefined && sc.faults.muteDuringStop !== true
+  // A rule change is judged too: a grant over a lowered stock is honest while burns are owed (caution.ts
+  // `mostTokens`), and refusing one lost its tokens for good.
+  const judged = sc.faults.muteDuringStop !== true
   for (const core of judged ? vc.incarnations : []) {
     if (core.counters.grantsRefused > 0 && failures.length < 6) failures.push(`refused: ${core.node} refused ${core.counters.grantsRefused} honest grant(s), last: ${core.lastRefusal}`)
   }

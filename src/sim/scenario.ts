@@ -26,9 +26,11 @@ export interface FaultSpec {
    * node, around `atFraction` of the run: by SIGHUP (`reload`, the nodes
    * reloading over `spreadMs`), or by stopping every node (SIGTERM) and
    * starting them again with the changed file (`restart`, started over
-   * `spreadMs` once all have stopped).
+   * `spreadMs` once all have stopped). `afterJoinerCrashMs`: instead of
+   * at `atFraction`, this long after the first joiner's crash (a change
+   * while a member is dead and not yet settled).
    */
-  ruleChange?: { how: 'reload' | 'restart', factor: number, atFraction: number, spreadMs: number }
+  ruleChange?: { how: 'reload' | 'restart', factor: number, atFraction: number, spreadMs: number, afterJoinerCrashMs?: number }
   /** One node's wall clock steps by each of these multiples of the rule's period, spread over the run. */
   wallSteps?: number[]
   /** Every node stops (SIGTERM) at this fraction of the run and starts again with the same file once all have stopped. */
@@ -175,6 +177,23 @@ export const SCENARIOS: readonly Scenario[] = [
     faults: { joins: 3, crashJoiners: 2, restartAfterMs: Infinity },
     shortfallCheckMs: 2000,
     minGossips: 90
+  },
+  {
+    ...base,
+    name: 'member-lower-settle',
+    summary: 'Zipf load; three members join and two are killed for good; the limit is lowered to 40% by SIGHUP while they are dead, before they are settled: what the survivors lent them comes back under the lowered rule',
+    load: 'zipf',
+    faults: { joins: 3, crashJoiners: 2, restartAfterMs: Infinity, ruleChange: { how: 'reload', factor: 0.4, atFraction: 0.5, spreadMs: 300, afterJoinerCrashMs: 500 } },
+    shortfallCheckMs: 2000,
+    minGossips: 90
+  },
+  {
+    ...base,
+    name: 'member-lower',
+    summary: 'Zipf load; three members join and hold tokens; the limit is lowered to 40% by SIGHUP to every node: what the members hold over the lowered stock goes back to the seeds and pays their burns',
+    load: 'zipf',
+    faults: { joins: 3, ruleChange: { how: 'reload', factor: 0.4, atFraction: 0.5, spreadMs: 300 } },
+    shortfallCheckMs: 2000
   },
   {
     ...base,

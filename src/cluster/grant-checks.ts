@@ -32,8 +32,9 @@ export class GrantChecks {
    * Why a grant can't be what an honest giver sends, or null. Every amount is
    * a whole number from 1 to the key's stock (plus the burns owed of it
    * after a lowered rule: caution.ts `mostTokens`), from a known peer of this
-   * cluster that agrees on the key's rule (a node whose file differs gets no
-   * tokens and gives none: operations.md "What nodes must agree on").
+   * cluster (its cluster hash is ours). A peer whose rule differs is neither
+   * asked nor served; its grants are judged as anyone's, since during a
+   * reload an honest giver is a version ahead or behind.
    *
    * A giver without a pre-allocated share (a member; `Peer.alloc`, which
    * only a seed of the cluster file can have) is judged by this node's books
@@ -70,14 +71,10 @@ export class GrantChecks {
     const p = c.peers.get(g.node)
     if (p === undefined) return 'its giver is not a peer this node has heard'
     if (!p.sameCluster) return 'its giver\'s cluster file differs (clusterHash)'
-    // Its rules as its gossip of this epoch says them (a restart's first push may come before its first gossip: its
-    // rules are not known yet, and a seed's grant is judged by the checks below as before).
-    if (p.seq > 0) {
-      for (const [key] of g.items) {
-        const rule = c.limiter.existing(key)?.rule ?? c.limiter.ruleFor(key)
-        if (rule !== undefined && p.rules[rule.name] !== rule.hash) return `its giver does not agree on rule ${rule.name}`
-      }
-    }
+    // Not refused for a rule that differs: while a reload spreads over the cluster, an honest giver is a version
+    // ahead or behind, and a want's answer refused is lost for good (reload-lower seed 14). A member's grant is
+    // bounded by what this node lent it whatever its rules say, a seed's by its custody; and a node whose rules
+    // differ is neither asked nor served (cluster-view.ts `agrees`).
     if (!p.alloc) {
       const given = new Map<string, number>()
       for (const [key, amount] of g.items) given.set(key, (given.get(key) ?? 0) + amount)

@@ -114,6 +114,36 @@ export class GrantChecks {
     return null
   }
 
+  /**
+   * Whether a member's grant must wait, unapplied, for an estate this node
+   * is about to inherit. When a seed D dies, each member relabels what it
+   * held of D's tokens as held of D's heir's at once (reclaim-settle.ts),
+   * but the heir books them only once it has read D's copies (heir.ts), a
+   * few round trips later. A member's push in between gives more than the
+   * heir's books say it holds: refused, a want's answer would be lost. So
+   * while this node is the heir of a settled seed it has not inherited, a
+   * member's next grant over its books is left unapplied (acked below it):
+   * the member keeps it in transit and resends it, and it is judged once the
+   * estate is in the books. Never applied, nothing is credited; if the
+   * heir never inherits (it dies too), the grant is its successor's.
+   */
+  waitsForEstate (g: Grant): boolean {
+    const c = this.core
+    if (c.heir.dead.size === 0 || !c.tuning.inheritSeeds) return false
+    const p = c.peers.get(g.node)
+    if (p === undefined || p.alloc || !p.sameCluster || g.epoch !== p.epoch) return false
+    if (g.seq !== c.ledger.appliedFrom(g.node, g.epoch) + 1) return false
+    let heirHere = false
+    for (const d of c.heir.dead.keys()) {
+      if (c.heir.heirOf(d, n => c.reclaim.settled.has(n) || n === d) === c.node) { heirHere = true; break }
+    }
+    if (!heirHere) return false
+    const given = new Map<string, number>()
+    for (const [key, amount] of g.items) given.set(key, (given.get(key) ?? 0) + amount)
+    for (const [key, amount] of given) if (amount > mayReturn(c, p, key)) return true
+    return false
+  }
+
   /** What this node asked for lately, by (peer, key): a grant that answers a want may come back as a resend. */
   private readonly wants = new Map<string, { want: number, at: number }>()
 

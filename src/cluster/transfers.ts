@@ -166,6 +166,9 @@ export class Transfers {
   onGrant (g: Grant, nowMs: number, asked?: Want): Ack {
     const c = this.core
     if (c.phase !== 'stopped') {
+      // A member's grant of tokens a dead seed lent it, pushed here (its heir) before this node has read the estate
+      // that books them: not applied yet, and acked below it, so the member keeps it in transit and resends it.
+      if (this.checks.waitsForEstate(g)) return this.ack(g, c.replication.ackableFrom(g.node, g.epoch, c.ledger.appliedFrom(g.node, g.epoch)))
       const before = c.ledger.appliedFrom(g.node, g.epoch)
       const { result, credit } = c.ledger.apply(g, c.peers.get(g.node)?.epoch)
       let refusedThis = false

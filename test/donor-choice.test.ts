@@ -111,3 +111,39 @@ test('the cluster-wide sums kept current between walks equal a fresh walk, under
   for (const n of NODES) asked += core(n).counters.wantsSent
   t.true(checked >= 200 && asked > 50, `${checked} checks, ${asked} wants sent`)
 })
+
+test('a peer whose wants come to nothing twice in a row is not asked until its backoff ends; the next useful answer clears it', t => {
+  const { vc, core } = formed()
+  const c = core('n00')
+  const ks = c.limiter.keyState('api', 1, vc.now)
+  // The core's own clock (monotonic), as the daemon and the simulator pass it; the cluster runs on between looks,
+  // idle (nobody is short, so no want is sent that could clear the backoff by itself).
+  const mono = (): number => vc.mono('n00')
+  const asked = (): Set<string> => new Set(c.view.chooseDonors(ks, mono(), 1200, 32).map(([p]) => p.name))
+  const wait = c.tuning.wantTimeoutMs
+  t.true(asked().has('n01'), 'n01 is a donor to begin with')
+  // One want lost: nothing changes (a single lost message costs nothing).
+  c.transfers.wantOutcome('n01', false, mono())
+  t.true(asked().has('n01'))
+  // A second in a row: not asked for one want timeout.
+  const at = mono()
+  c.transfers.wantOutcome('n01', false, at)
+  t.false(asked().has('n01'))
+  t.true(asked().size > 0, 'the others are asked meanwhile')
+  vc.runUntil(vc.now + wait / 2)
+  t.false(asked().has('n01'))
+  vc.runUntil(vc.now + wait / 2 + 1)
+  t.true(asked().has('n01'), 'asked again once the backoff ends')
+  // Each further spoiled want doubles it, up to 16 want timeouts.
+  for (let i = 0; i < 10; i++) c.transfers.wantOutcome('n01', false, mono())
+  vc.runUntil(vc.now + 15 * wait)
+  t.false(asked().has('n01'))
+  vc.runUntil(vc.now + wait + 1)
+  t.true(asked().has('n01'), 'never more than 16 want timeouts')
+  // An answer it can use clears it at once.
+  c.transfers.wantOutcome('n01', false, mono())
+  c.transfers.wantOutcome('n01', false, mono())
+  t.false(asked().has('n01'))
+  c.transfers.wantOutcome('n01', true, mono())
+  t.true(asked().has('n01'))
+})

@@ -150,7 +150,7 @@ export class Connection implements FrameHandler, Turned {
 
   /**
    * The client shut down its side (or closed). That counts as disconnecting
-   * (docs/protocol.md), but only after the requests it sent: the decoder may
+   * (docs/client-protocol.md), but only after the requests it sent: the decoder may
    * still hold some, because a turn ended before them, and Node reports the
    * end as soon as its own buffer is empty.
    */

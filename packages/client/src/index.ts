@@ -6,7 +6,7 @@
  *   const d = await q.acquire('payments')        // { allowed, remaining, retryAfterMs, ... }
  *
  * See README.md beside this package for waiting, batches, errors and
- * reconnects, and docs/protocol.md in the repository for the wire format.
+ * reconnects, and docs/client-protocol.md in the repository for the wire format.
  */
 export { QuotadClient } from './client.js'
 export { ErrorCodes, QuotadError, isQuotadError, type ErrorCode } from './errors.js'

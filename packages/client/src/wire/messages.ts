@@ -1,6 +1,6 @@
 /**
  * The request and reply shapes of the Unix-socket protocol and their msgpack
- * encoding, shared by the client and the daemon. docs/protocol.md is the prose
+ * encoding, shared by the client and the daemon. docs/client-protocol.md is the prose
  * version of this file; the daemon's request validation is in its
  * src/protocol/requests.ts.
  *
@@ -53,7 +53,7 @@ export interface DecisionReply extends Decision { id: number, ok: true }
 export interface BatchReply { id: number, ok: true, results: BatchResult[] }
 export interface StatusReply { id: number, ok: true, status: Record<string, unknown> }
 export interface PongReply { id: number, ok: true, pong: true, time: number }
-/** `id` is null when the request's id could not be read (see docs/protocol.md). */
+/** `id` is null when the request's id could not be read (see docs/client-protocol.md). */
 export interface ErrorReply { id: number | null, ok: false, error: WireError }
 export type Reply = DecisionReply | BatchReply | StatusReply | PongReply | ErrorReply
 

@@ -15,12 +15,13 @@ import { SCENARIOS } from '../../src/sim/scenario.js'
 
 /**
  * Seeds per scenario (the longest scenarios get fewer, below). `npm test` runs
- * 50: every scenario's shapes (algorithm, size, keys) come round several times,
- * and the four files stay about half a minute each on a quiet 2-core machine.
- * `npm run test:long` runs 200 (QUOTAD_SIM_SEEDS), and the accuracy bench and
- * `quotad simulate --property` sweep thousands (bench/README.md).
+ * 40: every scenario's shapes (algorithm, size, keys) come round several times,
+ * and the four files stay under half a minute each on a quiet 2-core machine
+ * (CI, the whole suite with its install, sat at 15 min 52 s with 50).
+ * `npm run test:long` runs 200 (QUOTAD_SIM_SEEDS), and the accuracy bench
+ * sweeps thousands (bench/README.md, "Seed counts").
  */
-export const SEEDS = seedCount(process.env.QUOTAD_SIM_SEEDS, 50)
+export const SEEDS = seedCount(process.env.QUOTAD_SIM_SEEDS, 40)
 
 function seedCount (env: string | undefined, fallback: number): number {
   if (env === undefined || env === '') return fallback

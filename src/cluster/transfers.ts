@@ -262,9 +262,8 @@ export class Transfers {
     if (req.t === 'want' && (reply.t === 'grant' || reply.t === 'none')) {
       const given = new Map<string, number>()
       if (reply.t === 'grant') {
-        const refused = c.counters.grantsRefused
-        this.onGrant(reply, nowMs, req)
-        this.wantOutcome(reply.node, c.counters.grantsRefused === refused, nowMs)
+        // Its ack says whether this very grant was refused (an earlier one the ledger lets through with it is not its answer).
+        this.wantOutcome(reply.node, this.onGrant(reply, nowMs, req).refused !== true, nowMs)
         for (const [key, n] of reply.items) given.set(key, (given.get(key) ?? 0) + n)
       } else {
         this.wantOutcome(reply.node, true, nowMs)

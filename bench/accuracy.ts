@@ -8,7 +8,7 @@
  *
  * --sizes picks the node counts (default 3, 10, 50, 200); --seed-nodes K makes only the first K nodes seeds,
  * the rest members (default: every node a seed); --decide seeds gives the rule `"decide": "seeds"` (members send
- * each acquire to a seed: protocol.md, "Members as proxies"); --credit-ms MS (with it) gives the rule a `credit` of
+ * each acquire to a seed: cluster-protocol.md, "Members and forwarding"); --credit-ms MS (with it) gives the rule a `credit` of
  * MS (a member may take about half its demand over MS from a seed as credit: "Credit for a member's busy keys").
  *
  * --scenarios runs only the named scenarios (comma-separated, in the order of

@@ -1,14 +1,14 @@
 /**
- * What a rule with `"decide": "seeds"` costs a member's client (protocol.md,
- * "Members as proxies"): real processes, two seeds and a member over libp2p
+ * What a rule with `"decide": "seeds"` costs a member's client (cluster-protocol.md,
+ * "Members and forwarding"): real processes, two seeds and a member over libp2p
  * on loopback, one rule of each kind. A c=1 closed loop of acquires, in
  * trials that alternate: at the member, of the rule decided at the seeds
  * (each acquire a round trip to a seed), and of the same rule decided
  * locally (the member's own tokens, drawn by transfer); and at a seed, of
  * the rule decided at the seeds (a seed decides its own locally); and at
  * the member, of such a rule with `credit` (most acquires admitted from the
- * tokens a seed spent for it: protocol.md, "Credit for a member's busy
- * keys"). The
+ * tokens a seed spent for it: docs/design/2026-11-decide-seeds.md,
+ * "Forward credit"). The
  * limits are far above what the probe asks, so the probes are allowed (the
  * member's local rule denies a few while its tokens come by transfer; the
  * rows say how many) and what is timed is the path.

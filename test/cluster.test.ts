@@ -104,7 +104,7 @@ test.serial('3 nodes, hard fixed window, skewed load through all sockets: each w
   t.log('allowed per window', windows, 'unplaced', tally.unplaced, 'ambiguous', tally.ambiguous)
   for (const [w, n] of windows) t.true(n <= LIMIT, `window ${w} admitted ${n} > ${LIMIT}`)
   t.true(close(tally), `no two full windows came within 90% of the limit: ${JSON.stringify(fullWindows(tally))}`)
-  // The grants that answered wants are acked to their givers by request, over the real transport (protocol.md, "The ledger").
+  // The grants that answered wants are acked to their givers by request, over the real transport (cluster-protocol.md, "The ledger").
   const acks: Record<string, number> = {}
   await eventually('a giver to take ack requests', async () => {
     for (const n of c.names) acks[n] = (await nodeStatus(c.sockets[n])).cluster.counters.acksIn

@@ -383,7 +383,7 @@ function leasePaths (t: ExecutionContext, cluster: Json): string[] | undefined {
 }
 
 test('lease settings: unsafe combinations are refused on the field at fault', t => {
-  // The design's table (reclaim-design.md §7).
+  // The table of cluster-protocol.md, "Configuration".
   t.deepEqual(leasePaths(t, { gossipIntervalMs: 250, leaseMs: 999 }), ['cluster.leaseMs'])
   t.is(leasePaths(t, { gossipIntervalMs: 250, leaseMs: 1000, reclaimMs: 2000, maxClockSkewMs: 50 }), undefined)
   t.deepEqual(leasePaths(t, { leaseMs: 3000, reclaimMs: 3500, maxClockSkewMs: 500 }), ['cluster.reclaimMs'])

@@ -85,7 +85,7 @@ test.serial('kill -9 of a joined member, then of a seed, under load: the survivo
   await c.procs.m1.exited
   await new Promise(resolve => setTimeout(resolve, 300))
   // What c holds as it dies (logged): its heir may lose what is left of c's reservations, and credits not yet copied
-  // (protocol.md, "What is lost").
+  // (cluster-protocol.md, "Failure cases and their bounds").
   const cLine = (await status(c, 'c')).clusterKeys?.find(k => k.key === 'api')
   const cBooks = cLine === undefined ? LIMIT : cLine.held + cLine.outstanding + cLine.deferred
   t.log(`as they died: m1 ${JSON.stringify(m1Line)}, c ${JSON.stringify(cLine)}`)

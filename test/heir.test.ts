@@ -1,6 +1,6 @@
 /**
  * The heir on real processes (heir.ts, reclaim.ts settleSeed;
- * reclaim-design.md §11.6). Three seeds a, b, c share `api` (300 per
+ * cluster-protocol.md, "The heir of a dead seed"). Three seeds a, b, c share `api` (300 per
  * second, 100 each) and glob keys `sig:*` homed by rendezvous hashing.
  * c is killed for good. Once a and b attest its silence (reclaimMs), a (the
  * next seed after c in name order, wrapping) reads c's journal copies,

@@ -1,6 +1,6 @@
 /**
- * New-epoch evidence from wants, grants, acks and nones (reclaim-design.md
- * §1 findings 2 and 3), the resend backoff toward receivers not alive
+ * New-epoch evidence from wants, grants, acks and nones (docs/design/
+ * 2026-11-reclaim.md, findings 2 and 3), the resend backoff toward receivers not alive
  * (finding 1), and the messages' `inc` field. Pure: cores and ledgers driven
  * by hand with a manual clock (plain numbers), no network.
  */

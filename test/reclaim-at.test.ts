@@ -1,5 +1,5 @@
 /**
- * reclaimAt (reclaim-design.md §3.6, §4.4), judged by the simulator's exact
+ * reclaimAt (cluster-protocol.md, "Invariants", I3), judged by the simulator's exact
  * oracle (src/sim/oracle.ts, written from the algorithms' definitions):
  * a dead node spends the whole stock at the last moment it could, with its
  * calendar as far ahead of the crediting node's as δ' allows; the heir then

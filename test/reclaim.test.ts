@@ -1,6 +1,6 @@
 /**
- * Reclaim of dead accounts without a share (reclaim.ts, reclaim-design.md
- * §11.3), on the simulator's virtual clock: a member killed for good is
+ * Reclaim of dead accounts without a share (reclaim.ts, cluster-protocol.md,
+ * "Reclaim of dead members"), on the simulator's virtual clock: a member killed for good is
  * attested by a quorum of seeds after reclaimMs and every survivor settles
  * what it lent it, so the cluster holds its whole stock again; a member cut
  * off long enough to be settled learns it, drops its books and restarts as
@@ -8,7 +8,7 @@
  * it); and the checks catch a survivor that settles twice. (A member that
  * relays breaks the settlement only in a race, a survivor spending relayed
  * tokens before it burns them, that random runs rarely hit:
- * reclaim-design.md §11.2 and §11.3 argue it instead.)
+ * docs/design/2026-11-reclaim.md and cluster-protocol.md argue it instead.)
  */
 import test from 'ava'
 import { Positions } from '../src/cluster/positions.js'

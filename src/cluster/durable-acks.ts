@@ -4,7 +4,7 @@
  * the grant at the ack, so should the seed then die for good, the credit
  * lives only in its books; its heir credits what the copy it reads holds
  * (estate.ts), and a credit acked before any copy had it was lost (the
- * "credits not yet copied" of protocol.md, "What is lost": 77 of 300
+ * "credits not yet copied" of cluster-protocol.md, "Failure cases": 77 of 300
  * tokens once in `crash-joined`, on a busy machine where the copies lagged).
  * With the ack after the copy, each grant to the seed is either in the copy
  * its heir reads (credited there, and its giver drops it at the ack or by

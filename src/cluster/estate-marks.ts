@@ -1,6 +1,6 @@
 /**
- * Grants in flight to a seed that died for good (reclaim-design.md §11.5,
- * §11.6 step 7; protocol.md, "Grants in flight to a dead seed").
+ * Grants in flight to a seed that died for good (cluster-protocol.md, "The heir of a dead seed",
+ * step 5, estate marks).
  *
  * When a survivor L settles a dead seed D (reclaim.ts settleSeed), its
  * unacked grants to D are in one of three states: D applied them and the

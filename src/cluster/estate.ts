@@ -1,6 +1,6 @@
 /**
  * What a heir credits for a seed that never comes back, read from the best
- * copy of its journal (replica-store.ts; reclaim-design.md §11.6):
+ * copy of its journal (replica-store.ts; cluster-protocol.md, "The heir of a dead seed"):
  *
  *     credit(k) = books_copy(k) − max(0, ceiling_copy(k) − gave_copy(k))
  *

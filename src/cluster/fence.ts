@@ -15,7 +15,7 @@
  *
  * The check is made where a decision is taken, on the `nowMs` of that
  * decision; what happens between the check and the effect (a pause) is
- * what `maxClockSkewMs` bounds (reclaim-design.md §2).
+ * what `maxClockSkewMs` bounds (cluster-protocol.md, "Invariants", I4).
  *
  * A node is fenced too while its calendar is skewed: a quorum of voters is
  * heard, but fewer than a quorum (this node counted, if a voter) read

@@ -1,8 +1,8 @@
 /**
  * Credit: a seed spends a few more tokens for a member than the member's
  * forwarded acquire asked, and the member admits its next acquires of that
- * key from them, until the seed's window ends (protocol.md, "Credit for a
- * member's busy keys"). Pure, like the core: time comes in as `nowMs` (the
+ * key from them, until the seed's window ends (cluster-protocol.md, "Members and
+ * forwarding", forward credit). Pure, like the core: time comes in as `nowMs` (the
  * member's monotonic clock).
  *
  * Why: with `decide: "seeds"` every acquire of a member crosses the network

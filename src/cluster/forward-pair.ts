@@ -47,7 +47,7 @@ export const PAIR = 2
  * key's two seeds was dead before its heir inherited, the third held none
  * of the key's stock: 5 to 15 points of utilization lost at 10 nodes
  * (seed-crash-forever, heir-crash). With 5, 17% saved and nothing lost
- * (protocol.md, "Which seed").
+ * (cluster-protocol.md, "Members and forwarding").
  */
 export const SEEDS_TO_FORWARD = 4
 

@@ -3,8 +3,8 @@
  *
  * Where a member's part of a key is a token or two a window, a token waits
  * at a member that gets no request while another member's request is denied,
- * and no way of moving tokens ahead of the requests fixes that (protocol.md,
- * "Members as proxies"). For such a rule a member holds none of the key: it
+ * and no way of moving tokens ahead of the requests fixes that (cluster-protocol.md,
+ * "Members and forwarding"). For such a rule a member holds none of the key: it
  * sends each acquire to a seed (`fwd`), which decides it as its own request,
  * with its own tokens, fence and lease, and answers (`fans`). Both go on
  * the member's call session with that seed (transport/calls.ts), compact
@@ -83,7 +83,7 @@ export class Forwarding {
    *   so few of its tokens move between seeds for them, and when one dies
    *   the other holds part of the stock until the heir inherits. (Its home
    *   alone moved none, as gubernator shards keys over its peers, but left
-   *   every key of a dead home dark until then: protocol.md, "Which seed".)
+   *   every key of a dead home dark until then: cluster-protocol.md, "Members and forwarding".)
    *   A seed's own clients' acquires go there too (with SEEDS_TO_FORWARD
    *   seeds or more): deciding them itself, a third seed would want the
    *   key's tokens from those two and send them back, each move a want, a

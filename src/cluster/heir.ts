@@ -1,5 +1,5 @@
 /**
- * The heir of a seed that died for good (reclaim-design.md §11.6). Pure;
+ * The heir of a seed that died for good (cluster-protocol.md, "The heir of a dead seed"). Pure;
  * owned by the core, driven by its tick and by jcopy replies.
  *
  * A seed D with a share copies its books journal to its replica group

@@ -17,7 +17,7 @@
  * them: estate-marks.ts), and its applied marks go. Without
  * the requests' evidence, a giver kept resending to a receiver's dead epoch,
  * and a receiver kept answering `old-epoch` to a restarted giver, until a
- * gossip came (reclaim-design.md §1, findings 2 and 3).
+ * gossip came (docs/design/2026-11-reclaim.md, findings 2 and 3).
  */
 import type { ClusterCore } from './cluster-core.js'
 import { ext } from './key-ext.js'

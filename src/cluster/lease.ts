@@ -1,5 +1,5 @@
 /**
- * Leases (reclaim-design.md §3.2, §4.3). Pure: times are monotonic `nowMs`
+ * Leases (cluster-protocol.md, "Leases and fencing", I4). Pure: times are monotonic `nowMs`
  * passed in.
  *
  * A node may spend `hard` tokens, and give tokens, only while it holds a

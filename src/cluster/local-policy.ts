@@ -46,7 +46,7 @@ function notBefore (d: Decision, ms: number): Decision {
  * Soft-mode verdict for a cut-off or fenced node; spends from the bucket
  * when it can. A fenced node counts even what it spends of its holding as
  * overdraft: without a lease its held tokens may be reclaimed and spent
- * again elsewhere (reclaim-design.md §3.2).
+ * again elsewhere (cluster-protocol.md, "Leases and fencing").
  */
 export function softVerdict (ks: KeyState, x: KeyExt, count: number, nowMs: number, fenced = false): Verdict {
   const rule = ks.rule.config

@@ -10,7 +10,7 @@
  * its acquires to a seed (forward.ts), so it reads nothing of them. At 200
  * nodes of which 5 seeds, keys100, such lines were 1,373 of a seed's
  * gossip's ~1,960 msgpack bytes, and a member received 153 kbit/s, 133 of
- * them the seeds' gossip (protocol.md, "Members as proxies").
+ * them the seeds' gossip (cluster-protocol.md, "Members and forwarding").
  *
  * Invariants:
  * - Every field but `keys`, `decay` and `msums` is the seed's as it is: the

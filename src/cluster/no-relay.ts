@@ -1,5 +1,5 @@
 /**
- * The no-relay rule (reclaim-design.md §11.3): an account without a
+ * The no-relay rule (cluster-protocol.md, "Members and forwarding"): an account without a
  * pre-allocated share gives a peer at most what it holds of that peer's
  * account's tokens, so whatever a dead account held, it held of some
  * survivor's tokens, and only that survivor lent them (reclaim.ts settles

@@ -1,5 +1,5 @@
 /**
- * Positions (reclaim-design.md §3.3): per other account and key, the net
+ * Positions (cluster-protocol.md, "The ledger"): per other account and key, the net
  * tokens this node has taken from that account by transfer. Pure
  * bookkeeping; no token moves here.
  *

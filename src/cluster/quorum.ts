@@ -1,5 +1,5 @@
 /**
- * The voters and their quorum (reclaim-design.md §2). Voters are the first
+ * The voters and their quorum (cluster-protocol.md, "Leases and fencing"). Voters are the first
  * `cluster.voters` seeds (default 15) in seed order (share.ts `voterSet`:
  * sorted by name, the order every node agrees on). Each weighs 1; with an
  * even number of voters the first weighs 1.5, so two voters still have a

@@ -1,5 +1,5 @@
 /**
- * When reclaimed tokens may be spent again (reclaim-design.md §3.6, §4.4):
+ * When reclaimed tokens may be spent again (cluster-protocol.md, "Invariants", I3):
  * never before every spend the dead node could have made of them has
  * returned by the rule's schedule. Pure.
  *

@@ -1,6 +1,6 @@
 /**
  * Settlement of a dead account, once a quorum of voters attests it
- * (reclaim.ts, reclaim-design.md §11.3): what each survivor does with its
+ * (reclaim.ts, cluster-protocol.md, "Reclaim of dead members"): what each survivor does with its
  * own books, on its own and once. A member's settlement credits what the
  * dead account held of this node's tokens; a dead seed with a share is
  * inherited instead (heir.ts), and what this node holds of its tokens is

@@ -1,6 +1,6 @@
 /**
  * Reclaim of a dead account that holds no pre-allocated share
- * (reclaim-design.md §11.3): a member, or a seed whose share is gone, that
+ * (cluster-protocol.md, "Reclaim of dead members"): a member, or a seed whose share is gone, that
  * crashed and does not come back. Pure; owned by the core.
  *
  * No relay. Such an account gives a peer at most what it holds of that
@@ -13,7 +13,7 @@
  * heard D for `reclaimMs`, D said it holds no share, D did not announce it
  * was leaving (a clean stop saves its books), and the voter itself has run
  * for `reclaimMs`. It never echoes D/inc again (so, by the lease lemma, D
- * can never hold a lease again: lease.ts, reclaim-design.md §4.3), keeps
+ * can never hold a lease again: lease.ts, cluster-protocol.md I4), keeps
  * its attestations on disk before it gossips them (a restarted voter must
  * not echo D again), and gossips them (`attest`).
  *

@@ -2,7 +2,7 @@
  * The messages of journal replication (replication.ts, replica-store.ts),
  * and their validation. A seed that holds a share sends its books journal
  * to the other seeds, so that its books can be read after it dies for good
- * (reclaim-design.md §11.4):
+ * (cluster-protocol.md, "The heir of a dead seed"):
  *
  * - jrep (request, writer -> replica): `data` is the writer's journal text
  *   of generation `gen` from character `offset` on. A generation starts

@@ -2,7 +2,7 @@
  * Journal replication, the replica's side (replication.ts has the writer's).
  * A seed keeps, for every other seed that holds a share, a copy of that
  * seed's current journal generation: the text its heir will read should the
- * writer die for good (reclaim-design.md §11.4).
+ * writer die for good (cluster-protocol.md, "The heir of a dead seed").
  *
  * Invariant: what a jack calls durable is on this node's disk. `accept`
  * decides what a jrep changes without changing the durable copy; the driver

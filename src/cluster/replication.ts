@@ -1,5 +1,5 @@
 /**
- * Journal replication, the writer's side (reclaim-design.md §11.4). A seed
+ * Journal replication, the writer's side (cluster-protocol.md, "Replicas and reservations"). A seed
  * that holds a share sends its books journal (journal.ts) to the other
  * seeds, and a grant it gives leaves only once the journal write holding
  * the give is durable at a quorum of seeds, its own disk counted. Then,

@@ -5,7 +5,7 @@
  * restart, never come back), tokens in grants to an incarnation that ended,
  * or a cleanly stopped node's saved tokens while it is down. It rises at a
  * crash and falls back when the tokens return (a restart from saved state,
- * or, with reclaim, when the heir takes them: reclaim-design.md §3.10).
+ * or, with reclaim, when the heir takes them: cluster-protocol.md, "Failure cases").
  *
  *     shortfall = max(0, stock − own custody − Σ alive agreeing peers' custody)
  *     custody   = held + outstanding + deferred + inTransitOut − owed
@@ -111,7 +111,7 @@ export function ownCustody (core: Pick<ClusterCore, 'ledger'>, ks: KeyState, now
 /**
  * Whether this node can tell a key's shortfall: not at a member for a rule
  * decided at the seeds, which hears none of the seeds' key lines of it (the
- * members' copy leaves them out: protocol.md, "Members as proxies"), so it
+ * members' copy leaves them out: cluster-protocol.md, "Members and forwarding"), so it
  * would read every seed at its pre-allocated share, a heir's inherited one
  * too. Such a member reports none for the key (status leaves the field out,
  * the metric counts 0); a seed's figure is the one to read.

@@ -1,5 +1,5 @@
 /**
- * The lease settings of the `cluster` section (reclaim-design.md §2, §5, §7):
+ * The lease settings of the `cluster` section (cluster-protocol.md, "Leases and fencing", "Configuration"):
  * their defaults, and the combinations `check-config` (and every start)
  * refuses because they are unsafe together.
  *

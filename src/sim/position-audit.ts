@@ -1,5 +1,5 @@
 /**
- * Positions are exact (reclaim-design.md §3.3, §4.2), checked from outside
+ * Positions are exact (cluster-protocol.md, "The ledger", "Invariants"), checked from outside
  * the nodes. A reclaim will credit a dead account's tokens as
  * `base_A − Σ_L pos_L[A]`; this checks, for every account that is alive,
  * per key, that the same sum equals what the account really has:

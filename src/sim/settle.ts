@@ -7,7 +7,7 @@
  * and sorts each by why it is still open, from the simulator's god view:
  *
  * - `dead`: its receiver's node is down (crashed for good). Nobody can ack
- *   it; it waits for reclaim (reclaim-design.md finding 1). Reported, not
+ *   it; it waits for reclaim (docs/design/2026-11-reclaim.md, finding 1). Reported, not
  *   checked.
  * - `receiverRestarted`: its receiver's node is up, as a newer incarnation
  *   than the one the grant is addressed to, and the giver has not ended the

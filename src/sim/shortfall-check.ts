@@ -10,7 +10,7 @@
  *   live node has (gossip has settled by then, so no staleness excuse);
  * - never less than missing, less the tokens survivors still have in
  *   grants (in transit out: custody to them, while the audit counts a grant
- *   to a dead incarnation as stranded; reclaim-design.md §3.10, finding 1).
+ *   to a dead incarnation as stranded; docs/design/2026-11-reclaim.md, finding 1).
  *
  * Both within rounding: gossip sends whole tokens from 8 up, so each peer's
  * four figures may be off by half a token each.

@@ -30,7 +30,7 @@ export function encodeFrame (data: Uint8Array): Uint8Array {
  * announces more than `maxBytes`, and E_BAD_FRAME when the source ends early
  * or carries bytes after the frame, in the frame's last chunk or any later
  * one (issue 46: a byte written apart after a request was answered, where
- * protocol.md says the stream is refused). Waiting for the end costs
+ * cluster-protocol.md says the stream is refused). Waiting for the end costs
  * nothing: the writer's close follows its frame at once, and a writer that
  * never closes meets the reader's deadline, as one that never finishes its
  * frame does.

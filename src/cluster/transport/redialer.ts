@@ -14,7 +14,7 @@
  * with growing backoff instead of in a tight loop.
  *
  * Seeds are the cluster's quorum: while one is cut off, nothing flows to it,
- * not even the gossip that settles grants (reclaim-design.md §1 finding 4).
+ * not even the gossip that settles grants (docs/design/2026-11-reclaim.md, finding 4).
  * So their cap is short (1.5 s by default, not 10 s: a heal is noticed
  * within about that), and a connection that comes in is taken as a sign the
  * network is back: seeds still waiting are redialled at once.

@@ -74,7 +74,7 @@ export interface TransportOptions {
   /**
    * Redial backoff cap for seeds (the quorum), applied under `maxBackoffMs`:
    * a seed cut off is redialled at least this often, so a healed network is
-   * noticed within about this long (reclaim-design.md §1 finding 4). A peer
+   * noticed within about this long (docs/design/2026-11-reclaim.md, finding 4). A peer
    * that connects to us also resets the backoff and redials waiting seeds.
    * @default 1500
    */

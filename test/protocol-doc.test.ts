@@ -1,5 +1,5 @@
 /**
- * docs/protocol.md against the wire (issue 46: the document said version 14
+ * docs/cluster-protocol.md against the wire (issue 46: the document said version 14
  * and a dictionary without the leading `prev`, so about one gossip in ten
  * did not inflate with it). Gossip captured from running nodes (two seeds
  * and a member that joined, real processes, heard by a libp2p node with
@@ -21,7 +21,7 @@ import { makeCluster, waitForPeers } from './helpers/cluster-procs.js'
 import { eventually, stop, waitForSocket, type Proc } from './helpers/proc.js'
 import { insiderNode, joinMember } from './helpers/insider-flood.js'
 
-const DOC = readFileSync(fileURLToPath(new URL('../../docs/protocol.md', import.meta.url)), 'utf8')
+const DOC = readFileSync(fileURLToPath(new URL('../../docs/cluster-protocol.md', import.meta.url)), 'utf8')
 const RULES = [
   { name: 'day', match: 'day', limit: 1000, per: '1d', algorithm: 'fixed-window' },
   { name: 'glob', match: 'g:*', limit: 50, per: '1m', algorithm: 'fixed-window' }
@@ -39,7 +39,7 @@ interface DocWire {
 /** The rows of the markdown table after `heading`: first cell's `name` -> second cell. */
 function tableAfter (heading: string): Map<string, string> {
   const at = DOC.indexOf(heading)
-  if (at < 0) throw new Error(`protocol.md has no ${heading}`)
+  if (at < 0) throw new Error(`cluster-protocol.md has no ${heading}`)
   const rows = new Map<string, string>()
   let inTable = false
   for (const line of DOC.slice(at + heading.length).split('\n')) {
@@ -55,14 +55,14 @@ function tableAfter (heading: string): Map<string, string> {
 
 function readDoc (): DocWire {
   const block = /```gossip-dictionary\n([\s\S]*?)```/.exec(DOC)
-  if (block === null) throw new Error('protocol.md has no gossip-dictionary block')
+  if (block === null) throw new Error('cluster-protocol.md has no gossip-dictionary block')
   const names = block[1].split(/\s+/).filter(s => s !== '')
   const dictionary = Buffer.concat(names.map(f => Buffer.concat([Buffer.from([0xa0 | f.length]), Buffer.from(f, 'ascii')])))
   const version = /\| `v` \| integer \| Protocol version: `(\d+)`/.exec(DOC)
   const hb = /`\[v, "hb", ([^\]]+)\]`/.exec(DOC)
-  if (version === null || hb === null) throw new Error('protocol.md names no version or no hb layout')
+  if (version === null || hb === null) throw new Error('cluster-protocol.md names no version or no hb layout')
   const fields = new Map<string, number | null>()
-  for (const [name, type] of [...tableAfter('Every message has these five fields:'), ...tableAfter('#### `gossip`')]) {
+  for (const [name, type] of [...tableAfter('Every message has these five fields:'), ...tableAfter('### `gossip` fields')]) {
     const tuple = /array of `\[([^\]]+)\]`/.exec(type)
     fields.set(name, tuple === null ? null : tuple[1].split(',').length)
   }

@@ -39,6 +39,12 @@ import { HttpServer } from './http/http-server.js'
 import { Metrics, type MetricSources } from './http/metrics.js'
 import { RlsServer } from './envoy/rls-server.js'
 
+/** Why a new incarnation started in-process (ClusterCore.renewal), as status and the log say it. */
+const RENEW_WHY = {
+  reclaimed: 'a quorum of seeds attests this incarnation dead (it was cut off or paused for longer than reclaimMs); its peers were credited what it held',
+  calendar: 'its calendar was off from a quorum of seeds while its wall clock agreed with them (started on a wrong clock): the new one\'s calendar reads the wall clock'
+} as const
+
 export interface DaemonOptions {
   config: ClusterConfig
   /** Which of the cluster file's nodes this process is. */
@@ -143,7 +149,7 @@ export class Daemon {
       onTokens: () => ref.d?.quota.kick(),
       acquire: (k, n, w, here) => ref.d?.quota.acquire(k, n, Math.min(w, config.limits.maxWaitMs), here),
       // Off the tick that learned it: the renewal stops this very cluster layer.
-      onReclaimed: () => { setImmediate(() => { void ref.d?.renew('a quorum of seeds attests this incarnation dead (it was cut off or paused for longer than reclaimMs); its peers were credited what it held') }) }
+      onRenew: why => { setImmediate(() => { void ref.d?.renew(why) }) }
     })
   }
 
@@ -182,14 +188,22 @@ export class Daemon {
    * carried incarnation (carrier.ts); it asks its peers for tokens anew,
    * as a member that joins does. So nothing the old one held is spent by
    * the new one, and what its peers were credited is theirs alone.
+   *
+   * A calendar to realign (`calendar`, fence.ts): the old incarnation was
+   * alive and owned its books, so this is exactly a clean restart: its stop
+   * hands what it can to peers and saves the rest, with return times moved
+   * by the calendar's lag (persist.ts), and the new one restores them.
    */
-  renew (why: string): Promise<void> {
+  renew (reason: keyof typeof RENEW_WHY): Promise<void> {
     if (this.state !== 'running' || this.renewing !== null) return this.renewing ?? Promise.resolve()
-    this.renewing = this.runRenew(why).finally(() => { this.renewing = null })
+    this.renewing = this.runRenew(reason).finally(() => { this.renewing = null })
     return this.renewing
   }
 
-  private async runRenew (why: string): Promise<void> {
+  private async runRenew (reason: keyof typeof RENEW_WHY): Promise<void> {
+    const why = RENEW_WHY[reason]
+    // E_RECLAIMED only where it was: a realigned calendar lost nothing.
+    const code = reason === 'reclaimed' ? { code: ErrorCodes.RECLAIMED } : {}
     const old = this.current
     if (old === null) return
     const t0 = this.clock.mono()
@@ -204,10 +218,10 @@ export class Daemon {
       if (this.sources !== null) { this.sources.cluster = next; this.sources.limiter = next.core.limiter }
       const tookMs = Math.round(this.clock.mono() - t0)
       this.renewals = { count: this.renewals.count + 1, last: { why, from, to: next.core.incarnation, tookMs } }
-      this.log.warn('new incarnation', { why, from, to: next.core.incarnation, epoch: next.core.epoch, tookMs, renewals: this.renewals.count, code: ErrorCodes.RECLAIMED })
+      this.log.warn('new incarnation', { why, from, to: next.core.incarnation, epoch: next.core.epoch, tookMs, renewals: this.renewals.count, ...code })
     } catch (err) {
       // The old incarnation admits nothing again; without a new one this process serves nothing: its supervisor must.
-      this.log.error('the new incarnation could not start in-process; exiting for the supervisor to start it', { err, code: ErrorCodes.RECLAIMED })
+      this.log.error('the new incarnation could not start in-process; exiting for the supervisor to start it', { err, ...code })
       this.opts.onRenewFailed?.()
     }
   }

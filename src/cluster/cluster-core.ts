@@ -337,7 +337,20 @@ export class ClusterCore {
       const o = Math.max(p.offsetCur, p.offsetPrev)
       if (Number.isFinite(o)) offsets.set(v, o)
     }
-    this.fence.judgeSkew(this.node, offsets, this.tuning.maxClockSkewMs)
+    this.fence.judgeSkew(this.node, offsets, this.tuning.maxClockSkewMs, nowMs, this.calendar.wallGapMs)
+  }
+
+  /**
+   * Why this incarnation must give way to a new one, started in-process from
+   * its disk by the driver (daemon.ts `renew`, and the simulator the same),
+   * or null: `reclaimed`, a quorum of seeds attested it dead (reclaim.ts);
+   * `calendar`, its calendar is off from a quorum while its wall clock is
+   * not (fence.ts, the header), and a start reads the wall clock again.
+   */
+  get renewal (): 'reclaimed' | 'calendar' | null {
+    if (this.reclaim.reclaimed) return 'reclaimed'
+    if (this.fence.realign && this.phase === 'running') return 'calendar'
+    return null
   }
 
   /** Grants to a receiver not alive are resent less often (Ledger.due) and counted apart in status: they wait for reclaim. */

@@ -54,8 +54,11 @@ export interface ClusterNodeOptions {
   onTokens?: () => void
   /** A member's forwarded acquire with a `wait`, served as this node's own client's (the daemon's LocalQuota). */
   acquire?: (key: string, count: number, waitMs: number, here: boolean) => AcquireResult | undefined
-  /** Called once when a quorum of seeds attests this incarnation dead (reclaim.ts): the daemon restarts as a new one. */
-  onReclaimed?: () => void
+  /**
+   * Called once when this incarnation must give way to a new one (ClusterCore.renewal: a quorum of seeds attests it
+   * dead, or its calendar must realign): the daemon starts a new one in-process (daemon.ts renew).
+   */
+  onRenew?: (why: 'reclaimed' | 'calendar') => void
 }
 
 export class ClusterNode {
@@ -215,6 +218,8 @@ export class ClusterNode {
 
   /** Tick once more as soon as the event loop is free (one pending at most): a first-use want goes out now. */
   private soon = false
+  /** The driver was told this incarnation must give way (onRenew): once. */
+  private renewAsked = false
   tickSoon (): void {
     if (this.soon || this.timer === null) return
     this.soon = true
@@ -227,7 +232,13 @@ export class ClusterNode {
     this.core.observeWall(clock.now(), mono)
     this.dispatch(this.core.tick(mono))
     this.logFence(mono)
-    if (this.reclaimLog.tick(this.core)) this.opts.onReclaimed?.()
+    this.reclaimLog.tick(this.core)
+    const why = this.core.renewal
+    if (why !== null && !this.renewAsked) {
+      this.renewAsked = true
+      if (why === 'calendar') this.opts.log.warn('this node\'s calendar is off from a quorum of seeds while its wall clock agrees with them (it started on a wrong clock): starting a new incarnation in-process, whose calendar reads the wall clock', { clockOffsetMs: Math.round(this.core.fence.skewOffsetMs), wallGapMs: Math.round(this.core.calendar.wallGapMs) })
+      this.opts.onRenew?.(why)
+    }
     // Credits since the last write (no fsync needed: a lost credit is a lost token, never a double one).
     if (this.transport !== null) void this.disk.persistJournal()
   }

@@ -24,6 +24,20 @@
  * tokens come back early: a node 10 s ahead admitted 600 in a real 20 s
  * window of a 300 per 20 s rule. Each voter's offset is the largest of its
  * recent readings (peers.ts), since a message's delay only lowers one.
+ *
+ * A calendar can be off while the wall clock is right: a process started
+ * while its wall clock was wrong reads the wrong time into its calendar,
+ * and when the clock is set right the calendar follows it only at a safe
+ * slew (calendar.ts: 10% back, 500 ppm forward), which takes from minutes
+ * to hours. Such a node would stay fenced all that time (or, a voter whose
+ * weight is a quorum with any one other, fence the others: two seeds). So
+ * when a node's calendar has been more than maxClockSkewMs off its own wall
+ * clock for `leaseMs`, and a quorum of voters, one other at least, reads
+ * within maxClockSkewMs / 2 of that wall clock, the fence asks for a new
+ * incarnation in-process (`realign`): the driver stops the cluster
+ * layer cleanly and starts it again from its disk (daemon.ts renew), whose
+ * calendar reads the wall clock. The clean stop saves spent tokens' return
+ * times moved by the calendar's lag (persist.ts), so none returns early.
  */
 import type { KeyState } from '../core/limiter.js'
 import { updateReserve, type CautionInput } from './caution.js'
@@ -50,6 +64,10 @@ export class Fence {
   skewed = false
   /** The median offset of the voters heard (their calendar minus this one's), ms; 0 when none. */
   skewOffsetMs = 0
+  /** Since when (monotonic) the calendar has been off a wall clock that a quorum agrees with; null while not. */
+  private offSince: number | null = null
+  /** The calendar has been off for leaseMs from a wall clock a quorum agrees with: a new incarnation realigns it (see the header). */
+  realign = false
 
   /** `startLease`: a seed's first start, which holds a lease for leaseMs from `startMs` (lease.ts). */
   constructor (node: string, seeds: readonly string[], tuning: ClusterTuning, startMs: number, startLease = false) {
@@ -83,13 +101,30 @@ export class Fence {
    * quorum is heard and fewer than a quorum agree within `maxSkewMs`. With
    * leases off, never (nothing is fenced then).
    */
-  judgeSkew (me: string, offsets: ReadonlyMap<string, number>, maxSkewMs: number): void {
-    const heard = [...offsets.keys()]
-    const agree = heard.filter(n => Math.abs(offsets.get(n) ?? 0) <= maxSkewMs)
-    if (this.quorum.isVoter(me)) { heard.push(me); agree.push(me) }
-    this.skewed = this.lease.enabled && this.quorum.isQuorum(heard) && !this.quorum.isQuorum(agree)
+  judgeSkew (me: string, offsets: ReadonlyMap<string, number>, maxSkewMs: number, nowMs: number, wallGapMs: number): void {
+    this.skewed = this.lease.enabled && this.heardQuorum(me, offsets) && !this.agreeing(me, offsets, 0, maxSkewMs)
     const sorted = [...offsets.values()].sort((a, b) => a - b)
     this.skewOffsetMs = sorted.length === 0 ? 0 : sorted[Math.floor(sorted.length / 2)]
+    // Offsets to this node's wall clock: (voter's calendar - this calendar) - (this wall - this calendar).
+    const off = this.lease.enabled && Math.abs(wallGapMs) > maxSkewMs && offsets.size > 0 && this.heardQuorum(me, offsets) &&
+      this.agreeing(me, offsets, wallGapMs, maxSkewMs / 2)
+    if (!off) this.offSince = null
+    else if (this.offSince === null) this.offSince = nowMs
+    this.realign = off && nowMs - (this.offSince ?? nowMs) >= this.lease.leaseMs
+  }
+
+  private heardQuorum (me: string, offsets: ReadonlyMap<string, number>): boolean {
+    const heard = [...offsets.keys()]
+    if (this.quorum.isVoter(me)) heard.push(me)
+    return this.quorum.isQuorum(heard)
+  }
+
+  /** Whether a quorum of voters (this node counted, if a voter) reads within `maxMs` of this node's calendar moved by `shiftMs`. */
+  private agreeing (me: string, offsets: ReadonlyMap<string, number>, shiftMs: number, maxMs: number): boolean {
+    const agree: string[] = []
+    for (const [n, o] of offsets) if (Math.abs(o - shiftMs) <= maxMs) agree.push(n)
+    if (this.quorum.isVoter(me)) agree.push(me)
+    return this.quorum.isQuorum(agree)
   }
 
   /** Bring the state to `nowMs`; returns the change, if any. */

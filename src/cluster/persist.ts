@@ -66,9 +66,12 @@ export function snapshotKeys (core: ClusterCore, nowMs: number): SavedKey[] {
     const held = Math.max(0, ks.bucket.held)
     const tokens = ks.bucket.outstanding(nowMs) + deferredTotal(x)
     if (held + tokens <= 0 && ks.initial === 0 && x.burn === 0) continue
-    // Spent tokens come back no earlier than their schedule (conservatively all at the last return), in calendar time.
+    // Spent tokens come back no earlier than their schedule (conservatively all at the last return), in calendar time,
+    // moved to the next start's calendar, which reads the wall clock: later by what this calendar lags the wall (a
+    // calendar ahead of it is left as it is: its times are later than the wall clock's anyway).
     let at = cal + ks.bucket.resetIn(nowMs)
     for (const [, when] of x.deferred ?? []) at = Math.max(at, when)
+    at += Math.max(0, core.calendar.wallGapMs)
     keys.push({ key: ks.key, rule: ks.rule.name, ruleHash: ks.rule.hash, initial: ks.initial, held, tokens, at, burn: x.burn })
   }
   return keys

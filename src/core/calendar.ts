@@ -42,6 +42,13 @@ export class Calendar implements CalendarView {
   private lastMono: number
   /** The latest reading: a slew back must stall readings, never reverse them. */
   private last = -Infinity
+  /**
+   * The wall clock minus the calendar at the last `sync` (positive: the
+   * calendar is behind the wall clock). A clean stop adds it to the times
+   * it saves (persist.ts): the next start's calendar reads the wall clock,
+   * so a time saved on a calendar that lagged would come that much early.
+   */
+  wallGapMs = 0
 
   constructor (wallMs: number, monoMs: number) {
     this.offset = wallMs - monoMs
@@ -63,6 +70,7 @@ export class Calendar implements CalendarView {
     const gap = (wallMs - monoMs) - this.offset
     if (gap > 0) this.offset += Math.min(gap, FORWARD_SLEW * dt)
     else if (gap < 0) this.offset += Math.max(gap, -(1 - BACK_SLEW_KEEP) * dt)
+    this.wallGapMs = (wallMs - monoMs) - this.offset
   }
 
   /** How far the calendar is from the wall clock at `wallMs`/`monoMs` (positive: calendar ahead). */

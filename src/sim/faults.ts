@@ -191,6 +191,7 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
     const node = rng.pick(nodes)
     const perMs = vc.file[0].perMs
     steps.forEach((k, i) => vc.at(startMs + durationMs * (0.2 + 0.5 * i / steps.length), () => vc.stepWall(node, k * perMs)))
+    if (f.wallStepRestartMs !== undefined) restartAll(vc, [node], startMs + durationMs * 0.2 + f.wallStepRestartMs, ended)
   }
   if (f.restartAllAt !== undefined) restartAll(vc, nodes, startMs + durationMs * f.restartAllAt, () => {})
   let cut: Cut | null = null

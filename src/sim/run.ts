@@ -279,7 +279,7 @@ export function runSim (spec: SimSpec): SimResult {
     moves, startMs, endMs, vc, keys, overshoot, overdraft, gossipIntervalMs: spec.gossipIntervalMs
   })
   // Last: it runs the cluster on past the end (idle), after every figure above was taken.
-  if (sc.shortfallCheckMs !== undefined) failures.push(...checkShortfall(vc, keys, sc.shortfallCheckMs).slice(0, 4))
+  if (sc.shortfallCheckMs !== undefined) failures.push(...checkShortfall(vc, keys, sc.shortfallCheckMs, sc).slice(0, 4))
   return {
     ...f,
     scenario: sc.name,

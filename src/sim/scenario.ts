@@ -33,6 +33,12 @@ export interface FaultSpec {
   ruleChange?: { how: 'reload' | 'restart', factor: number, atFraction: number, spreadMs: number, afterJoinerCrashMs?: number }
   /** One node's wall clock steps by each of these multiples of the rule's period, spread over the run. */
   wallSteps?: number[]
+  /**
+   * The stepped node is stopped (SIGTERM) and started again this long after
+   * its first step, while its wall clock is still off: its new process's
+   * calendar starts from the wrong wall clock (chaos seed 8).
+   */
+  wallStepRestartMs?: number
   /** Every node stops (SIGTERM) at this fraction of the run and starts again with the same file once all have stopped. */
   restartAllAt?: number
   /**
@@ -116,6 +122,11 @@ export interface Scenario {
    * each live node's shortfall (shortfall.ts) against the audit (run.ts).
    */
   shortfallCheckMs?: number
+  /**
+   * Why the shortfall check does not also require every token back (the
+   * capacity check, shortfall-check.ts): a known loss, not yet fixed.
+   */
+  capacityLoss?: string
   /** A run lasts at least this many gossip intervals (a cut of several reclaim periods needs room). */
   minGossips?: number
   /** Tuning this scenario runs with (over the run's own), e.g. `inheritSeeds`. */
@@ -284,7 +295,10 @@ export const SCENARIOS: readonly Scenario[] = [
     summary: 'Zipf load; a seed crashes (kill -9) and never comes back: the survivors\' shortfall shows what it had',
     load: 'zipf',
     faults: { crashes: 1, restartAfterMs: Infinity },
-    shortfallCheckMs: 2000
+    shortfallCheckMs: 2000,
+    // Seeds 6 and 10 (hard): 4 of 110 and 2 of 65 tokens short for good after the heir inherits from its copies of
+    // the dead seed's journal; the same in seed-crash-forever, heir-crash and seed-crash-receiving once they idle.
+    capacityLoss: 'a seed inherited from its journal copies can come up a few tokens short (issue 43, open)'
   },
   { ...base, name: 'skew', summary: 'moving hot spot with clocks skewed up to +-50 ms', load: 'moving-hot', skewMs: 50 },
   { ...base, name: 'skewed-node', summary: 'moving hot spot; one seed\'s clock 2.5 periods ahead all run (it must fence itself)', load: 'moving-hot', skewedNodePeriods: 2.5 },
@@ -352,6 +366,30 @@ export const SCENARIOS: readonly Scenario[] = [
     summary: 'moving hot spot; one node\'s wall clock steps 2.5 periods forward, then 3.5 back',
     load: 'moving-hot',
     faults: { wallSteps: [2.5, -3.5] }
+  },
+  {
+    ...base,
+    name: 'clock-step-back',
+    summary: 'moving hot spot; one node\'s wall clock steps 4 periods back, then forward again to true time: once it agrees again nothing is fenced or missing',
+    load: 'moving-hot',
+    faults: { wallSteps: [-4, 4] },
+    shortfallCheckMs: 6000
+  },
+  {
+    ...base,
+    name: 'clock-restart-behind',
+    summary: 'moving hot spot; one node\'s wall clock steps 4 periods back, the node restarts (SIGTERM) on that clock, then its clock is set right (chaos seed 8): its calendar realigns, nothing stays fenced or missing',
+    load: 'moving-hot',
+    faults: { wallSteps: [-4, 4], wallStepRestartMs: 200 },
+    shortfallCheckMs: 6000
+  },
+  {
+    ...base,
+    name: 'clock-restart-ahead',
+    summary: 'moving hot spot; one node\'s wall clock steps 4 periods forward, the node restarts (SIGTERM) on that clock, then its clock is set right: its calendar realigns, nothing stays fenced or missing',
+    load: 'moving-hot',
+    faults: { wallSteps: [4, -4], wallStepRestartMs: 200 },
+    shortfallCheckMs: 6000
   },
   {
     ...base,

@@ -193,9 +193,9 @@ export class VirtualCluster {
       this.audit.inheritances(core)
       this.poll(n, core) // deferred credits fall due on ticks
       if (core.snapshot !== null) { this.finishStop(n, core); return }
-      // Reclaimed (a quorum of voters attests it dead): the daemon stops its cluster layer cleanly and starts a new
-      // incarnation from its disk, in-process (daemon.ts renew).
-      if (core.reclaim.reclaimed && n.state === 'up') { this.stop(name); this.startWhenStopped(name) }
+      // Reclaimed (a quorum of voters attests it dead), or a calendar to realign: the daemon stops its cluster layer
+      // cleanly and starts a new incarnation from its disk, in-process (daemon.ts renew).
+      if (core.renewal !== null && n.state === 'up') { this.stop(name); this.startWhenStopped(name) }
       this.at(this.now + tickMs, tick)
     }
     this.at(this.now + this.rng.next() * tickMs, tick)

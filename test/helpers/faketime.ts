@@ -28,3 +28,15 @@ export function faketimeLib (): string | undefined {
 export function faketimeEnv (lib: string, offset: string): Record<string, string> {
   return { LD_PRELOAD: lib, FAKETIME: offset, FAKETIME_DONT_FAKE_MONOTONIC: '1', FAKETIME_NO_CACHE: '1' }
 }
+
+/**
+ * The environment that puts a process's wall clock off by what `file` says
+ * (e.g. "-10s"), read again at most every second: writing "+0s" to it sets
+ * the clock right while the process runs (bench/lib/chaos-run.ts does the
+ * same). Monotonic time stays real.
+ */
+export function faketimeFileEnv (lib: string, file: string): Record<string, string> {
+  // The multi-threaded build where there is one: the file is read from the transport's worker thread too.
+  const mt = lib.replace('libfaketime.so.1', 'libfaketimeMT.so.1')
+  return { LD_PRELOAD: existsSync(mt) ? mt : lib, FAKETIME_TIMESTAMP_FILE: file, FAKETIME_CACHE_DURATION: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' }
+}

@@ -208,7 +208,7 @@ test('an admission or a denial in a window the member was told comes back bare; 
     sabotage: v => {
       const count = v.count.bind(v)
       v.count = (from, bytes, type) => {
-        // A bare remaining is one or two bytes, with the call's length and id at most four (sim-requests.ts onSession);
+        // A bare remaining is one or two bytes, with the call's length and id at most four (sim-ports.ts onSession);
         // a whole admission is five or more.
         if (type === 'fans') { if (bytes <= 4) short++; else whole++ }
         count(from, bytes, type)

@@ -17,12 +17,12 @@ test('a full seed queues the next forward until a slot frees; a queued one past 
   const started: string[] = []
   const expired: string[] = []
   const a = gate()
-  slots.run('s1', 10_000, async () => { started.push('a'); await a.promise }, () => expired.push('a'))
+  slots.run('s1', 10_000, release => { started.push('a'); void a.promise.then(release) }, () => expired.push('a'))
   const bDone = gate()
-  slots.run('s1', 10_000, async () => { started.push('b'); bDone.open() }, () => expired.push('b'))
+  slots.run('s1', 10_000, release => { started.push('b'); release(); bDone.open() }, () => expired.push('b'))
   const cExpired = gate()
-  slots.run('s1', 1, async () => { started.push('c') }, () => { expired.push('c'); cExpired.open() })
-  slots.run('s2', 10_000, async () => { started.push('d') }, () => expired.push('d'))
+  slots.run('s1', 1, release => { started.push('c'); release() }, () => { expired.push('c'); cExpired.open() })
+  slots.run('s2', 10_000, release => { started.push('d'); release() }, () => expired.push('d'))
   t.deepEqual(started, ['a', 'd'], 'one in flight to s1; s2 has its own slots')
   t.is(slots.queued, 2)
   await cExpired.promise

@@ -31,7 +31,7 @@ test('the writer compresses for a replica only once its jack says it reads compr
   t.deepEqual(first.map(o => [o.to, o.z]), [['b', null], ['c', null]], 'nothing said yet: plain text')
   const store = new ReplicaStore()
   for (const { to, msg, z } of first) {
-    // Over the wire as the drivers send it (replica-link.ts, sim-replication.ts): the replica reads the same text.
+    // Over the wire as the drivers send it (node-effects.ts, for the daemon and the simulator alike): the replica reads the same text.
     const m = overWire(encodeJrep(msg, z))
     if (m.t !== 'jrep') throw new Error('not a jrep')
     t.is(m.data, msg.data)

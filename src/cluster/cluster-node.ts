@@ -3,7 +3,7 @@
  * libp2p transport, on a clock, and keeps the node's durable state.
  *
  * It owns: the tick timer; msgpack encoding of cluster messages; requests
- * and their replies (node-requests.ts); and the state file. It hands the core every message with
+ * and their replies, the journal and what waits for it (node-effects.ts, shared with the simulator); and the state file. It hands the core every message with
  * the peer id the transport authenticated (the gossip's signer, the stream's
  * remote peer): the core takes it only if the name in it is bound to that id
  * (membership.ts). A reply counts only if it names the node asked. Every decision is the core's, stopping
@@ -20,22 +20,21 @@ import type { ClusterConfig, NodeConfig, RuleConfig } from '../config/types.js'
 import { loadSwarmKey } from '../config/swarm-key.js'
 import type { Resolution } from '../core/limiter.js'
 import type { Logger } from '../util/log.js'
-import type { ClusterCore, Outbound } from './cluster-core.js'
+import type { ClusterCore } from './cluster-core.js'
 import { clusterStatus } from './cluster-status.js'
 import { readState, STATE_FILE, writeState, type StartKind } from './durable-state.js'
 import { startCore, type Restored } from './persist.js'
 import { openAttestations, readAttestations, writeAttestations } from './attest-file.js'
-import { NodeDisk, readJournal } from './node-disk.js'
+import { NodeFiles, readJournal } from './node-disk.js'
 import { readReplicas } from './replica-file.js'
-import { readCopy, sendReplica, sendReplicas } from './replica-link.js'
 import { checkOwner } from './state-schema.js'
 import { clusterHash } from './cluster-hash.js'
 import { ReclaimLog } from './reclaim-log.js'
 import { GossipInbox } from './gossip-inbox.js'
-import { forwardAcquire, sendRequest, serveCall, serveRequest, type RequestContext } from './node-requests.js'
+import { NodeEffects, type Done, type LocalAcquire } from './node-effects.js'
 import { ForwardSlots } from './forward-slots.js'
-import type { AcquireResult, Decision } from '../core/types.js'
-import { DEFAULT_BOUNDS, gossipTopic, membersTopic, seedsTopic, type Gossip, type Grant, type Hb, type MessageBounds } from './messages.js'
+import { isWaitHandle, type AcquireResult, type Decision } from '../core/types.js'
+import { DEFAULT_BOUNDS, gossipTopic, membersTopic, seedsTopic, type Gossip, type Hb, type MessageBounds } from './messages.js'
 import { decodeGossip, encodeGossip } from './gossip-codec.js'
 import { needsLease } from './member-gossip.js'
 import { gossipAudience } from './member-sums.js'
@@ -72,10 +71,10 @@ export class ClusterNode {
   private timer: NodeJS.Timeout | null = null
   private stopping: Promise<void> | null = null
   private readonly bounds: MessageBounds
-  /** The journal and the attestations on disk (node-disk.ts). */
-  private readonly disk: NodeDisk
-  /** Requests in and out (node-requests.ts). */
-  private readonly requests: RequestContext
+  /** The journal, the journal copies and the attestations on disk (node-disk.ts): the disk port. */
+  private readonly files: NodeFiles
+  /** Requests in and out, and what waits for the disk (node-effects.ts): the interpreter the simulator runs too. */
+  private readonly fx: NodeEffects
   /** A voter found no attestations file (a first start, or a state file from before `attestKept`): start() creates it. */
   private attestMissing = false
   /** Gossip is applied in slices off the transport's callback, so socket reads are not queued behind it (gossip-inbox.ts). */
@@ -91,9 +90,32 @@ export class ClusterNode {
     this.bounds = { ...DEFAULT_BOUNDS, maxKeyBytes: opts.config.limits.maxKeyBytes, maxMembers: opts.config.limits.maxMembers }
     this.memberTopic = gossipTopic(opts.config.cluster.name)
     this.once = new LogOnce(() => opts.clock.mono())
-    this.disk = new NodeDisk(core, opts.node.dataDir, opts.config.cluster.name, opts.log, opts.clock)
-    this.requests = { core, disk: this.disk, bounds: this.bounds, clock: opts.clock, log: opts.log, once: this.once, onTokens: () => { opts.onTokens?.() }, acquire: (k, n, w, here) => opts.acquire?.(k, n, w, here) }
-    this.disk.onWaiting = () => { if (this.transport !== null) sendReplicas(this.core, this.transport, this.bounds, opts.clock, opts.log) }
+    this.files = new NodeFiles(opts.node.dataDir, opts.node.name, opts.config.cluster.name)
+    const stopped = (done: Done<Uint8Array>): void => { done(new Error('the transport is stopped')) }
+    this.fx = new NodeEffects({
+      core,
+      disk: this.files,
+      net: {
+        request: (_to, peerId, bytes, _msg, timeoutMs, done) => {
+          const t = this.transport
+          if (t === null) stopped(done)
+          else t.request(peerId, bytes, timeoutMs).then(r => { done(null, r) }, done)
+        },
+        call: (_to, peerId, bytes, _msg, timeoutMs, done) => {
+          const t = this.transport
+          if (t === null) stopped(done)
+          else t.call(peerId, bytes, timeoutMs).then(r => { done(null, r) }, done)
+        },
+        publish: (msg, members) => { if (this.transport !== null) this.publish(this.transport, msg, members) }
+      },
+      clock: opts.clock,
+      bounds: this.bounds,
+      log: opts.log,
+      once: this.once,
+      slots: this.slots,
+      onTokens: () => { opts.onTokens?.() },
+      acquire: localAcquire(opts.acquire)
+    })
   }
 
   /** Read the durable state and build the state machine (nothing runs, nothing is written yet). */
@@ -153,7 +175,7 @@ export class ClusterNode {
     // Consume the saved state before serving: a crash from here on starts with nothing.
     await writeState(node.dataDir, this.core.save(this.opts.clock.mono(), 'running'))
     // This incarnation's journal starts with a checkpoint of what it has now, before it serves or gives anything.
-    if (!await this.disk.persistJournal()) throw new QuotadError(ErrorCodes.JOURNAL_UNWRITABLE, `cannot write the journal in ${node.dataDir}`, { dataDir: node.dataDir })
+    if (!await settle(this.fx.persistJournal())) throw new QuotadError(ErrorCodes.JOURNAL_UNWRITABLE, `cannot write the journal in ${node.dataDir}`, { dataDir: node.dataDir })
     log.info('cluster state', {
       start: this.startKind, allocate: this.core.limiter.allocate, incarnation: this.core.incarnation,
       restoredKeys: r.keys, restoredTokens: r.tokens, owedBurn: r.burn, recovered: r.recovered
@@ -186,8 +208,8 @@ export class ClusterNode {
       }
     })
     t.onGossip = (from, data) => this.inbox.push(from, data)
-    t.onRequest = async (from, data) => await serveRequest(this.requests, from, data)
-    t.onCall = async (from, data) => await serveCall(this.requests, from, data)
+    t.onRequest = async (from, data) => await new Promise((resolve, reject) => { this.fx.serveRequest(from, data, answered(resolve, reject)) })
+    t.onCall = async (from, data) => await new Promise((resolve, reject) => { this.fx.serveCall(from, data, answered(resolve, reject)) })
     t.onPeer = (peerId, connected) => log.info(connected ? 'peer connected' : 'peer disconnected', { peerId, node: this.core.membership.nameOf(peerId) ?? null })
     await t.start()
     this.transport = t
@@ -210,7 +232,12 @@ export class ClusterNode {
    * this node decides it (a seed, another rule, no seed to ask).
    */
   forward (key: string, count: number, waitMs: number, here = false): Promise<Decision> | null {
-    return this.transport === null ? null : forwardAcquire(this.requests, this.transport, this.slots, key, count, waitMs, here)
+    if (this.transport === null) return null
+    let d: Decision | undefined
+    let k: ((d: Decision) => void) | undefined
+    // Answered later, as a promise is, even when decided at once (credit, a kept denial).
+    if (!this.fx.forwardAcquire(key, count, waitMs, here, v => { if (k !== undefined) k(v); else d = v })) return null
+    return new Promise(resolve => { if (d !== undefined) resolve(d); else k = resolve })
   }
 
   /** Forwards in flight per seed, the rest queued (forward-slots.ts). */
@@ -230,7 +257,7 @@ export class ClusterNode {
     const { clock } = this.opts
     const mono = clock.mono()
     this.core.observeWall(clock.now(), mono)
-    this.dispatch(this.core.tick(mono))
+    this.fx.dispatch(this.core.tick(mono))
     this.logFence(mono)
     this.reclaimLog.tick(this.core)
     const why = this.core.renewal
@@ -240,7 +267,7 @@ export class ClusterNode {
       this.opts.onRenew?.(why)
     }
     // Credits since the last write (no fsync needed: a lost credit is a lost token, never a double one).
-    if (this.transport !== null) void this.disk.persistJournal()
+    if (this.transport !== null) this.fx.persistJournal()
   }
 
   /** The fence as last logged: as at the start (fenced until its first quorum echo, unless a seed's start lease, lease.ts). */
@@ -275,40 +302,6 @@ export class ClusterNode {
   }
 
   private readonly memberTopic: string
-
-  private dispatch (out: Outbound[]): void {
-    const t = this.transport
-    let grants: Array<{ to: string, msg: Grant }> | null = null
-    for (const o of out) {
-      if (o.kind === 'gossip') {
-        if (t === null) continue
-        // An attestation is on disk before any gossip carries it.
-        if (this.disk.attestationsWritten) this.publish(t, o.msg, o.members)
-        else void this.disk.persistAttestations().then(ok => { if (ok) this.publish(t, o.msg, o.members) })
-      } else if (o.kind === 'replicate') {
-        if (t === null) this.core.replication.onFailed(o.to, this.opts.clock.mono())
-        else void sendReplica(this.core, t, o.to, o.msg, o.z, this.bounds, this.opts.clock, this.opts.log)
-      } else if (o.kind === 'jget') {
-        if (t === null) this.core.heir.onJgetFailed(o.to, o.msg.writer, this.opts.clock.mono())
-        else void readCopy(this.core, t, o.to, o.msg, this.bounds, this.opts.clock, this.opts.log)
-      } else if (t === null) {
-        this.core.onRequestFailed(o.msg, o.to, this.opts.clock.mono())
-      } else if (o.msg.t === 'grant') {
-        (grants ??= []).push({ to: o.to, msg: o.msg })
-      } else {
-        void sendRequest(this.requests, t, o.to, o.msg)
-      }
-    }
-    if (grants === null || t === null) return
-    // A grant leaves only once its give is on disk (journal.ts), and at a quorum of seeds for a seed with a share (replication.ts).
-    const ready = grants
-    void this.disk.persistForGrant(ready.flatMap(g => g.msg.items.map(i => i[0]))).then(ok => {
-      for (const g of ready) {
-        if (ok) void sendRequest(this.requests, t, g.to, g.msg)
-        else this.core.onRequestFailed(g.msg, g.to, this.opts.clock.mono())
-      }
-    })
-  }
 
   private onGossip (from: string, data: Uint8Array): void {
     try {
@@ -402,7 +395,7 @@ export class ClusterNode {
     const { clock, node, log } = this.opts
     if (this.timer !== null) clearInterval(this.timer)
     this.timer = null
-    this.dispatch(this.core.beginStop(clock.mono()))
+    this.fx.dispatch(this.core.beginStop(clock.mono()))
     // The machine's phases all have deadlines; this loop only keeps it ticking.
     while (this.core.snapshot === null) {
       await new Promise(resolve => setTimeout(resolve, this.core.tuning.tickMs))
@@ -415,10 +408,32 @@ export class ClusterNode {
     log.info('handed off tokens', { tokens: this.core.counters.handedOff })
     await writeState(node.dataDir, snap)
     // The snapshot supersedes the journal (a clean restart reads only the snapshot).
-    await this.disk.close()
+    await settle(this.fx.settled())
+    await this.files.close()
     this.inbox.close()
     const t = this.transport
     this.transport = null
     if (t !== null) await t.stop()
+  }
+}
+
+/** An effect's outcome as a promise (the daemon awaits it). */
+async function settle<T> (l: { then: (k: (v: T) => void) => void }): Promise<T> {
+  return await new Promise<T>(resolve => { l.then(resolve) })
+}
+
+/** A served request's answer to the transport: its bytes, or a throw that resets the stream. */
+function answered (resolve: (b: Uint8Array) => void, reject: (err: unknown) => void): Done<Uint8Array> {
+  return (err, bytes) => { if (err != null) reject(err); else resolve(bytes as Uint8Array) }
+}
+
+/** The daemon's LocalQuota acquire, as the interpreter's `acquire` port: a wait handle's promise answers `late`. */
+function localAcquire (acquire: ClusterNodeOptions['acquire']): LocalAcquire | undefined {
+  if (acquire === undefined) return undefined
+  return (key, count, waitMs, here, late) => {
+    const r: AcquireResult | undefined = acquire(key, count, waitMs, here)
+    if (r === undefined || !isWaitHandle(r)) return r
+    r.promise.then(late, (error: unknown) => { late({ error }) })
+    return 'waiting'
   }
 }

@@ -20,7 +20,7 @@
  * it its writes and its durability.
  *
  * A node that does not replicate (a member, a lone seed, leases off) acks
- * what it applied once its own journal has it (node-requests.ts): it keeps
+ * what it applied once its own journal has it (node-effects.ts): it keeps
  * no entries here.
  */
 import type { ReplPos } from './replication.js'

@@ -16,32 +16,39 @@ import { MAX_CALLS_IN_FLIGHT } from './transport/calls.js'
 /** Forwards in flight to one seed at most: half of what a seed holds of one session. */
 export const FORWARDS_PER_SEED = MAX_CALLS_IN_FLIGHT / 2
 
-interface Queued { start: () => void, timer: NodeJS.Timeout | null }
+interface Queued { start: () => void, cancel: (() => void) | null }
+
+/** Run `f` after `ms` (the node's timer: the daemon's setTimeout, the simulator's event queue); returns its cancel. */
+export type After = (ms: number, f: () => void) => () => void
+
+const realTimer: After = (ms, f) => { const t = setTimeout(f, ms); return () => { clearTimeout(t) } }
 
 export class ForwardSlots {
   private readonly inflight = new Map<string, number>()
   private readonly queues = new Map<string, Queued[]>()
 
-  constructor (private readonly per = FORWARDS_PER_SEED) {}
+  constructor (private readonly per = FORWARDS_PER_SEED, private readonly after: After = realTimer) {}
 
   /**
    * Run `send` to `seed` once a slot is free (at once when one is); `send`
-   * resolves when its forward is answered or failed, freeing the slot. If
-   * no slot frees within `waitMs`, `expire` runs instead and `send` never does.
+   * calls its `release` when its forward is answered or failed, freeing the
+   * slot (a second call does nothing). If no slot frees within `waitMs`,
+   * `expire` runs instead and `send` never does.
    */
-  run (seed: string, waitMs: number, send: () => Promise<void>, expire: () => void): void {
+  run (seed: string, waitMs: number, send: (release: () => void) => void, expire: () => void): void {
     const start = (): void => {
       this.inflight.set(seed, (this.inflight.get(seed) ?? 0) + 1)
-      void send().finally(() => { this.release(seed) })
+      let released = false
+      send(() => { if (!released) { released = true; this.release(seed) } })
     }
     if ((this.inflight.get(seed) ?? 0) < this.per) { start(); return }
-    const q: Queued = { start, timer: null }
-    q.timer = setTimeout(() => {
+    const q: Queued = { start, cancel: null }
+    q.cancel = this.after(waitMs, () => {
       const list = this.queues.get(seed)
       const i = list?.indexOf(q) ?? -1
       if (list !== undefined && i >= 0) list.splice(i, 1)
       expire()
-    }, waitMs)
+    })
     let list = this.queues.get(seed)
     if (list === undefined) this.queues.set(seed, list = [])
     list.push(q)
@@ -62,7 +69,7 @@ export class ForwardSlots {
     const next = list?.shift()
     if (list !== undefined && list.length === 0) this.queues.delete(seed)
     if (next === undefined) return
-    if (next.timer !== null) clearTimeout(next.timer)
+    next.cancel?.()
     next.start()
   }
 }

@@ -275,7 +275,7 @@ export class Forwarding {
     return inOwnWindow(this.c, m.key, this.decided(d), nowMs)
   }
 
-  /** At a seed: a member's acquire decided at once (a `wait` is the driver's to honour: see node-requests.ts). */
+  /** At a seed: a member's acquire decided at once (a `wait` is the driver's to honour: see node-effects.ts). */
   serve (m: Fwd, from: string, nowMs: number): Fans {
     const refusal = this.admit(m, from)
     if (refusal !== null) return refusal

@@ -1,6 +1,6 @@
 /**
  * A request's or reply's bytes on a transfer stream, in the daemon
- * (node-requests.ts, replica-link.ts) and the simulator alike.
+ * (node-effects.ts) and the simulator alike.
  *
  * `want`, `grant`, `ack` and `none` go as msgpack arrays, their fields in a
  * fixed order (`LAYOUT`), instead of maps: a field's name took more bytes

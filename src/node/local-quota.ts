@@ -168,7 +168,7 @@ export class LocalQuota implements QuotaService {
   /** Set by the daemon once its metrics exist. */
   timing: DecisionTiming | null = null
 
-  /** `here`: a peer's acquire this seed decides (node-requests.ts `serveForward`), never sent on to another seed. */
+  /** `here`: a peer's acquire this seed decides (node-effects.ts `serveForward`), never sent on to another seed. */
   acquire (key: string, count: number, waitMs: number, here = false): AcquireResult {
     if (this.timing?.sample() === true) {
       const t0 = performance.now()

@@ -201,29 +201,30 @@ export function runSim (spec: SimSpec): SimResult {
   const admitted = new Uint8Array(arrivals.length)
   const admissions: Admission[] = []
   const unleased: string[] = []
+  // An admission, as the oracle counts it: by the node that decided, on its calendar, at that moment.
+  const record = (node: string, key: string, count: number, credit = false): void => {
+    admissions.push({ at: vc.now, local: vc.calendar(node), node, key, count })
+    // Judged from what the network carried, not from the node's own word (lease-check.ts). A token of credit
+    // was spent at the seed when it gave it, and its lease judged then (that answer's own admission).
+    const core = vc.cores.get(node)
+    if (rule.mode === 'hard' && !credit && core !== undefined && vc.leases !== null && !vc.leases.holds(core, vc.now)) unleased.push(`${node} at +${Math.round(vc.now - startMs)} ms`)
+  }
+  // Forwarded (forward.ts): decided at a seed when it arrives there (recorded then, by the seed's interpreter), allowed
+  // for the client when the answer is back; a token of a seed's credit, when the member hands it out.
+  vc.onDecided = (seed, key, count, d, credit) => { if (d.allowed) record(seed, key, count, credit) }
   for (let i = 0; i < arrivals.length; i++) {
     const a = arrivals[i]
     if ((joinAt.get(a.node) ?? -Infinity) > a.at) continue
     vc.runUntil(a.at)
-    // An admission, as the oracle counts it: by the node that decided, on its calendar, at that moment.
-    const record = (node: string, credit = false): void => {
-      admissions.push({ at: vc.now, local: vc.calendar(node), node, key: a.key, count: a.count })
-      // Judged from what the network carried, not from the node's own word (lease-check.ts). A token of credit
-      // was spent at the seed when it gave it, and its lease judged then (that answer's own admission).
-      const core = vc.cores.get(node)
-      if (rule.mode === 'hard' && !credit && core !== undefined && vc.leases !== null && !vc.leases.holds(core, vc.now)) unleased.push(`${node} at +${Math.round(vc.now - startMs)} ms`)
-    }
     // Decided now, or (a first use, first-use.ts) when tokens come or its short wait ends: admitted at that moment.
-    // Forwarded (forward.ts): decided at a seed when it arrives there (recorded then), allowed for the client when
-    // the answer is back.
     let forwarded = false
     const admit = (d: Decision | 'waiting' | 'forwarded' | undefined): void => {
       if (d === 'forwarded') { forwarded = true; return }
       if (d === undefined || d === 'waiting' || !d.allowed) return
       admitted[i] = 1
-      if (!forwarded) record(a.node)
+      if (!forwarded) record(a.node, a.key, a.count)
     }
-    admit(vc.acquire(a.node, a.key, a.count, admit, (seed, d, credit) => { if (d.allowed) record(seed, credit) }, spec.waitMs ?? 0))
+    admit(vc.acquire(a.node, a.key, a.count, admit, spec.waitMs ?? 0))
   }
   vc.runUntil(endMs)
   audit()

@@ -1,73 +1,60 @@
 /**
- * A node's outbound messages on the virtual network, as the daemon's
- * transport carries them (cluster-node.ts): a gossip is published once
- * (encoded by the daemon's gossip-codec.ts, decoded and validated once)
- * and delivered to every other running node, each receiver with its own
- * copy's delivery time, loss, duplication and reordering; a journal copy or
- * read goes through sim-replication.ts, a want or a pushed grant through
- * sim-requests.ts. The audit sees every copy of a grant enter and leave the
- * network.
+ * The virtual network's wires, as the daemon's transport carries bytes
+ * (cluster-node.ts): a gossip is published once (encoded by the daemon's
+ * gossip-codec.ts, decoded and validated once) and delivered to every other
+ * running node, each receiver with its own copy's delivery time, loss,
+ * duplication and reordering; a request, a reply or a call is one
+ * `transmit` (sim-ports.ts, for the effects interpreter node-effects.ts).
+ * The audit sees every copy of a grant enter and leave the network.
  *
  * Apart from virtual-cluster.ts, which owns the nodes, their clocks and
  * lifecycles: this file only moves bytes between them. Every random draw
  * comes from the cluster's one seeded Rng, in the order of the calls, so a
  * run is still determined by its seed.
  */
-import type { Outbound } from '../cluster/cluster-core.js'
+import type { ClusterCore } from '../cluster/cluster-core.js'
 import type { Gossip, Grant, Hb } from '../cluster/messages.js'
 import { decodeGossip, encodeGossip } from '../cluster/gossip-codec.js'
 import { sampleLatency } from './network.js'
 import { gossipAudience } from '../cluster/member-sums.js'
 import { idOf } from './sim-node.js'
-import type { SimReplication } from './sim-replication.js'
-import { sendRequest } from './sim-requests.js'
 import type { VirtualCluster } from './virtual-cluster.js'
 
-/** Carry a node's outbound messages over the network (after persisting its journal, as the daemon does). */
-export function dispatch (vc: VirtualCluster, replication: SimReplication, from: string, out: Outbound[]): void {
-  const sender = vc.nodes.get(from)
-  const core = sender?.core
-  if (sender === undefined || core == null) return
-  vc.persist(sender, core)
-  for (const o of out) {
-    if (o.kind === 'gossip') {
-      // Published once (as pubsub does), decoded and validated once, delivered to each peer.
-      const whole = published(vc, from, o.msg)
-      vc.gossipFields.sample(o.msg)
-      if (whole.m.t !== 'gossip' && whole.m.t !== 'hb') continue
-      vc.leases?.published(core, whole.m, vc.now)
-      // A member's gossip reaches the seeds alone (the daemon's members' topic; member-sums.ts). A seed's whole
-      // gossip reaches the seeds; its members' copy, published apart, the members (member-gossip.ts).
-      const seedsOnly = gossipAudience(from, core.seeds) === 'seeds'
-      const copy = seedsOnly || o.members === undefined ? null : o.members === o.msg ? whole : published(vc, from, o.members)
-      if (copy !== null && o.members !== undefined) vc.copyFields.sample(o.members)
-      for (const [to, target] of vc.nodes) {
-        if (to === from || target.core === null) continue
-        const seed = core.msums.isSeed(to)
-        if (seedsOnly && !seed) continue
-        // Without a copy (no member alive in the seed's view), a seed's gossip does not reach the members either.
-        const g = seedsOnly || seed ? whole : copy
-        if (g === null || (g.m.t !== 'gossip' && g.m.t !== 'hb')) continue
-        const msg = g.m
-        vc.transmit(from, to, g.bytes, () => {
-          const c = vc.nodes.get(to)?.core
-          if (c == null) return
-          if (msg.t === 'gossip') vc.leases?.received(c, msg)
-          c.onGossip(msg, idOf(from), vc.mono(to))
-        }, undefined, true)
-      }
-    } else if (o.kind === 'replicate') {
-      replication.send(sender, core, o.to, o.msg, o.z)
-    } else if (o.kind === 'jget') {
-      replication.read(sender, core, o.to, o.msg)
-    } else {
-      sendRequest(vc, replication, sender, core, o.to, o.msg)
-    }
+/**
+ * A node's gossip published (sim-ports.ts `publish`): once, as pubsub does,
+ * and delivered to every other running node it reaches, each copy with its
+ * own delivery time, loss, duplication and reordering.
+ */
+export function published (vc: VirtualCluster, from: string, core: ClusterCore, msg: Gossip | Hb, members: Gossip | Hb | undefined): void {
+  // Published once (as pubsub does), decoded and validated once, delivered to each peer.
+  const whole = encoded(vc, from, msg)
+  vc.gossipFields.sample(msg)
+  if (whole.m.t !== 'gossip' && whole.m.t !== 'hb') return
+  vc.leases?.published(core, whole.m, vc.now)
+  // A member's gossip reaches the seeds alone (the daemon's members' topic; member-sums.ts). A seed's whole
+  // gossip reaches the seeds; its members' copy, published apart, the members (member-gossip.ts).
+  const seedsOnly = gossipAudience(from, core.seeds) === 'seeds'
+  const copy = seedsOnly || members === undefined ? null : members === msg ? whole : encoded(vc, from, members)
+  if (copy !== null && members !== undefined) vc.copyFields.sample(members)
+  for (const [to, target] of vc.nodes) {
+    if (to === from || target.core === null) continue
+    const seed = core.msums.isSeed(to)
+    if (seedsOnly && !seed) continue
+    // Without a copy (no member alive in the seed's view), a seed's gossip does not reach the members either.
+    const g = seedsOnly || seed ? whole : copy
+    if (g === null || (g.m.t !== 'gossip' && g.m.t !== 'hb')) continue
+    const m = g.m
+    vc.transmit(from, to, g.bytes, () => {
+      const c = vc.nodes.get(to)?.core
+      if (c == null) return
+      if (m.t === 'gossip') vc.leases?.received(c, m)
+      c.onGossip(m, idOf(from), vc.mono(to))
+    }, undefined, true)
   }
 }
 
 /** A gossip (or a seed's members' copy of one), published (counted as sent) and decoded once, as pubsub does. */
-function published (vc: VirtualCluster, from: string, g: Gossip | Hb): { bytes: Uint8Array, m: ReturnType<typeof decodeGossip> } {
+function encoded (vc: VirtualCluster, from: string, g: Gossip | Hb): { bytes: Uint8Array, m: ReturnType<typeof decodeGossip> } {
   const bytes = encodeGossip(g)
   vc.count(from, bytes.length, 'gossip')
   return { bytes, m: decodeGossip(bytes) }

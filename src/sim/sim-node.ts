@@ -2,6 +2,7 @@
 import type { ClusterCore } from '../cluster/cluster-core.js'
 import type { SavedState } from '../cluster/durable-state.js'
 import type { Waiter } from '../core/limiter.js'
+import type { NodeEffects } from '../cluster/node-effects.js'
 
 export type NodeState = 'up' | 'stopping' | 'stopped' | 'crashed'
 
@@ -9,6 +10,8 @@ export interface SimNode {
   name: string
   state: NodeState
   core: ClusterCore | null
+  /** The running core's effects interpreter (node-effects.ts, the daemon's), on this node's ports (sim-ports.ts). */
+  effects: NodeEffects | null
   /** Wall clock minus true time (constant skew, moved by steps). */
   skewMs: number
   monoOffsetMs: number
@@ -25,9 +28,9 @@ export interface SimNode {
   /**
    * A core that has stopped (snapshot taken) but whose transport is still
    * open for a moment, as the daemon's is while it writes the state file:
-   * requests still reach it, and it must refuse them.
+   * requests still reach its interpreter, and its core must refuse them.
    */
-  lingering: ClusterCore | null
+  lingering: NodeEffects | null
   incarnations: number
   /**
    * SIGSTOP until this true time (0: running): the node neither ticks nor

@@ -10,6 +10,10 @@
  *   core gets the wall clock only through `observeWall` on each tick.
  * - Every message is msgpack-encoded and validated by the daemon's own
  *   parseMessage, so the wire format is exercised too (sim-dispatch.ts).
+ * - What a node does around its I/O (persist then reply, a grant only once
+ *   covered, each request settled once, a member's forward served) is the
+ *   daemon's own effects interpreter (node-effects.ts) on this cluster's
+ *   virtual disk and network (sim-ports.ts): no copy of it lives here.
  * - Lifecycle, with the daemon's own code paths: a node starts with
  *   `startCore` from its "disk" (the last state it wrote: absent, running,
  *   or a clean stop's snapshot), stops through the core's stop machine
@@ -26,12 +30,12 @@ import type { ClusterCore, Outbound } from '../cluster/cluster-core.js'
 import { encodeState, type SavedState } from '../cluster/durable-state.js'
 import { parseState } from '../cluster/state-schema.js'
 import { CLUSTER_VERSION, type Grant } from '../cluster/messages.js'
-import { journalCheckpoint, startCore } from '../cluster/persist.js'
+import { startCore } from '../cluster/persist.js'
 import { ReplicaWitness } from './replica-check.js'
-import { SimReplication } from './sim-replication.js'
-import { dispatch, transmit } from './sim-dispatch.js'
-import { sendForward, type Decided } from './sim-requests.js'
-import { nextJournal, replayJournal } from '../cluster/journal.js'
+import { transmit } from './sim-dispatch.js'
+import { simEffects } from './sim-ports.js'
+import { replayJournal } from '../cluster/journal.js'
+import type { Fwd } from '../cluster/forward-messages.js'
 import { defaultTuning, type ClusterTuning } from '../cluster/tuning.js'
 import type { Decision } from '../core/types.js'
 import { EventQueue } from './event-queue.js'
@@ -70,6 +74,14 @@ export interface VirtualClusterOptions {
 
 
 /**
+ * A decision at a seed that counts as an admission: the seed, the key and
+ * count, what it decided, and `credit` when a member handed out a token of
+ * the seed's credit (forward-credit.ts: the seed spent it, under its lease,
+ * when it gave it; the oracle places it on the seed's calendar, now).
+ */
+export type Decided = (seed: string, key: string, count: number, d: Decision, credit: boolean) => void
+
+/**
  * How long a reclaimed node takes to start its new incarnation once its old
  * one has stopped: the daemon does it in-process (daemon.ts `renew`: the
  * same stop, then the same start from its disk), restarting its transport.
@@ -88,8 +100,10 @@ export class VirtualCluster {
   readonly leases: LeaseWitness | null
   /** Every grant from a replicating seed left with its give at a quorum of disks (replica-check.ts). */
   readonly replicaWitness: ReplicaWitness
-  /** The seeds' journal copies over the virtual network (sim-replication.ts). */
-  private readonly replication: SimReplication
+  /** Every forwarded acquire decided at a seed, and every token of a seed's credit handed out (the oracle's admissions). */
+  onDecided: Decided | undefined
+  /** A member's forward being read at its seed, for the key-number invariant (sim-ports.ts). */
+  reading: { req: Fwd, sender: SimNode, core: ClusterCore } | null = null
   readonly seeds: string[]
   /** The cluster file's nodes: the seeds, and members listed from the start. */
   readonly listed: string[]
@@ -116,7 +130,6 @@ export class VirtualCluster {
     const tuning = { ...defaultTuning(opts.tuning?.gossipIntervalMs), ...opts.tuning }
     this.leases = tuning.leases ? new LeaseWitness(this.seeds, tuning.leaseMs, tuning.voters) : null
     this.replicaWitness = new ReplicaWitness(this.seeds)
-    this.replication = new SimReplication(this)
     for (const name of opts.nodes) this.start(name)
   }
 
@@ -148,7 +161,7 @@ export class VirtualCluster {
     let n = this.nodes.get(name)
     if (n === undefined) {
       n = {
-        name, state: 'stopped', core: null, skewMs: this.opts.skewMs?.[name] ?? 0, monoOffsetMs: this.opts.monoOffsetMs?.(name) ?? 0,
+        name, state: 'stopped', core: null, effects: null, skewMs: this.opts.skewMs?.[name] ?? 0, monoOffsetMs: this.opts.monoOffsetMs?.(name) ?? 0,
         disk: undefined, journal: '', replicas: new Map(), superseded: new Map(), attest: new Map(), lingering: null, incarnations: 0, pausedUntil: 0, waiters: new Map(), sentBytes: 0, sentMessages: 0, recvBytes: 0
       }
       this.nodes.set(name, n)
@@ -175,8 +188,10 @@ export class VirtualCluster {
     core.membership.hostOf = id => hostOfId(id, this.nodes)
     // Like the daemon: the saved state is consumed before serving; a crash from here on is unclean.
     n.disk = throughDisk(core.save(mono, 'running'))
-    this.persist(n, core)
     n.core = core
+    const fx = n.effects = simEffects(this, n, core)
+    // This incarnation's journal starts with a checkpoint of what it has now, before it serves or gives anything.
+    fx.persistJournal()
     n.state = 'up'
     this.cores.set(name, core)
     this.incarnations.push(core)
@@ -188,8 +203,7 @@ export class VirtualCluster {
       if (n.core !== core) return
       // Paused (SIGSTOP): the first tick after the resume sees the whole gap at once, as a real process's timers do.
       if (this.now < n.pausedUntil) { this.at(n.pausedUntil, tick); return }
-      core.observeWall(this.clock(name), this.mono(name))
-      this.dispatch(name, core.tick(this.mono(name)))
+      this.tickNow(n, core)
       this.audit.inheritances(core)
       this.poll(n, core) // deferred credits fall due on ticks
       if (core.snapshot !== null) { this.finishStop(n, core); return }
@@ -201,21 +215,13 @@ export class VirtualCluster {
     this.at(this.now + this.rng.next() * tickMs, tick)
   }
 
-  /**
-   * The daemon's journal write (cluster-node.ts), on the virtual disk: called
-   * after every event that can move a node's books and before any grant it
-   * makes leaves, so a crash between events loses nothing.
-   */
-  /** (Internal: sim-requests.ts calls it too.) */
-  persist (n: SimNode, core: ClusterCore): void {
-    const r = core.replication.take(core.journal, () => journalCheckpoint(core))
-    if (r !== null) {
-      n.journal = nextJournal(n.journal, r.w)
-      if (r.w !== null) this.replicaWitness.wrote(n.name, n.name, r.w.checkpoint !== null ? `${r.w.checkpoint}\n` : `${r.w.batch as string}\n`, r.w.checkpoint !== null)
-      core.replication.localDone(r.pos)
-      this.replication.more(n, core)
-    }
-    if (core.reclaim.dirty) { n.attest = new Map(core.reclaim.attested); core.reclaim.dirty = false }
+  /** The daemon's tick (cluster-node.ts `tick`): the core's messages out through the interpreter, then its journal written. */
+  private tickNow (n: SimNode, core: ClusterCore): void {
+    const fx = n.effects
+    if (fx === null || fx.core !== core) return
+    core.observeWall(this.clock(n.name), this.mono(n.name))
+    this.dispatch(n.name, core.tick(this.mono(n.name)))
+    fx.persistJournal()
   }
 
   /**
@@ -248,6 +254,7 @@ export class VirtualCluster {
     this.positions.died(n.core)
     n.state = 'crashed'
     n.core = null
+    n.effects = null
     this.cores.delete(name)
   }
 
@@ -272,12 +279,14 @@ export class VirtualCluster {
     n.disk = throughDisk(snap)
     this.audit.died(core, 'stop', snap)
     this.positions.died(core)
+    const fx = n.effects
     n.state = 'stopped'
     n.core = null
+    n.effects = null
     this.cores.delete(n.name)
     // The daemon writes the file, then closes libp2p: until then the stopped core still gets requests.
-    n.lingering = core
-    this.at(this.now + LINGER_MS, () => { if (n.lingering === core) n.lingering = null })
+    n.lingering = fx
+    this.at(this.now + LINGER_MS, () => { if (n.lingering === fx) n.lingering = null })
   }
 
   /**
@@ -301,7 +310,6 @@ export class VirtualCluster {
     const core = this.nodes.get(name)?.core
     if (core == null) return
     core.setRules(rules, this.mono(name))
-    this.persist(this.nodes.get(name) as SimNode, core)
     this.audit.reloaded(core)
   }
 
@@ -317,31 +325,27 @@ export class VirtualCluster {
    * for up to `firstUseWaitMs`, with an immediate tick so the want goes out
    * now. A queued request returns 'waiting' and is answered later through
    * `late` (allowed when tokens arrive, denied at its deadline, dropped if
-   * the node crashes or starts to stop, like a client's connection).
-   * Undefined when the node is not serving.
+   * the node crashes or starts to stop, like a client's connection). A
+   * member's acquire of a `decide: "seeds"` rule goes to a seed through the
+   * interpreter (node-effects.ts `forwardAcquire`): 'forwarded', answered
+   * through `late`. Undefined when the node is not serving.
    */
   acquire (name: string, key: string, count: number): Decision | undefined
-  acquire (name: string, key: string, count: number, late: (d: Decision) => void, decided?: Decided, clientWaitMs?: number, here?: boolean): Decision | 'waiting' | 'forwarded' | undefined
-  acquire (name: string, key: string, count: number, late?: (d: Decision) => void, decided?: Decided, clientWaitMs = 0, here = false): Decision | 'waiting' | 'forwarded' | undefined {
+  acquire (name: string, key: string, count: number, late: (d: Decision) => void, clientWaitMs?: number, here?: boolean): Decision | 'waiting' | 'forwarded' | undefined
+  acquire (name: string, key: string, count: number, late?: (d: Decision) => void, clientWaitMs = 0, here = false): Decision | 'waiting' | 'forwarded' | undefined {
     const n = this.nodes.get(name)
-    if (n === undefined || n.core === null || n.state !== 'up' || this.paused(name)) return undefined
+    if (n === undefined || n.core === null || n.effects === null || n.state !== 'up' || this.paused(name)) return undefined
     const core = n.core
     const mono = this.mono(name)
-    // Credit a seed gave this member for the key (forward-credit.ts): the seed's tokens, spent in its window,
-    // handed out here now. Reported as that seed's (`decided`, `credit`), answered as a forward is: later.
-    const credited = late === undefined ? null : core.forwarding.fromCredit(key, count, mono)
-    if (credited !== null) decided?.(credited.seed, credited.decision, true)
-    // A member's acquire of a `decide: "seeds"` rule goes to a seed (forward.ts): decided there, answered later.
-    const route = late === undefined || credited !== null ? null : core.forwarding.route(key, count, clientWaitMs, mono, here)
-    // Admitted from credit, or denied from a seed's denial kept here (forward-kept.ts): answered later, as a forward is.
-    const now = credited?.decision ?? route?.denied
-    if (now !== undefined && late !== undefined) {
-      this.at(this.now, () => { if (n.core === core && n.state === 'up') late(now) })
-      return 'forwarded'
-    }
-    if (route !== null && route.to !== undefined && late !== undefined) {
-      sendForward(this, n, core, route.to, route.msg, decided ?? (() => {}), late, mono)
-      return 'forwarded'
+    if (late !== undefined) {
+      // Answered later, as the daemon's promise is, even when decided at once (credit, a seed's kept denial).
+      let now = true
+      const forwarded = n.effects.forwardAcquire(key, count, clientWaitMs, here, d => {
+        if (!now) late(d)
+        else this.at(this.now, () => { if (n.core === core && n.state === 'up') late(d) })
+      })
+      now = false
+      if (forwarded) return 'forwarded'
     }
     // As LocalQuota.decide: the client's own waitMs, else a first use's short wait (which ticks at once).
     const urgent = clientWaitMs <= 0
@@ -350,13 +354,12 @@ export class VirtualCluster {
     const r = core.acquireOrWait(key, count, waitMs, mono, late)
     if ('allowed' in r) return r
     n.waiters.set(late, r)
-    if (urgent) this.dispatch(name, core.tick(mono))
+    if (urgent) this.tickNow(n, core)
     this.at(this.now + waitMs + 1, () => this.poll(n, core))
     return 'waiting'
   }
 
-  /** Answer a node's waiters that its limiter can now decide (LocalQuota's kick and timer). */
-  /** (Internal: sim-requests.ts calls it too.) */
+  /** Answer a node's waiters that its limiter can now decide (LocalQuota's kick and timer; the interpreter's `onTokens`). */
   poll (n: SimNode, core: ClusterCore): void {
     if (n.core !== core || n.state !== 'up' || n.waiters.size === 0) return
     for (const r of core.limiter.poll(this.mono(n.name))) {
@@ -381,8 +384,7 @@ export class VirtualCluster {
     this.cuts.heal()
   }
 
-  /** Carry one copy (or two, or none) of an encoded message from -> to (sim-dispatch.ts). */
-  /** (Internal: sim-replication.ts sends through it too.) */
+  /** Carry one copy (or two, or none) of an encoded message from -> to (sim-dispatch.ts; sim-ports.ts sends through it). */
   transmit (from: string, to: string, bytes: Uint8Array, deliver: () => void, grant?: Grant, gossip = false): void {
     transmit(this, from, to, bytes, deliver, grant, gossip)
   }
@@ -405,9 +407,9 @@ export class VirtualCluster {
     n.sentMessages++
   }
 
-  /** Carry a node's outbound messages over the network (sim-dispatch.ts). */
+  /** A node's outbound messages, through its interpreter (node-effects.ts `dispatch`), as the daemon's tick and stop send them. */
   dispatch (from: string, out: Outbound[]): void {
-    dispatch(this, this.replication, from, out)
+    this.nodes.get(from)?.effects?.dispatch(out)
   }
 
   // ---- time --------------------------------------------------------------

@@ -97,9 +97,11 @@ test.serial('a member paused past reclaimMs is settled, starts a new incarnation
   }
   t.log(`m1: new incarnation logged ${renewedAt} ms after SIGCONT, admitting again ${Date.now() - t0} ms after; ${calls} calls, all answered`)
   await waitForLog(c.procs.m1, '"msg":"new incarnation"')
-  const after = await nodeStatus(c.sockets.m1) as { cluster?: { incarnation?: number, renewals?: { count: number } } }
+  const after = await nodeStatus(c.sockets.m1) as { cluster?: { incarnation?: number, renewals?: { count: number, last: { why: string } | null } } }
   t.true((after.cluster?.incarnation ?? 0) > (before.cluster?.incarnation ?? Infinity), `a new incarnation: ${before.cluster?.incarnation} -> ${after.cluster?.incarnation}`)
-  t.is(after.cluster?.renewals?.count, 1, 'status counts it')
+  // At least one: on a starved machine the new incarnation can itself go silent past reclaimMs and be settled again.
+  t.true((after.cluster?.renewals?.count ?? 0) >= 1, 'status counts it')
+  t.regex(after.cluster?.renewals?.last?.why ?? '', /attests this incarnation dead/, 'a reclaim, not a realigned calendar')
   await drive(c, [...SEEDS, ...MEMBERS], 3000, windows)
   noneExited(t, c)
   withinLimit(t, windows)

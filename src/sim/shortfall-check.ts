@@ -15,6 +15,7 @@
  * Both within rounding: gossip sends whole tokens from 8 up, so each peer's
  * four figures may be off by half a token each.
  */
+import { needsLease } from '../cluster/member-gossip.js'
 import { keyShortfall, knowsShortfall } from '../cluster/shortfall.js'
 import type { Scenario } from './scenario.js'
 import type { VirtualCluster } from './virtual-cluster.js'
@@ -30,7 +31,8 @@ export function checkShortfall (vc: VirtualCluster, keys: readonly string[], idl
   // live node holds its lease again: a node left fenced admits nothing of a hard rule (issue 43, chaos seed 8).
   const any = vc.cores.values().next().value
   const quorate = any !== undefined && any.fence.quorum.isQuorum([...vc.cores.keys()])
-  for (const [name, core] of quorate ? vc.cores : []) if (!core.fence.lease.valid(vc.mono(name)) || core.fence.skewed) failures.push(`${name} is still fenced after the idle tail${core.fence.skewed ? ` (its calendar is ${Math.round(core.fence.skewOffsetMs)} ms off the voters')` : ''}`)
+  // A member that decides nothing itself and holds nothing asks for no lease (member-gossip.ts needsLease): fenced by design.
+  for (const [name, core] of quorate ? vc.cores : []) if (needsLease(core, vc.mono(name)) && (!core.fence.lease.valid(vc.mono(name)) || core.fence.skewed)) failures.push(`${name} is still fenced after the idle tail${core.fence.skewed ? ` (its calendar is ${Math.round(core.fence.skewOffsetMs)} ms off the voters')` : ''}`)
   const slack = 1 + 2 * Math.max(0, vc.cores.size - 1)
   for (const k of keys) {
     const a = vc.audit.account(k)

@@ -23,7 +23,7 @@ import { updateReserve, type CautionInput } from './caution.js'
 import { agrees, ClusterView } from './cluster-view.js'
 import { GossipSchedule } from './gossip-schedule.js'
 import { applyDeferred, burnDue, ext, type KeyExt } from './key-ext.js'
-import { Fence } from './fence.js'
+import { Fence, type OffsetBounds } from './fence.js'
 import { Ledger } from './ledger.js'
 import { MemberSums } from './member-sums.js'
 import { StopMachine, type Phase } from './lifecycle.js'
@@ -328,14 +328,14 @@ export class ClusterCore {
     return out
   }
 
-  /** The voters' clock offsets as now read (peers.ts), judged by the fence (fence.ts `judgeSkew`). */
+  /** The voters' clock offsets as now read, each a lower and an upper bound (peers.ts, intake.ts), judged by the fence (fence.ts `judgeSkew`). */
   private judgeSkew (nowMs: number): void {
-    const offsets = new Map<string, number>()
+    const offsets = new Map<string, OffsetBounds>()
     for (const v of this.fence.quorum.voters) {
       const p = v === this.node ? undefined : this.peers.get(v)
       if (p === undefined || !this.peers.isAlive(p, nowMs)) continue
-      const o = Math.max(p.offsetCur, p.offsetPrev)
-      if (Number.isFinite(o)) offsets.set(v, o)
+      const lo = Math.max(p.offsetCur, p.offsetPrev)
+      if (Number.isFinite(lo)) offsets.set(v, [lo, Math.max(lo, Math.min(p.offsetUpCur, p.offsetUpPrev))])
     }
     this.fence.judgeSkew(this.node, offsets, this.tuning.maxClockSkewMs, nowMs, this.calendar.wallGapMs)
   }

@@ -22,8 +22,14 @@
  * within `maxClockSkewMs` of its calendar (`judgeSkew`). Its windows would
  * open and close at other real times than the cluster's, and its spent
  * tokens come back early: a node 10 s ahead admitted 600 in a real 20 s
- * window of a 300 per 20 s rule. Each voter's offset is the largest of its
- * recent readings (peers.ts), since a message's delay only lowers one.
+ * window of a 300 per 20 s rule. Each voter's offset is known as bounds:
+ * at least the largest of its recent readings (peers.ts: a message's delay
+ * only lowers one), at most a reading plus the time since the voter applied
+ * a gossip of ours it echoed (intake.ts). A voter disagrees only when the
+ * whole interval is more than maxClockSkewMs off: a starved or slow network
+ * widens the bounds and never makes a node look skewed (on a loaded machine
+ * every node read the others over 500 ms "behind" from delay alone, and all
+ * five fenced themselves: chaos seed 2).
  *
  * A calendar can be off while the wall clock is right: a process started
  * while its wall clock was wrong reads the wrong time into its calendar,
@@ -48,6 +54,9 @@ import { Quorum } from './quorum.js'
 import type { ClusterTuning } from './tuning.js'
 
 export type FenceChange = 'fenced' | 'unfenced'
+
+/** A voter's clock offset (its calendar minus this node's), ms: [at least, at most]. */
+export type OffsetBounds = readonly [lo: number, hi: number]
 
 export class Fence {
   readonly quorum: Quorum
@@ -101,28 +110,34 @@ export class Fence {
    * quorum is heard and fewer than a quorum agree within `maxSkewMs`. With
    * leases off, never (nothing is fenced then).
    */
-  judgeSkew (me: string, offsets: ReadonlyMap<string, number>, maxSkewMs: number, nowMs: number, wallGapMs: number): void {
-    this.skewed = this.lease.enabled && this.heardQuorum(me, offsets) && !this.agreeing(me, offsets, 0, maxSkewMs)
-    const sorted = [...offsets.values()].sort((a, b) => a - b)
+  judgeSkew (me: string, offsets: ReadonlyMap<string, OffsetBounds>, maxSkewMs: number, nowMs: number, wallGapMs: number): void {
+    this.skewed = this.lease.enabled && this.heardQuorum(me, offsets) && !this.agreeing(me, offsets, 0, maxSkewMs, false)
+    const sorted = [...offsets.values()].map(b => b[0]).sort((a, b) => a - b)
     this.skewOffsetMs = sorted.length === 0 ? 0 : sorted[Math.floor(sorted.length / 2)]
     // Offsets to this node's wall clock: (voter's calendar - this calendar) - (this wall - this calendar).
     const off = this.lease.enabled && Math.abs(wallGapMs) > maxSkewMs && offsets.size > 0 && this.heardQuorum(me, offsets) &&
-      this.agreeing(me, offsets, wallGapMs, maxSkewMs / 2)
+      this.agreeing(me, offsets, wallGapMs, maxSkewMs / 2, true)
     if (!off) this.offSince = null
     else if (this.offSince === null) this.offSince = nowMs
     this.realign = off && nowMs - (this.offSince ?? nowMs) >= this.lease.leaseMs
   }
 
-  private heardQuorum (me: string, offsets: ReadonlyMap<string, number>): boolean {
+  private heardQuorum (me: string, offsets: ReadonlyMap<string, OffsetBounds>): boolean {
     const heard = [...offsets.keys()]
     if (this.quorum.isVoter(me)) heard.push(me)
     return this.quorum.isQuorum(heard)
   }
 
-  /** Whether a quorum of voters (this node counted, if a voter) reads within `maxMs` of this node's calendar moved by `shiftMs`. */
-  private agreeing (me: string, offsets: ReadonlyMap<string, number>, shiftMs: number, maxMs: number): boolean {
+  /**
+   * Whether a quorum of voters (this node counted, if a voter) reads within `maxMs` of this node's calendar moved
+   * by `shiftMs`: `surely`, their whole offset interval; otherwise some part of it (not surely off).
+   */
+  private agreeing (me: string, offsets: ReadonlyMap<string, OffsetBounds>, shiftMs: number, maxMs: number, surely: boolean): boolean {
     const agree: string[] = []
-    for (const [n, o] of offsets) if (Math.abs(o - shiftMs) <= maxMs) agree.push(n)
+    for (const [n, [lo, hi]] of offsets) {
+      const ok = surely ? lo - shiftMs >= -maxMs && hi - shiftMs <= maxMs : lo - shiftMs <= maxMs && hi - shiftMs >= -maxMs
+      if (ok) agree.push(n)
+    }
     if (this.quorum.isVoter(me)) agree.push(me)
     return this.quorum.isQuorum(agree)
   }

@@ -69,7 +69,10 @@ export function onGossip (c: ClusterCore, m: Gossip | Hb, from: string, nowMs: n
   if (g.estates !== undefined && p.sameCluster) c.heir.onEstates(g.node, g.estates)
   if (g.estateMarks !== undefined && p.sameCluster) c.reclaim.marks.onMarks(g.node, g.epoch, g.estateMarks, nowMs)
   if (g.deadApplied !== undefined && p.sameCluster) c.reclaim.returns.onReports(g.node, g.epoch, g.deadApplied, nowMs)
-  if (g.heard !== undefined && p.sameCluster) echoed(c, g.node, g.heard, g.attest, nowMs)
+  if (g.heard !== undefined && p.sameCluster) echoed(c, p, g.heard, g.attest, nowMs)
+  // This gossip left after the peer applied ours sent at echoSentAt: its offset is at most the reading plus the time
+  // since (our calendar gains at most 500 ppm on mono: 0.1% covers it). Read against the fence's skew (fence.ts).
+  if (o.fresh && Number.isFinite(p.echoSentAt)) p.offsetUpCur = Math.min(p.offsetUpCur, p.clockOffsetMs + (nowMs - p.echoSentAt) * 1.001)
   if (g.msums !== undefined) c.msums.onSums(p, g.seq, g.msums, nowMs)
   return verdict
 }
@@ -96,10 +99,13 @@ function endedEpoch (c: ClusterCore, node: string, epoch: string, nowMs: number)
 }
 
 /** A voter's echoes: the one naming this incarnation extends our lease (lease.ts). */
-function echoed (c: ClusterCore, voter: string, heard: readonly HeardEntry[], attest: readonly AttestEntry[] | undefined, nowMs: number): void {
+function echoed (c: ClusterCore, p: Peer, heard: readonly HeardEntry[], attest: readonly AttestEntry[] | undefined, nowMs: number): void {
+  const voter = p.name
   if (!c.fence.quorum.isVoter(voter)) return
   for (const [node, inc, seq] of heard) {
     if (node !== c.node || inc !== c.incarnation) continue
+    const at = c.fence.lease.sentAt(seq)
+    if (at !== undefined && at > p.echoSentAt) p.echoSentAt = at
     // A voter that attests the incarnation this one carries does not lease it (reclaim.ts).
     if (c.reclaim.echoCounts(voter, attest) && c.fence.lease.echoed(voter, seq)) c.fenced(nowMs)
     return

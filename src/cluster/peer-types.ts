@@ -51,6 +51,17 @@ export interface Peer {
    */
   offsetCur: number
   offsetPrev: number
+  /**
+   * The smallest upper bound on the offset in the same spans: a gossip sent
+   * after the peer applied our gossip sent at `echoSentAt` (a voter's echo,
+   * lease.ts) was sent after that, so its offset is at most the reading plus
+   * the time since (`intake.ts`). Delay widens the bounds; it never moves the
+   * true offset out of them. Infinity: no bound yet.
+   */
+  offsetUpCur: number
+  offsetUpPrev: number
+  /** Monotonic send time of the newest of our gossips this peer echoed; -Infinity: none. */
+  echoSentAt: number
   /** Monotonic time the current span began. */
   offsetSpanAt: number
   rules: Record<string, string>
@@ -105,7 +116,7 @@ export interface Observed {
 /** A peer heard of for the first time, or in a new epoch: nothing known of it yet. */
 export function newPeer (name: string, epoch: string, inc: number): Peer {
   return {
-    name, epoch, inc, seq: 0, lastHeard: -Infinity, clockOffsetMs: 0, offsetCur: -Infinity, offsetPrev: -Infinity, offsetSpanAt: -Infinity, rules: {}, keys: new Map(),
+    name, epoch, inc, seq: 0, lastHeard: -Infinity, clockOffsetMs: 0, offsetCur: -Infinity, offsetPrev: -Infinity, offsetUpCur: Infinity, offsetUpPrev: Infinity, echoSentAt: -Infinity, offsetSpanAt: -Infinity, rules: {}, keys: new Map(),
     appliedFromMe: 0, wantsSpoiled: 0, askAfter: -Infinity, leaving: false, fenced: false, nolease: false, quiet: false, alloc: true, pending: NO_PENDING, runFrom: 1, missing: [], sync: 0, carries: [], legacy: null, sameCluster: false
   }
 }

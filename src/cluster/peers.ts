@@ -105,6 +105,8 @@ export class Peers {
       if (nowMs - p.offsetSpanAt >= OFFSET_SPAN_MS) {
         p.offsetPrev = p.offsetCur
         p.offsetCur = p.clockOffsetMs
+        p.offsetUpPrev = p.offsetUpCur
+        p.offsetUpCur = Infinity
         p.offsetSpanAt = nowMs
       } else p.offsetCur = Math.max(p.offsetCur, p.clockOffsetMs)
       // A pass named under other rules says nothing of lines under these (the sender names its next one).

@@ -369,6 +369,14 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     ...base,
+    name: 'slow-links',
+    summary: 'Zipf load; every message takes 1.1-1.5 x maxClockSkewMs to arrive (a starved machine, chaos seed 2): delay alone never makes a node look skewed, so nothing is fenced for it',
+    load: 'zipf',
+    network: { minLatencyMs: 220, meanLatencyMs: 250, maxLatencyMs: 300, loss: 0, duplicate: 0 },
+    shortfallCheckMs: 2000
+  },
+  {
+    ...base,
     name: 'clock-step-back',
     summary: 'moving hot spot; one node\'s wall clock steps 4 periods back, then forward again to true time: once it agrees again nothing is fenced or missing',
     load: 'moving-hot',

@@ -20,7 +20,7 @@ test('an honest pace (two gossips every 250 ms, for an hour) and 16 s of it at o
   // 16 s of gossip held back, then delivered at once (relayed, then direct).
   const late = 3_600_000 + 16_000
   for (let i = 0; i < 128; i++) t.is(g.judge('member', i % 2 === 0 ? 'seed' : 'member', late), 'accept')
-  t.deepEqual(g.counters, { gossipOverBudget: 0, floodPenalties: 0 })
+  t.deepEqual(g.counters, { gossipOverBudget: 0, floodPenalties: 0, floodRefusals: 0 })
 })
 
 test('a flood signed by its sender: past the burst each message is rejected and the sender penalised once, until the penalty ends', t => {
@@ -31,8 +31,11 @@ test('a flood signed by its sender: past the burst each message is rejected and 
   t.is(verdicts.filter(v => v === 'accept').length, 131) // and 100 ms of the average, as it drains
   t.is(verdicts.filter(v => v === 'reject').length, 869) // never only ignored: it sent them itself
   t.deepEqual(penalised, ['rogue'])
-  t.deepEqual(g.counters, { gossipOverBudget: 869, floodPenalties: 1 })
+  t.deepEqual(g.counters, { gossipOverBudget: 869, floodPenalties: 1, floodRefusals: 0 })
   t.true(g.penalised('rogue', 29_000))
+  t.true(g.refuses('rogue', 29_000))
+  t.false(g.refuses('seed', 29_000))
+  t.is(g.counters.floodRefusals, 1)
   t.is(g.penalisedNow(29_000), 1)
   t.false(g.penalised('seed', 29_000))
   // Penalty over: its budget refilled meanwhile; flooding on is penalised again.

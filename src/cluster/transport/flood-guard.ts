@@ -59,8 +59,8 @@ export class FloodGuard {
   private readonly buckets = new Map<string, Bucket>()
   /** Penalised peer id -> until (monotonic ms). */
   private readonly penalties = new Map<string, number>()
-  /** Messages over their origin's budget (not delivered, not relayed), and penalties given. */
-  readonly counters = { gossipOverBudget: 0, floodPenalties: 0 }
+  /** Messages over their origin's budget (not delivered, not relayed), penalties given, connections refused for one. */
+  readonly counters = { gossipOverBudget: 0, floodPenalties: 0, floodRefusals: 0 }
 
   constructor (o: FloodGuardOptions) {
     this.o = o
@@ -104,6 +104,13 @@ export class FloodGuard {
     if (until > nowMs) return true
     this.penalties.delete(peerId)
     return false
+  }
+
+  /** Whether a connection with `peerId` is refused at `nowMs` (it is penalised); counted. */
+  refuses (peerId: string, nowMs: number): boolean {
+    if (!this.penalised(peerId, nowMs)) return false
+    this.counters.floodRefusals++
+    return true
   }
 
   /** Peers penalised now (a gauge for stats). */

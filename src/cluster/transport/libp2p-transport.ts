@@ -71,8 +71,12 @@ const GOSSIP_GRACE_MS = 2000
  * ahead of honest gossip (a burst of 16 s let a seed's backlog grow until it took its peer seed for dead).
  */
 const FLOOD_BURST_SECONDS = 2
-/** How long a peer that flooded gossip with its own key stays graylisted. */
-const FLOOD_PENALTY_MS = 30_000
+/**
+ * How long a peer that flooded gossip with its own key stays hung up on and graylisted. Short: a flooder that
+ * comes back costs one burst per penalty (about 2 s of its budget), and an honest member penalised by mistake
+ * (more than 4 s of its gossip held back, then delivered at once) is not shut out for long.
+ */
+const FLOOD_PENALTY_MS = 10_000
 /** Most origins whose budgets are tracked (least recently heard dropped first). */
 const FLOOD_MAX_ORIGINS = 4096
 
@@ -134,8 +138,8 @@ async function buildNode (o: Resolved, privateKey: PeerPrivateKey, guard: FloodG
     // A peer the flood guard penalised is hung up on (its queued RPCs go unread) and may not come back until the
     // penalty ends: refused right after the handshake, before any stream.
     connectionGater: {
-      denyInboundEncryptedConnection: peerId => guard.penalised(peerId.toString(), performance.now()),
-      denyOutboundEncryptedConnection: peerId => guard.penalised(peerId.toString(), performance.now())
+      denyInboundEncryptedConnection: peerId => guard.refuses(peerId.toString(), performance.now()),
+      denyOutboundEncryptedConnection: peerId => guard.refuses(peerId.toString(), performance.now())
     },
     services: {
       identify: identify(),

@@ -68,7 +68,7 @@ export interface TransportOptions {
    * Gossip messages one origin peer id may publish per second on average
    * (2x what an honest node does: two per gossip interval, ClusterNode sets
    * it), with 2 s of it at once; above that its messages are dropped, and a
-   * peer flooding with its own key is hung up on and graylisted for 30 s
+   * peer flooding with its own key is hung up on and graylisted for 10 s
    * (flood-guard.ts). @default 16 (gossipIntervalMs 250)
    */
   maxGossipPerSec?: number
@@ -152,7 +152,8 @@ export interface Transport {
   /**
    * Counters: published, received, droppedOversize, requestsIn, requestsOut,
    * requestErrors, requestsInFailed, requestsOversize, dials, dialFailures,
-   * handlerErrors, gossipResets, gossipOverBudget, floodPenalties; and the
+   * handlerErrors, gossipResets, gossipOverBudget, floodPenalties,
+   * floodRefusals; and the
    * gauges peers and floodPenalised (flood-guard.ts).
    */
   stats(): Record<string, number>

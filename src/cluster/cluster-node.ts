@@ -195,6 +195,9 @@ export class ClusterNode {
       psk,
       dataDir: node.dataDir,
       threadNice: config.cluster.transportNice,
+      // An honest origin publishes at most two gossips an interval (a seed: its own and its members' copy);
+      // twice that is its budget before the transport drops its gossip and graylists a flooder (flood-guard.ts).
+      maxGossipPerSec: 2 * 2 * 1000 / config.cluster.gossipIntervalMs,
       // A member hears the gossip topic (the seeds' copies for members: member-gossip.ts) and publishes on the
       // members' topic, which only seeds hear (member-sums.ts). A seed hears the seeds' and the members' topics,
       // publishes its whole gossip on the seeds' and the members' copy on the gossip topic.
@@ -204,6 +207,7 @@ export class ClusterNode {
       onEvent: (name, fields) => {
         if (name === 'thread-exited') log.error('the transport thread ended: this node hears no peer; restart it', fields)
         else if (name === 'thread-nice') log.info('transport thread priority', fields)
+        else if (name === 'gossip-flood') log.warn('a peer floods gossip with its own key, far above any honest node\'s rate: its gossip is ignored unread for penaltyMs', { ...fields, name: this.core.membership.nameOf(String(fields.peerId)) ?? null })
         else log.debug(name, fields)
       }
     })

@@ -80,3 +80,28 @@ export async function admissionOf (socketPath: string): Promise<{ admission: Adm
     return null
   } finally { await q?.close().catch(() => {}) }
 }
+
+/** A node's transport counters (status `cluster.transport`), or null when the socket did not answer (see admissionOf). */
+export async function transportOf (socketPath: string): Promise<Record<string, number> | null> {
+  let q: QuotadClient | undefined
+  try {
+    q = await QuotadClient.connect({ socketPath })
+    return (await q.status() as unknown as { cluster: { transport: Record<string, number> } }).cluster.transport
+  } catch {
+    return null
+  } finally { await q?.close().catch(() => {}) }
+}
+
+/** What a quotad process logged of peers its transport penalised for flooding gossip (flood-guard.ts): peer id and the name it held there. */
+export function floodPenalties (proc: Proc): Array<{ peerId: string, name: string | null }> {
+  const out: Array<{ peerId: string, name: string | null }> = []
+  for (const line of proc.stderr().split('\n')) {
+    if (!line.includes('"a peer floods gossip')) continue
+    try {
+      const l = JSON.parse(line) as { peerId: string, name: string | null }
+      out.push({ peerId: l.peerId, name: l.name })
+    } catch { // a line cut short: not one of ours
+    }
+  }
+  return out
+}

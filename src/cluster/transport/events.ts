@@ -5,7 +5,8 @@
  * unobserved event costs a map lookup and a branch.
  *
  * Names: identity, started, stopped, peer, dial-failed, redial-scheduled,
- * seed-is-self, gossip-oversize, gossip-reset, request-failed, handler-error.
+ * seed-is-self, gossip-oversize, gossip-flood, gossip-reset, request-failed,
+ * handler-error.
  */
 import diagnosticsChannel from 'node:diagnostics_channel'
 

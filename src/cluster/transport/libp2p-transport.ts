@@ -13,6 +13,11 @@
  *   capped twice: gossipsub drops RPC frames above `maxInboundDataLength`
  *   before decoding them, and our topic validator rejects single messages
  *   above `maxMessageBytes` (not delivered, not forwarded, counted).
+ *   Rate is capped per origin (`flood-guard.ts`): a peer that floods with its
+ *   own key is hung up on, refused for the penalty (connection gater) and
+ *   graylisted through gossipsub's peer score (its RPCs, if any, dropped
+ *   before their signatures are checked). Duplicates are dropped before the
+ *   signature check too (`fastMsgIdFn`).
  *   A watchdog resets connections on which gossipsub silently gave up.
  * - Requests: `/quotad/transfer/1.0.0`, see `transfer.ts` and `framing.ts`;
  *   calls on long-lived sessions: `/quotad/forward/5.0.0`, see `calls.ts`.
@@ -46,6 +51,7 @@ import type { ResolvedOptions as Resolved } from './options.js'
 import { callTransfer, classify, serveRequest } from './transfer.js'
 import { CallSessions, callCounters } from './calls.js'
 import { CALL_PROTOCOL, TRANSFER_PROTOCOL } from './types.js'
+import { FloodGuard, PENALTY_SCORE } from './flood-guard.js'
 import type { Transport, TransportOptions } from './types.js'
 
 /** Room for signature, key, seqno, topic and protobuf overhead around one message's data. */
@@ -59,6 +65,20 @@ const MAX_INBOUND_CALL_STREAMS = 4
 const GOSSIP_CHECK_INTERVAL_MS = 1000
 /** A new connection gets this long to show up in gossipsub (identify, then topology). */
 const GOSSIP_GRACE_MS = 2000
+/**
+ * An origin may send this many seconds of its average budget at once (flood-guard.ts): 4 s of an honest node's
+ * gossip. Not more: until a flooder is penalised, every message it sends is checked and judged, and queues
+ * ahead of honest gossip (a burst of 16 s let a seed's backlog grow until it took its peer seed for dead).
+ */
+const FLOOD_BURST_SECONDS = 2
+/**
+ * How long a peer that flooded gossip with its own key stays hung up on and graylisted. Short: a flooder that
+ * comes back costs one burst per penalty (about 2 s of its budget), and an honest member penalised by mistake
+ * (more than 4 s of its gossip held back, then delivered at once) is not shut out for long.
+ */
+const FLOOD_PENALTY_MS = 10_000
+/** Most origins whose budgets are tracked (least recently heard dropped first). */
+const FLOOD_MAX_ORIGINS = 4096
 
 type Node = Libp2p<{ identify: unknown, pubsub: PubSub }>
 
@@ -70,12 +90,26 @@ function topicsOf (o: Resolved): string[] {
 export async function createTransport (opts: TransportOptions): Promise<Transport> {
   const o = validateOptions(opts)
   const identity = await loadOrCreateIdentity(o.dataDir)
-  const t = new Libp2pTransport(o, await buildNode(o, identity.key))
+  const guard: FloodGuard = new FloodGuard({
+    perSecond: o.maxGossipPerSec,
+    burst: FLOOD_BURST_SECONDS * o.maxGossipPerSec,
+    penaltyMs: FLOOD_PENALTY_MS,
+    maxOrigins: FLOOD_MAX_ORIGINS,
+    // read only while validating, after start
+    exempt: (id: string): boolean => t.isListed(id)
+  })
+  const t: Libp2pTransport = new Libp2pTransport(o, await buildNode(o, identity.key, guard), guard)
   t.emit('identity', { path: identity.path, created: identity.created, mode: identity.mode, peerId: t.peerId })
   return t
 }
 
-async function buildNode (o: Resolved, privateKey: PeerPrivateKey): Promise<Node> {
+/** gossipsub's cheap message id, before the signature check: the same as its StrictSign id (origin and seqno). */
+function fastMsgId (msg: { from?: Uint8Array, seqno?: Uint8Array }): string {
+  // Only ids of messages whose signature checked out enter gossipsub's fast cache: a forged copy cannot shadow one.
+  return msg.from === undefined || msg.seqno === undefined ? '' : `${Buffer.from(msg.from).toString('base64')}/${Buffer.from(msg.seqno).toString('base64')}`
+}
+
+async function buildNode (o: Resolved, privateKey: PeerPrivateKey, guard: FloodGuard): Promise<Node> {
   const node = await createLibp2p({
     start: false,
     // @libp2p/crypto 5.1.23 (the one installed, also used by libp2p itself)
@@ -101,6 +135,12 @@ async function buildNode (o: Resolved, privateKey: PeerPrivateKey): Promise<Node
       resolvers: {}
     },
     peerDiscovery: [],
+    // A peer the flood guard penalised is hung up on (its queued RPCs go unread) and may not come back until the
+    // penalty ends: refused right after the handshake, before any stream.
+    connectionGater: {
+      denyInboundEncryptedConnection: peerId => guard.refuses(peerId.toString(), performance.now()),
+      denyOutboundEncryptedConnection: peerId => guard.refuses(peerId.toString(), performance.now())
+    },
     services: {
       identify: identify(),
       pubsub: gossipsub({
@@ -110,7 +150,13 @@ async function buildNode (o: Resolved, privateKey: PeerPrivateKey): Promise<Node
         allowedTopics: topicsOf(o),
         maxInboundDataLength: MESSAGES_PER_RPC * o.maxMessageBytes + RPC_OVERHEAD_BYTES,
         // a peer that stops reading must not make us buffer without bound
-        maxOutboundBufferSize: 64 * (o.maxMessageBytes + RPC_OVERHEAD_BYTES)
+        maxOutboundBufferSize: 64 * (o.maxMessageBytes + RPC_OVERHEAD_BYTES),
+        // A copy of a message already seen (every gossip reaches a seed directly and through its other peers)
+        // is dropped before its signature is checked.
+        fastMsgIdFn: fastMsgId,
+        // Scoring as gossipsub's defaults (thresholds, IP colocation, behaviour), plus the flood guard: a
+        // penalised peer's score is far below graylistThreshold (-80), so its RPCs are ignored unread.
+        scoreParams: { appSpecificScore: id => guard.penalised(id, performance.now()) ? PENALTY_SCORE : 0 }
       })
     }
   })
@@ -124,6 +170,7 @@ export class Libp2pTransport implements Transport {
   onPeer: Transport['onPeer'] = () => {}
 
   private readonly o: Resolved
+  private readonly guard: FloodGuard
   private readonly callStats = callCounters()
   private readonly calls: CallSessions
   private readonly node: Node
@@ -156,9 +203,10 @@ export class Libp2pTransport implements Transport {
 
   private state: 'new' | 'started' | 'stopped' = 'new'
 
-  constructor (o: Resolved, node: Node) {
+  constructor (o: Resolved, node: Node, guard: FloodGuard) {
     this.o = o
     this.node = node
+    this.guard = guard
     this.ownAddrs.add(stripPeer(o.listen))
     this.calls = new CallSessions({
       open: async (peerId, signal) => await this.node.dialProtocol(parsePeerId(peerId), CALL_PROTOCOL, { signal }),
@@ -192,10 +240,19 @@ export class Libp2pTransport implements Transport {
     const pubsub = node.services.pubsub
     for (const topic of topicsOf(o)) {
       pubsub.topicValidators.set(topic, (from, msg) => {
-        if (msg.data.byteLength <= o.maxMessageBytes) return TopicValidatorResult.Accept
-        this.counters.droppedOversize++
-        this.emit('gossip-oversize', { from: from.toString(), bytes: msg.data.byteLength, limit: o.maxMessageBytes })
-        return TopicValidatorResult.Reject
+        if (msg.data.byteLength > o.maxMessageBytes) {
+          this.counters.droppedOversize++
+          this.emit('gossip-oversize', { from: from.toString(), bytes: msg.data.byteLength, limit: o.maxMessageBytes })
+          return TopicValidatorResult.Reject
+        }
+        // StrictSign: every message gossipsub validates is signed.
+        if (msg.type !== 'signed') return TopicValidatorResult.Accept
+        const verdict = this.guard.judge(msg.from.toString(), from.toString(), performance.now(), peerId => {
+          this.emit('gossip-flood', { peerId, penaltyMs: FLOOD_PENALTY_MS, perSecond: o.maxGossipPerSec })
+          // What it already sent is still queued on the connection: closing it drops that unread.
+          this.node.hangUp(from).catch(() => {})
+        })
+        return verdict === 'accept' ? TopicValidatorResult.Accept : verdict === 'reject' ? TopicValidatorResult.Reject : TopicValidatorResult.Ignore
       })
     }
     pubsub.addEventListener('message', evt => { this.gossipIn(evt.detail) })
@@ -290,7 +347,18 @@ export class Libp2pTransport implements Transport {
   }
 
   stats (): Record<string, number> {
-    return { ...this.counters, ...this.callStats, peers: this.state === 'started' ? this.node.getPeers().length : 0 }
+    return {
+      ...this.counters,
+      ...this.callStats,
+      ...this.guard.counters,
+      floodPenalised: this.guard.penalisedNow(performance.now()),
+      peers: this.state === 'started' ? this.node.getPeers().length : 0
+    }
+  }
+
+  /** A listed node (a seed address we dial) has this peer id: the flood guard never penalises it. */
+  isListed (peerId: string): boolean {
+    return this.redialer.snapshot().some(s => s.peerId === peerId)
   }
 
   async dial (addr: string): Promise<void> {

@@ -28,6 +28,7 @@ export function validateOptions (opts: TransportOptions): ResolvedOptions {
     const v = o[k]
     if (!Number.isSafeInteger(v) || v <= 0) bad(k, `must be a positive integer, got ${String(v)}`)
   }
+  if (typeof o.maxGossipPerSec !== 'number' || !Number.isFinite(o.maxGossipPerSec) || o.maxGossipPerSec <= 0) bad('maxGossipPerSec', `must be a positive number, got ${String(o.maxGossipPerSec)}`)
   if (o.maxBackoffMs < o.minBackoffMs) bad('maxBackoffMs', `must be >= minBackoffMs (${o.minBackoffMs}), got ${o.maxBackoffMs}`)
   if (o.psk !== null && (!(o.psk instanceof Uint8Array) || o.psk.byteLength !== 32)) {
     bad('psk', `must be the 32 key bytes from parseSwarmKey, got ${o.psk instanceof Uint8Array ? `${o.psk.byteLength} bytes` : typeof o.psk}`)

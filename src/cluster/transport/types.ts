@@ -18,7 +18,8 @@ export const TRANSPORT_DEFAULTS = {
   minBackoffMs: 250,
   maxBackoffMs: 10_000,
   seedMaxBackoffMs: 1500,
-  inboundTimeoutMs: 10_000
+  inboundTimeoutMs: 10_000,
+  maxGossipPerSec: 16
 } as const
 
 export interface TransportOptions {
@@ -63,6 +64,14 @@ export interface TransportOptions {
   threadNice?: number
   /** Max bytes of one gossip message accepted or published. @default 65536 */
   maxMessageBytes?: number
+  /**
+   * Gossip messages one origin peer id may publish per second on average
+   * (2x what an honest node does: two per gossip interval, ClusterNode sets
+   * it), with 2 s of it at once; above that its messages are dropped, and a
+   * peer flooding with its own key is hung up on and graylisted for 10 s
+   * (flood-guard.ts). @default 16 (gossipIntervalMs 250)
+   */
+  maxGossipPerSec?: number
   /** Max bytes of one request or response on the transfer protocol. @default 65536 */
   maxRequestBytes?: number
   /** Per-dial timeout. @default 3000 */
@@ -143,7 +152,9 @@ export interface Transport {
   /**
    * Counters: published, received, droppedOversize, requestsIn, requestsOut,
    * requestErrors, requestsInFailed, requestsOversize, dials, dialFailures,
-   * handlerErrors, gossipResets; and the gauge peers.
+   * handlerErrors, gossipResets, gossipOverBudget, floodPenalties,
+   * floodRefusals; and the
+   * gauges peers and floodPenalised (flood-guard.ts).
    */
   stats(): Record<string, number>
   /** Dial a multiaddr now (used to join via a seed). Rejects with E_CONNECTION or E_TIMEOUT. */

@@ -154,9 +154,12 @@ async function buildNode (o: Resolved, privateKey: PeerPrivateKey, guard: FloodG
         // A copy of a message already seen (every gossip reaches a seed directly and through its other peers)
         // is dropped before its signature is checked.
         fastMsgIdFn: fastMsgId,
-        // Scoring as gossipsub's defaults (thresholds, IP colocation, behaviour), plus the flood guard: a
-        // penalised peer's score is far below graylistThreshold (-80), so its RPCs are ignored unread.
-        scoreParams: { appSpecificScore: id => guard.penalised(id, performance.now()) ? PENALTY_SCORE : 0 }
+        // Scoring as gossipsub's defaults (thresholds, behaviour), plus the flood guard: a penalised peer's score
+        // is far below graylistThreshold (-80), so its RPCs are ignored unread. No IP colocation penalty: its
+        // default (-5 x the square of the peers over 10 on one address) graylists every peer of a host with 15
+        // sidecars on it, the intended deployment; members per address are bounded by admission instead
+        // (limits.maxMembersPerHost, membership.ts).
+        scoreParams: { appSpecificScore: id => guard.penalised(id, performance.now()) ? PENALTY_SCORE : 0, IPColocationFactorWeight: 0 }
       })
     }
   })

@@ -213,8 +213,10 @@ export const SCENARIOS: readonly Scenario[] = [
     load: 'zipf',
     faults: { seedCrashesForever: 1 },
     tuning: { inheritSeeds: true },
-    minGossips: 80,
-    shortfallCheckMs: 2000
+    // No idle tail yet (issue 43, open): the property seeds pass with one (shortfallCheckMs: 2000), but the larger run of
+    // test/sim-heir.test.ts (api, stock 1000) then ends 45 short with no reservation left in the heir's copy, and the
+    // survivors' shortfall (8) below what the audit misses: not yet explained.
+    minGossips: 80
   },
   {
     ...base,

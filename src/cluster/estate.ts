@@ -35,6 +35,8 @@ export interface Estate {
   tokens: number
   /** What was left of the copy's reservations, over its keys: the part of the books not credited (lost for good). */
   unspent: number
+  /** The same per key (the simulator's capacity check allows exactly this loss: shortfall-check.ts). */
+  lost: Map<string, number>
   /** The glob keys the copy names (credited; never materialized again at the heir). */
   copied: Set<string>
   /** What the dead seed held of each peer account's tokens: node -> epoch -> key -> tokens (the heir's `restored`). */
@@ -63,7 +65,7 @@ export function estateOf (text: string | null, writer: string, cluster: string, 
   const copied = new Set<string>()
   if (text === null) {
     for (const r of rules.rules) if (!r.glob) credits.set(r.config.match, initialShare(r.stock, false, r.config.match, writer, seeds))
-    return { credits, burns: new Map(), tokens: sum(credits), unspent: 0, copied, peers: new Map(), inherited: [], inc: 0, gen: 0, epoch: null, marks: new Map(), sent: new Map() }
+    return { credits, burns: new Map(), tokens: sum(credits), unspent: 0, lost: new Map(), copied, peers: new Map(), inherited: [], inc: 0, gen: 0, epoch: null, marks: new Map(), sent: new Map() }
   }
   const r = replayJournal(text, `copy of ${writer}'s journal`, writer, cluster)
   const cp = r.checkpoint
@@ -78,6 +80,7 @@ export function estateOf (text: string | null, writer: string, cluster: string, 
     : initialShare(rule.stock, rule.glob, key, writer, seeds, homes) + inheritedShares(rule, key, writer, seeds, homes)
   const burns = new Map<string, number>()
   let unspent = 0
+  const lost = new Map<string, number>()
   const exact = (rs: Rules): string[] => rs.rules.filter(x => !x.glob).map(x => x.config.match)
   const keys = new Set([...r.books.keys(), ...r.reserved.keys(), ...exact(own), ...(own === rules ? [] : exact(rules))])
   for (const key of keys) {
@@ -90,10 +93,12 @@ export function estateOf (text: string | null, writer: string, cluster: string, 
     const left = res === undefined ? 0 : Math.max(0, res.ceiling - res.given)
     credits.set(key, Math.max(0, books - left))
     if (books < 0) burns.set(key, -books)
-    unspent += Math.min(left, Math.max(0, books))
+    const gone = Math.min(left, Math.max(0, books))
+    unspent += gone
+    if (gone > 0) lost.set(key, gone)
     if ((now ?? then)?.glob === true) copied.add(key)
   }
-  return { credits, burns, tokens: sum(credits), unspent, copied, peers: r.peers, inherited: cp.inherited ?? [], inc: cp.inc, gen: cp.gen ?? 0, epoch: cp.epoch, marks: r.marks, sent: r.sent }
+  return { credits, burns, tokens: sum(credits), unspent, lost, copied, peers: r.peers, inherited: cp.inherited ?? [], inc: cp.inc, gen: cp.gen ?? 0, epoch: cp.epoch, marks: r.marks, sent: r.sent }
 }
 
 function sum (m: ReadonlyMap<string, number>): number {

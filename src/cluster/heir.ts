@@ -76,7 +76,7 @@ export class Heir {
   readonly dead = new Map<string, number>()
   private read: Read | null = null
   /** Each inheritance, in order (the simulator's audit reads them). */
-  readonly log: Array<{ node: string, inc: number, tokens: number, unspent: number, credits: Map<string, number>, epoch: string | null, marks: ReadonlyMap<string, number> }> = []
+  readonly log: Array<{ node: string, inc: number, tokens: number, unspent: number, lost: ReadonlyMap<string, number>, credits: Map<string, number>, epoch: string | null, marks: ReadonlyMap<string, number> }> = []
   readonly counters = { inherited: 0, tokensInherited: 0, shares: 0, jgetsSent: 0, jgetsFailed: 0, jgetsServed: 0 }
 
   constructor (core: ClusterCore, inherited: ReadonlyArray<readonly [string, number, number]>, estates: ReadonlyArray<readonly [string, string, number]> = []) {
@@ -362,7 +362,7 @@ export class Heir {
     c.journal.checkpointNeeded = true
     this.counters.inherited++
     this.counters.tokensInherited += tokens
-    this.log.push({ node: d, inc: r.inc, tokens, unspent: est.unspent, credits, epoch: est.epoch, marks: est.marks })
+    this.log.push({ node: d, inc: r.inc, tokens, unspent: est.unspent, lost: est.lost, credits, epoch: est.epoch, marks: est.marks })
     // Our grants in flight to D, and everyone's: the copy's marks say which its books hold (estate-marks.ts).
     if (est.epoch !== null) c.reclaim.marks.announce(d, est.epoch, est.marks, nowMs)
     // D's grants in the copy that their receivers never applied: taken back as the receivers report (estate-returns.ts).

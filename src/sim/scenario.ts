@@ -213,6 +213,9 @@ export const SCENARIOS: readonly Scenario[] = [
     load: 'zipf',
     faults: { seedCrashesForever: 1 },
     tuning: { inheritSeeds: true },
+    // No idle tail yet (issue 43, open): the property seeds pass with one (shortfallCheckMs: 2000), but the larger run of
+    // test/sim-heir.test.ts (api, stock 1000) then ends 45 short with no reservation left in the heir's copy, and the
+    // survivors' shortfall (8) below what the audit misses: not yet explained.
     minGossips: 80
   },
   {
@@ -222,7 +225,8 @@ export const SCENARIOS: readonly Scenario[] = [
     load: 'zipf',
     faults: { seedCrashReceiving: 1, restartAfterMs: Infinity },
     tuning: { inheritSeeds: true },
-    minGossips: 80
+    minGossips: 80,
+    shortfallCheckMs: 2000
   },
   {
     ...base,
@@ -233,7 +237,8 @@ export const SCENARIOS: readonly Scenario[] = [
     match: 'k:*',
     faults: { seedCrashesForever: 1 },
     tuning: { inheritSeeds: true },
-    minGossips: 80
+    minGossips: 80,
+    shortfallCheckMs: 2000
   },
   {
     ...base,
@@ -260,6 +265,12 @@ export const SCENARIOS: readonly Scenario[] = [
     load: 'zipf',
     faults: { seedCrashesForever: 1, heirCrashRestartMs: 2000 },
     tuning: { inheritSeeds: true },
+    // No idle tail yet (issue 43, open): with one (shortfallCheckMs: 2000) seeds 3 (soft), 13, 18, 19 and 23 end with
+    // the restarted heir fenced for good. Its carried books (carrier.ts) wait for a quorum of voters either attesting
+    // the crashed incarnation or echoing this one; the voters that attested it before it came back and the dead seed
+    // (a voter, silent for good) weigh enough together that neither side can ever be a quorum (seed 19: n1+n5 attest,
+    // n3+n4+n6 echo, n2 dead; 6 voters, quorum > 3.25). Fenced, the heir never reads the dead seed's copies: its books
+    // (24 of 190 there) are lost with the lease.
     minGossips: 100
   },
   {
@@ -295,10 +306,7 @@ export const SCENARIOS: readonly Scenario[] = [
     summary: 'Zipf load; a seed crashes (kill -9) and never comes back: the survivors\' shortfall shows what it had',
     load: 'zipf',
     faults: { crashes: 1, restartAfterMs: Infinity },
-    shortfallCheckMs: 2000,
-    // Seeds 6 and 10 (hard): 4 of 110 and 2 of 65 tokens short for good after the heir inherits from its copies of
-    // the dead seed's journal; the same in seed-crash-forever, heir-crash and seed-crash-receiving once they idle.
-    capacityLoss: 'a seed inherited from its journal copies can come up a few tokens short (issue 43, open)'
+    shortfallCheckMs: 2000
   },
   { ...base, name: 'skew', summary: 'moving hot spot with clocks skewed up to +-50 ms', load: 'moving-hot', skewMs: 50 },
   { ...base, name: 'skewed-node', summary: 'moving hot spot; one seed\'s clock 2.5 periods ahead all run (it must fence itself)', load: 'moving-hot', skewedNodePeriods: 2.5 },
@@ -308,6 +316,10 @@ export const SCENARIOS: readonly Scenario[] = [
     summary: 'Zipf load; three graceful stops (each restarted 0.5 s later), unheard by the peers, whose wants keep reaching it',
     load: 'zipf',
     faults: { stops: 3, restartAfterMs: 500, muteDuringStop: true }
+    // No idle tail yet (issue 43, open): with one (shortfallCheckMs: 2000) seeds 6, 15 and 24 lose tokens for good
+    // (37 of 110, 35 of 35, 22 of 65). Seed 15: a grant of 35 from n2's stopped incarnation to n1's restarted one is
+    // rejected `old-epoch` by n1 (ledger-marks.ts: no mark for that giver epoch, and not n2's current one), and
+    // nothing takes it back; n2 also stays fenced.
   },
   {
     ...base,

@@ -151,7 +151,9 @@ test('calls: a session reuses the lowest free id; a timed-out call\'s id waits f
   t.not(theirs, null)
   const f = caller.call('p', Buffer.from('f'), 30_000).catch((err: QuotadError) => err.code)
   await until('a new session', () => caller.counters.callSessionsOpened === 2)
-  void f
+  // f is never answered: stop fails it now rather than its 30 s timer keeping the worker (and the suite) waiting.
+  caller.stop()
+  t.is(await f, 'E_SHUTTING_DOWN')
 })
 
 test('calls: a garbage frame or an oversized header resets that session only; the responder serves the others', async t => {

@@ -14,14 +14,18 @@ import { checkMode, GOSSIP_MS, RUN_MS } from '../../src/sim/property.js'
 import { SCENARIOS } from '../../src/sim/scenario.js'
 
 /**
- * Seeds per scenario (the longest scenarios get fewer, below). `npm test` runs
- * 40: every scenario's shapes (algorithm, size, keys) come round several times,
- * and the four files stay under half a minute each on a quiet 2-core machine
- * (CI, the whole suite with its install, sat at 15 min 52 s with 50).
+ * Seeds per scenario (the longest scenarios get fewer, below, but never fewer
+ * than MIN_SEEDS). `npm test` runs 8: every scenario runs on a few seeds, so
+ * each keeps running its algorithms, sizes and key shapes, and the four files
+ * together cost about 50 s of CPU instead of the 200 s they cost at 40 (issue
+ * 44: the whole `npm test` in 4 minutes on an idle 2-core machine).
  * `npm run test:long` runs 200 (QUOTAD_SIM_SEEDS), and the accuracy bench
  * sweeps thousands (bench/README.md, "Seed counts").
  */
-export const SEEDS = seedCount(process.env.QUOTAD_SIM_SEEDS, 40)
+export const SEEDS = seedCount(process.env.QUOTAD_SIM_SEEDS, 8)
+
+/** The fewest seeds a scenario runs, however long its runs (unless QUOTAD_SIM_SEEDS asks for fewer still). */
+export const MIN_SEEDS = 3
 
 function seedCount (env: string | undefined, fallback: number): number {
   if (env === undefined || env === '') return fallback
@@ -36,7 +40,7 @@ export function propertyTests (mode: Mode, half: 0 | 1): void {
   for (const name of half === 0 ? names.slice(0, mid) : names.slice(mid)) {
     // Scenarios that need longer runs (a cut of several reclaim periods) get fewer seeds: about the same virtual time per test.
     const long = (SCENARIOS.find(s => s.name === name)?.minGossips ?? 0) * GOSSIP_MS
-    const seeds = Math.round(SEEDS * RUN_MS / Math.max(RUN_MS, long))
+    const seeds = Math.max(Math.min(SEEDS, MIN_SEEDS), Math.round(SEEDS * RUN_MS / Math.max(RUN_MS, long)))
     // Serial, each after a turn of the event loop: a test is seconds of synchronous work, and ava's timeout counts
     // from the last result its worker reported. Started together, the tests ran back to back without a turn between
     // them, so no result left the worker until the file was done (48 s alone; over 120 s on a busy 2-core machine,

@@ -15,6 +15,11 @@
  * not depend on how fast the machine is; a window is counted only if it
  * starts after the reloads were seen done (a later start only drops windows),
  * and the load goes on for 8 s after, so there are always some.
+ *
+ * In `npm run test:long` only (the file's `.long.test` name; bench/README.md,
+ * "Seed counts"): load driven for fixed stretches over many windows on five
+ * real processes, about 100 CPU-seconds; the simulator's twin (sim-member-lower.test.ts) runs in
+ * `npm test`.
  */
 import test, { type ExecutionContext } from 'ava'
 import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'

@@ -14,6 +14,11 @@
  *
  * In each, no window admits more than the limit across the nodes (the
  * answers counted by their window: drive.ts).
+ *
+ * In `npm run test:long` only (the file's `.long.test` name; bench/README.md,
+ * "Seed counts"): load driven for fixed stretches over many windows on five
+ * real processes, about 100 CPU-seconds; the simulator's twin (sim-alive.test.ts) runs in
+ * `npm test`.
  */
 import test, { type ExecutionContext } from 'ava'
 import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'

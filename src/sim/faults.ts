@@ -126,6 +126,19 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
     }
     vc.at(startMs, watch)
   }
+  const ic = f.inheritedCrash
+  if (ic !== undefined) {
+    const watch = (): void => {
+      const heir = [...vc.cores.values()].find(c => c.heir.mine.size > 0)
+      if (heir === undefined) { if (vc.now < startMs + durationMs) vc.at(vc.now + 20, watch); return }
+      const node = heir.node
+      vc.at(vc.now + ic.afterMs, () => {
+        vc.crash(node)
+        vc.at(vc.now + ic.restartMs, () => { vc.start(node); ended() })
+      })
+    }
+    vc.at(startMs, watch)
+  }
   const pool = nodes.filter(n => !gone.has(n))
   const p = f.partitions
   if (p !== undefined && nodes.length > 1) {

@@ -60,6 +60,12 @@ export interface FaultSpec {
    */
   heirCrashRestartMs?: number
   /**
+   * The first heir to inherit a dead seed crashes (kill -9) `afterMs` after
+   * it inherited and restarts from its journal `restartMs` after that (past
+   * reclaimMs: its own heir inherits it, the dead seed's estate included).
+   */
+  inheritedCrash?: { afterMs: number, restartMs: number }
+  /**
    * Crashes (kill -9) of nodes caught in the middle of a transfer: each at
    * the first moment, at least a second after the last, that some node has
    * a grant out and not yet acknowledged; restarted after `restartAfterMs`.
@@ -255,6 +261,24 @@ export const SCENARIOS: readonly Scenario[] = [
     summary: 'A seed is killed early and inherited; the limit is lowered to a third by SIGHUP while it is dead; then it restarts from its journal with the new file',
     load: 'zipf',
     faults: { seedCrashesForever: 1, seedReturnAfterMs: 7000, ruleChange: { how: 'reload', factor: 0.33, atFraction: 0.5, spreadMs: 300 } },
+    tuning: { inheritSeeds: true },
+    minGossips: 150
+  },
+  {
+    ...base,
+    name: 'inherit-return-lower',
+    summary: 'A seed is killed early and inherited; it restarts from its journal; then the limit is lowered by an eighth by SIGHUP (the sequence of chaos 5 seeds seed 1, 204 on 200 after such a reload; not reproduced here)',
+    load: 'zipf',
+    faults: { seedCrashesForever: 1, seedReturnAfterMs: 7000, ruleChange: { how: 'reload', factor: 0.88, atFraction: 0.85, spreadMs: 300 } },
+    tuning: { inheritSeeds: true },
+    minGossips: 150
+  },
+  {
+    ...base,
+    name: 'inherit-chain',
+    summary: 'A seed is killed early and inherited; its heir is killed too, inherited by its own heir, and restarts from its journal (chaos 5 seeds, seed 1, without its reload)',
+    load: 'zipf',
+    faults: { seedCrashesForever: 1, inheritedCrash: { afterMs: 500, restartMs: 3000 } },
     tuning: { inheritSeeds: true },
     minGossips: 150
   },

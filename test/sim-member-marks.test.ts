@@ -20,9 +20,9 @@ import type { VirtualCluster } from '../src/sim/virtual-cluster.js'
 
 const SEEDS = Array.from({ length: 12 }, (_, i) => i + 1)
 
-function spec (seed: number, onCluster: (vc: VirtualCluster) => void): SimSpec {
+function spec (seed: number, onCluster: (vc: VirtualCluster) => void, capacityLoss?: string): SimSpec {
   return {
-    scenario: scenario('member-crash-receiving'),
+    scenario: { ...scenario('member-crash-receiving'), ...(capacityLoss === undefined ? {} : { capacityLoss }) },
     nodes: 10,
     seed,
     mode: 'hard',
@@ -93,7 +93,7 @@ test.serial('a journal an older build wrote (no marks in its checkpoint) announc
         if (n !== undefined && !v.seeds.includes(name) && n.journal !== '') n.journal = oldBuild(n.journal)
         start(name, rules)
       }
-    }))
+    }, 'an older build\'s journal announces no marks, so its givers take nothing back: the loss this test shows'))
     t.true(r.ok && r.overshoot === 0, `seed ${s}: ${r.failures.join('; ')}`)
     let back = 0
     for (const core of (vc as VirtualCluster).cores.values()) back += core.reclaim.marks.counters.tokensTakenBack + core.reclaim.marks.counters.tokensDelivered

@@ -15,10 +15,11 @@
  * In each, no window admits more than the limit across the nodes (the
  * answers counted by their window: drive.ts).
  *
- * In `npm test` although it costs about 135 CPU-seconds (five real
- * processes under load for fixed stretches): the in-process renewal it
- * checks is also how a calendar realigns (fence.ts), so CI keeps it on real
- * processes; the simulator's twin is sim-alive.test.ts.
+ * In `npm run test:long` only (the file's `.long.test` name; bench/README.md,
+ * "Seed counts"): five real processes under load for fixed stretches, about
+ * 135 CPU-seconds. `npm test` keeps its simulator twin (sim-alive.test.ts)
+ * and, on real processes, the same in-process renewal path through a
+ * calendar realignment (clock-realign-procs.test.ts).
  */
 import test, { type ExecutionContext } from 'ava'
 import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'

@@ -284,6 +284,15 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     ...base,
+    name: 'inherit-chain-lower',
+    summary: 'A seed is killed early and inherited; its heir is killed too, inherited by its own heir, and restarts from its journal; then the limit is lowered by an eighth by SIGHUP (chaos 5 seeds, seed 1: 204 on 200)',
+    load: 'zipf',
+    faults: { seedCrashesForever: 1, inheritedCrash: { afterMs: 500, restartMs: 3000 }, ruleChange: { how: 'reload', factor: 0.88, atFraction: 0.85, spreadMs: 300 } },
+    tuning: { inheritSeeds: true },
+    minGossips: 150
+  },
+  {
+    ...base,
     name: 'heir-crash',
     summary: 'A seed is killed early for good; its heir is killed while it reads the dead seed\'s copies and restarts from its journal 2 s later: it must learn the death again and inherit once',
     load: 'zipf',

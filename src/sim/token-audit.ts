@@ -28,6 +28,7 @@
 import type { ClusterCore } from '../cluster/cluster-core.js'
 import type { SavedState } from '../cluster/durable-state.js'
 import { booksOf } from '../cluster/key-ext.js'
+import { heirAtEnd } from '../cluster/rule-change.js'
 import type { Grant } from '../cluster/messages.js'
 import { RuleSet, type CompiledRule } from '../core/rules.js'
 import { initialShare, homeOf, type Homes } from '../core/share.js'
@@ -307,7 +308,8 @@ export class TokenAudit {
     if (d !== undefined && d.allocate) return this.share(node, true, d.rules, key)
     // Inherited: its heir's books hold its share, and carry it through the heir's rule changes (rule-change.ts).
     for (const core of this.live.values()) {
-      if (core.heir.mine.has(node) && core.limiter.allocate) return this.share(node, true, rulesOf(core), key)
+      const holds = core.heir.mine.has(node) || heirAtEnd(node, core.heir.homes, this.seeds.length) === core.node
+      if (holds && core.limiter.allocate) return this.share(node, true, rulesOf(core), key)
     }
     const f = this.frozen.get(node)
     return this.share(node, true, f ?? this.initialRules, key)

@@ -111,12 +111,12 @@ export class Fence {
    * leases off, never (nothing is fenced then).
    */
   judgeSkew (me: string, offsets: ReadonlyMap<string, OffsetBounds>, maxSkewMs: number, nowMs: number, wallGapMs: number): void {
-    this.skewed = this.lease.enabled && this.heardQuorum(me, offsets) && !this.agreeing(me, offsets, 0, maxSkewMs, false)
+    const judged = this.lease.enabled && this.heardQuorum(me, offsets)
+    this.skewed = judged && !this.agreeing(me, offsets, 0, maxSkewMs, false)
     const sorted = [...offsets.values()].map(b => b[0]).sort((a, b) => a - b)
     this.skewOffsetMs = sorted.length === 0 ? 0 : sorted[Math.floor(sorted.length / 2)]
     // Offsets to this node's wall clock: (voter's calendar - this calendar) - (this wall - this calendar).
-    const off = this.lease.enabled && Math.abs(wallGapMs) > maxSkewMs && offsets.size > 0 && this.heardQuorum(me, offsets) &&
-      this.agreeing(me, offsets, wallGapMs, maxSkewMs / 2, true)
+    const off = judged && Math.abs(wallGapMs) > maxSkewMs && offsets.size > 0 && this.agreeing(me, offsets, wallGapMs, maxSkewMs / 2, true)
     if (!off) this.offSince = null
     else if (this.offSince === null) this.offSince = nowMs
     this.realign = off && nowMs - (this.offSince ?? nowMs) >= this.lease.leaseMs

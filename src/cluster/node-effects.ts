@@ -366,20 +366,10 @@ export class NodeEffects {
     const core = this.core
     const peerId = core.membership.idOf(to)
     if (peerId === undefined) { core.replication.onFailed(to, this.mono()); return }
-    const bytes = encodeRequest(encodeJrep(msg, z))
-    this.o.net.request(to, peerId, bytes, msg, core.tuning.wantTimeoutMs, (err, raw) => {
-      try {
-        if (err != null) throw err
-        const a = decodeRequest(raw as Uint8Array, this.o.bounds)
-        if (a.t !== 'jack' || a.node !== to) throw new Error(`unexpected reply ${a.t} from ${a.node}`)
-        core.replication.onAck(to, a, this.mono())
-      } catch (e) {
-        core.replication.onFailed(to, this.mono())
-        this.o.log.debug('journal copy failed', { to, err: e })
-        return
-      }
-      this.sendReplicas()
-    })
+    this.journalRequest(to, peerId, encodeRequest(encodeJrep(msg, z)), msg, 'jack', a => core.replication.onAck(to, a, this.mono()), e => {
+      core.replication.onFailed(to, this.mono())
+      this.o.log.debug('journal copy failed', { to, err: e })
+    }, () => this.sendReplicas())
   }
 
   /** One jget of a heir (heir.ts); its jcopy, or its failure, goes back to the heir exactly once. */
@@ -387,16 +377,29 @@ export class NodeEffects {
     const core = this.core
     const peerId = core.membership.idOf(to)
     if (peerId === undefined) { core.heir.onJgetFailed(to, msg.writer, this.mono()); return }
-    this.o.net.request(to, peerId, encodeRequest(msg), msg, core.tuning.wantTimeoutMs, (err, raw) => {
+    this.journalRequest(to, peerId, encodeRequest(msg), msg, 'jcopy', a => core.heir.onJcopy(to, a, this.mono()), e => {
+      core.heir.onJgetFailed(to, msg.writer, this.mono())
+      this.o.log.debug('reading a journal copy failed', { to, writer: msg.writer, err: e })
+    })
+  }
+
+  /**
+   * A journal request (jrep or jget) to `to`, whose reply must be of type `expect` from `to` itself: `ok` with it
+   * (then `after`), or `failed` once with why (no reply, an undecodable one, another type or sender, or `ok` threw).
+   */
+  private journalRequest<T extends 'jack' | 'jcopy'> (to: string, peerId: string, bytes: Uint8Array, msg: Jrep | Jget, expect: T,
+    ok: (a: Extract<ReturnType<typeof decodeRequest>, { t: T }>) => void, failed: (e: unknown) => void, after?: () => void): void {
+    this.o.net.request(to, peerId, bytes, msg, this.core.tuning.wantTimeoutMs, (err, raw) => {
       try {
         if (err != null) throw err
         const a = decodeRequest(raw as Uint8Array, this.o.bounds)
-        if (a.t !== 'jcopy' || a.node !== to) throw new Error(`unexpected reply ${a.t} from ${a.node}`)
-        core.heir.onJcopy(to, a, this.mono())
+        if (a.t !== expect || a.node !== to) throw new Error(`unexpected reply ${a.t} from ${a.node}`)
+        ok(a as Extract<ReturnType<typeof decodeRequest>, { t: T }>)
       } catch (e) {
-        core.heir.onJgetFailed(to, msg.writer, this.mono())
-        this.o.log.debug('reading a journal copy failed', { to, writer: msg.writer, err: e })
+        failed(e)
+        return
       }
+      after?.()
     })
   }
 

@@ -211,3 +211,71 @@ test('parseMessage: want, grant, ack and none carry a whole, non-negative inc', 
   t.is(membersTopic('prod'), 'quotad/prod/members/15')
   t.is(seedsTopic('prod'), 'quotad/prod/seeds/15')
 })
+
+test('a push from a giver the receiver has not heard is refused for good: the giver takes it back, and no copy of it is credited later', t => {
+  const a = core('a', 1)
+  const b = core('b', 1)
+  // a hears b (so it may push to b's epoch); b has not heard a: a stopping node's gossip that never came (sim `stops`).
+  hear(a, b, 10)
+  const aHeld = (): number => a.limiter.existing(KEY)?.bucket.held ?? 0
+  const bHeld = (): number => b.limiter.existing(KEY)?.bucket.held ?? 0
+  const before = aHeld()
+  const g = give(a, 'b', 3, 20)
+  t.is(aHeld(), before - 3, 'debited before the grant exists')
+  const held = bHeld()
+  const ack = b.onGrant(g, 'id:a', 30)
+  t.true(ack.refused, 'refused: b cannot judge a giver it has not heard')
+  t.is(ack.applied, 1, 'and the seq is used up, so the refusal binds')
+  t.is(bHeld(), held, 'nothing credited')
+  a.onReply(g, ack, 40)
+  t.is(a.ledger.unackedTotal(), 0)
+  t.is(aHeld(), before, 'a took its tokens back')
+  // b hears a now; the same grant again (a late copy) is a duplicate, never credited.
+  hear(b, a, 50)
+  const again = b.onGrant(g, 'id:a', 60)
+  t.is(again.applied, 1)
+  t.not(again.refused, true, 'a refusal is answered once; the copy is a duplicate')
+  t.is(bHeld(), held, 'the copy credits nothing: the tokens exist once, at a')
+})
+
+test('a grant to a restarted receiver\'s ended epoch is settled by the reply to a resend or a probe: the restart names its final mark, whether or not it heard the giver', t => {
+  const setup = (mark: number): { a: ClusterCore, b2: ClusterCore, g: Grant } => {
+    const a = core('a', 1)
+    const b1 = core('b', 1)
+    hear(a, b1, 10)
+    hear(b1, a, 10)
+    const g = give(a, 'b', 3, 20)
+    // b stops cleanly and restarts; its restart speaks for b.1 (persist.ts announces a clean stop's marks at once).
+    const b2 = core('b', 2, 'b.2', 30, true)
+    b2.reclaim.marks.announceOwn('b.1', new Map(mark === 0 ? [] : [['a\u0000a.1', mark]]), 30)
+    return { a, b2, g }
+  }
+  for (const mark of [0, 1]) {
+    // a has not heard b.2: its resend goes to b.1's address and reaches b.2, whose reply ends b.1 at a and settles it.
+    const { a, b2, g } = setup(mark)
+    const [resend] = a.ledger.due(2000, 1000)
+    t.deepEqual(resend, g)
+    const ack = b2.onGrant(resend, 'id:a', 2001)
+    t.is(ack.ended, mark, 'the reply carries b.1\'s final mark of a.1\'s grants')
+    t.is(ack.applied, 0, 'never applied: it is addressed to an ended epoch')
+    a.onReply(resend, ack, 2002)
+    t.is(a.peers.get('b')?.epoch, 'b.2')
+    t.deepEqual(a.reclaim.marks.status().waiting, [], 'settled at once')
+    const c = a.reclaim.marks.counters
+    if (mark === 0) t.is(c.tokensTakenBack, 3, 'b.1 never applied it: taken back')
+    else t.is(c.tokensDelivered, 3, 'b.1 applied it: delivered, in b\'s restored books')
+  }
+  // a heard b.2 first: the grant waits for b.1's marks, which b.2's gossip does not name (it has not heard a alive,
+  // and b.1 applied nothing of a's): the probe asks.
+  const { a, b2, g } = setup(0)
+  hear(a, b2, 35)
+  t.deepEqual(a.reclaim.marks.status().waiting, [{ node: 'b', epoch: 'b.1', tokens: 3 }], 'held for b.1\'s marks')
+  t.deepEqual(a.ledger.due(5000, 1000), [], 'no longer resent')
+  t.deepEqual(b2.reclaim.marks.take(36), [], 'b.2\'s gossip names no mark for a')
+  const probes = a.reclaim.marks.probes(40, 1000)
+  t.deepEqual(probes, [g], 'the held grant goes again, as a probe')
+  t.deepEqual(a.reclaim.marks.probes(41, 1000), [], 'once per retransmit time')
+  a.onReply(probes[0], b2.onGrant(probes[0], 'id:a', 45), 50)
+  t.deepEqual(a.reclaim.marks.status().waiting, [], 'settled')
+  t.is(a.reclaim.marks.counters.tokensTakenBack, 3)
+})

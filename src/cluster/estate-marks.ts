@@ -79,6 +79,8 @@ interface Held {
   /** A restart's ended epoch (intake.ts), not a settled seed: its account lives on in the restart's books. */
   restart: boolean
   until: number
+  /** When one of them last went to the restart as a probe (`probes`). */
+  probedAt: number
 }
 
 interface Announced {
@@ -121,7 +123,7 @@ export class EstateMarks {
   hold (node: string, epoch: string, grants: Grant[], heir: readonly [string, string] | undefined, nowMs: number, restart = false): void {
     if (grants.length === 0) return
     const id = `${node}\u0000${epoch}`
-    const h: Held = { node, epoch, grants, restart, until: nowMs + this.waitMs, ...(heir === undefined ? {} : { heir }) }
+    const h: Held = { node, epoch, grants, restart, until: nowMs + this.waitMs, probedAt: -Infinity, ...(heir === undefined ? {} : { heir }) }
     this.held.set(id, h)
     const e = this.early.get(id)
     if (e !== undefined) {
@@ -143,9 +145,19 @@ export class EstateMarks {
     if (this.announced.length === 0) return []
     const all: EstateMark[] = []
     for (const a of this.announced) {
+      const told = new Set<string>()
       for (const p of c.peers.all()) {
         if (p.name === a.dead || !p.sameCluster || !c.peers.isAlive(p, nowMs)) continue
-        all.push([a.dead, a.epoch, p.name, p.epoch, a.marks.get(`${p.name}\u0000${p.epoch}`) ?? 0])
+        const id = `${p.name}\u0000${p.epoch}`
+        told.add(id)
+        all.push([a.dead, a.epoch, p.name, p.epoch, a.marks.get(id) ?? 0])
+      }
+      // And every giver the marks name that this node has not heard alive under that epoch: a giver whose gossip
+      // does not reach us (a stopping node's, sim `stops` seed 24) still waits for its mark to settle its grants.
+      for (const [id, seq] of a.marks) {
+        if (told.has(id)) continue
+        const i = id.indexOf('\u0000')
+        if (id.slice(0, i) !== a.dead) all.push([a.dead, a.epoch, id.slice(0, i), id.slice(i + 1), seq])
       }
     }
     if (all.length <= MARKS_PER_GOSSIP) return all
@@ -214,6 +226,39 @@ export class EstateMarks {
       if (h.node !== node || !h.restart) continue
       for (const g of h.grants) for (const [k, a] of g.items) if (k === key) n += a
     }
+    return n
+  }
+
+  /**
+   * This node's restart speaks for its ended `epoch` (announceOwn, or announceOwnOnceSafe once safe): that epoch's
+   * final mark of `giver`'s epoch `giverEpoch` (0: it applied none of them), for the reply to a grant addressed to it
+   * (messages.ts Ack.ended). Undefined while no announcement of it lasts.
+   */
+  ownEnded (epoch: string, giver: string, giverEpoch: string): number | undefined {
+    for (const a of this.announced) if (a.dead === this.c.node && a.epoch === epoch) return a.marks.get(`${giver}\u0000${giverEpoch}`) ?? 0
+    return undefined
+  }
+
+  /**
+   * Grants to restarts' ended epochs to send again, one per ended epoch every `everyMs`, as probes: never applied
+   * there (addressed to an epoch that ended), the reply carries the restart's final mark of them (Ack.ended). The
+   * gossiped marks reach only the givers the restart has heard alive; a giver whose gossip does not reach it (a
+   * stopping node's: sim `stops`, seeds 95 and 102) waited for them until its stop ended, and lost the grants.
+   */
+  probes (nowMs: number, everyMs: number): Grant[] {
+    const out: Grant[] = []
+    for (const h of this.held.values()) {
+      if (!h.restart || nowMs - h.probedAt < everyMs) continue
+      h.probedAt = nowMs
+      out.push(h.grants[h.grants.length - 1])
+    }
+    return out
+  }
+
+  /** Grants waiting here for marks (a stop waits for them too: lifecycle.ts). */
+  get waiting (): number {
+    let n = 0
+    for (const h of this.held.values()) n += h.grants.length
     return n
   }
 

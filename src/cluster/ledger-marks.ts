@@ -26,6 +26,8 @@ export class AppliedMarks {
   private readonly early = new Map<string, Map<number, Grant>>()
   /** giver -> the highest incarnation settled dead. */
   private readonly dead = new Map<string, number>()
+  /** `${giver}/${giverEpoch}` whose marks went (its epoch ended, or the giver was forgotten): never taken again. */
+  private readonly closed = new Set<string>()
 
   /**
    * Decide an incoming grant addressed to this incarnation. Returns what to
@@ -36,7 +38,13 @@ export class AppliedMarks {
     if (g.inc <= (this.dead.get(g.node) ?? 0)) return { result: 'old-epoch', credit: [] }
     const id = `${g.node}/${g.epoch}`
     const mark = this.applied.get(id)
-    if (mark === undefined && g.epoch !== currentEpoch) return { result: 'old-epoch', credit: [] }
+    // A giver this node has not heard (no peer entry: its gossip has not come, or it was forgotten) is taken in
+    // order like any other, so that the refusal that follows (grant-checks.ts: not a peer this node has heard) is
+    // binding: its seq is used up here, the giver takes its tokens back, and no copy of it can be credited later.
+    // Refused `old-epoch` instead (not binding), a grant a stopping node handed to a peer that had not heard it yet
+    // stayed in the giver's ledger until its stop ended, and was lost with it (sim `stops`, seeds 6 and 15). An
+    // epoch whose marks went is never taken: a grant it made may have been credited under them.
+    if (mark === undefined && (currentEpoch !== undefined ? g.epoch !== currentEpoch : this.closed.has(id))) return { result: 'old-epoch', credit: [] }
     let last = mark ?? 0
     if (g.seq <= last) return { result: 'duplicate', credit: [] }
     if (g.seq !== last + 1) {
@@ -96,19 +104,26 @@ export class AppliedMarks {
   deadGiver (giver: string, inc: number): void {
     this.dead.set(giver, Math.max(inc, this.dead.get(giver) ?? 0))
     if (this.dead.size > 4096) this.dead.delete(this.dead.keys().next().value as string)
-    for (const m of [this.applied, this.early] as Array<Map<string, unknown>>) {
-      for (const id of [...m.keys()]) if (id.slice(0, id.lastIndexOf('/')) === giver) m.delete(id)
-    }
+    this.drop(id => id.slice(0, id.lastIndexOf('/')) === giver)
   }
 
   /** A giver is now incarnation `epoch`: the marks of its other epochs go (see ledger.ts's header). */
   giverEpoch (giver: string, epoch: string): void {
-    for (const m of [this.applied, this.early] as Array<Map<string, unknown>>) {
-      for (const id of [...m.keys()]) {
-        const i = id.lastIndexOf('/')
-        if (id.slice(0, i) === giver && id.slice(i + 1) !== epoch) m.delete(id)
-      }
+    this.drop(id => {
+      const i = id.lastIndexOf('/')
+      return id.slice(0, i) === giver && id.slice(i + 1) !== epoch
+    })
+  }
+
+  /** The marks (and early grants) of the giver epochs `which` picks go; those epochs are closed (see apply). */
+  private drop (which: (id: string) => boolean): void {
+    for (const id of [...this.applied.keys()]) {
+      if (!which(id)) continue
+      this.applied.delete(id)
+      this.closed.add(id)
+      if (this.closed.size > 4096) this.closed.delete(this.closed.values().next().value as string)
     }
+    for (const id of [...this.early.keys()]) if (which(id)) this.early.delete(id)
   }
 
   /** Applied marks and early-grant sets kept (bounded by live peers). */

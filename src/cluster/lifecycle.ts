@@ -15,6 +15,7 @@
  *   (a receiver checks a pushed grant against what its giver last said).
  * - settling: it hands every whole held token to live agreeing peers (the
  *   fastest consumer of each key first), then waits until they are acked,
+ *   (or, sent to a peer's ended epoch, settled by its marks: estate-marks.ts),
  *   at most `handoffTimeoutMs`. Grants that reach it meanwhile are applied
  *   (and saved). Unacked grants may or may not have been applied: they are
  *   not saved (that could create tokens), so at worst they are stranded.
@@ -93,7 +94,10 @@ export class StopMachine {
       else core.counters.handoffsFenced++
       this.startSettling(nowMs)
     }
-    if (this.phase === 'settling' && this.settled(nowMs, core.ledger.unackedTotal())) {
+    // Grants of ours to a peer's ended epoch wait for its restart's marks (estate-marks.ts): a stop that ended
+    // before they came lost them with its snapshot (sim `stops` seed 24: 22 of 65, handed to a peer that had just
+    // restarted). So settling waits for them as for an ack, within the same deadline.
+    if (this.phase === 'settling' && this.settled(nowMs, core.ledger.unackedTotal() + core.reclaim.marks.waiting)) {
       // The last word peers hear: what this node no longer holds. Then the snapshot, in the same step.
       out.push(gossipOut(core, core.gossip.now(nowMs), nowMs))
       core.snapshot = core.save(nowMs, 'stopped')

@@ -320,6 +320,15 @@ export interface Ack {
    * to their giver). Answered `none`.
    */
   toEpoch?: string
+  /**
+   * In the reply to a grant addressed to an epoch of the sender's that has
+   * ended, while its restart speaks for that epoch (estate-marks.ts
+   * announceOwn): that epoch's final applied mark of the giver's grants. The
+   * giver settles its grants to that epoch by it at once, as by a gossiped
+   * mark: a restarted node that has not heard the giver (a stopping giver's
+   * gossip is gone) never lists it in its gossiped marks.
+   */
+  ended?: number
 }
 
 export interface None {
@@ -383,7 +392,7 @@ export function parseMessage (raw: unknown, b: MessageBounds = DEFAULT_BOUNDS): 
       }
     }
     case 'ack':
-      return { v: CLUSTER_VERSION, t: 'ack', node, epoch, inc: seq(m.inc, 'inc'), applied: seq(m.applied, 'applied'), ...(m.refused === true ? { refused: true } : {}), ...(m.toEpoch === undefined ? {} : { toEpoch: name(m.toEpoch, 'toEpoch') }) }
+      return { v: CLUSTER_VERSION, t: 'ack', node, epoch, inc: seq(m.inc, 'inc'), applied: seq(m.applied, 'applied'), ...(m.refused === true ? { refused: true } : {}), ...(m.toEpoch === undefined ? {} : { toEpoch: name(m.toEpoch, 'toEpoch') }), ...(m.ended === undefined ? {} : { ended: seq(m.ended, 'ended') }) }
     case 'none':
       return { v: CLUSTER_VERSION, t: 'none', node, epoch, inc: seq(m.inc, 'inc') }
     case 'jrep':

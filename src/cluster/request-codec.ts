@@ -26,7 +26,7 @@ import { wire } from './wire.js'
 const LAYOUT: Readonly<Record<string, readonly string[]>> = {
   want: ['key', 'want', 'more'],
   grant: ['to', 'toEpoch', 'seq', 'items'],
-  ack: ['applied', 'refused', 'toEpoch'],
+  ack: ['applied', 'refused', 'toEpoch', 'ended'],
   none: [],
   jrep: ['gen', 'offset', 'data', 'z', 'd'],
   jack: ['gen', 'have', 'durable', 'z']

@@ -165,6 +165,11 @@ export class Transfers {
    */
   onGrant (g: Grant, nowMs: number, asked?: Want): Ack {
     const c = this.core
+    // Addressed to an ended epoch of ours that this incarnation speaks for: its final mark, so the giver settles it.
+    if (g.to === c.node && g.toEpoch !== c.epoch) {
+      const ended = c.reclaim.marks.ownEnded(g.toEpoch, g.node, g.epoch)
+      if (ended !== undefined) return { ...this.ack(g, 0), ended }
+    }
     if (c.phase !== 'stopped') {
       // A member's grant of tokens a dead seed lent it, pushed here (its heir) before this node has read the estate
       // that books them: not applied yet, and acked below it, so the member keeps it in transit and resends it.
@@ -282,6 +287,11 @@ export class Transfers {
     } else if (reply.t === 'grant') {
       this.onGrant(reply, nowMs)
     } else if (reply.t === 'ack') {
+      // Its restart's final mark of the ended epoch this grant went to (Ack.ended): as a gossiped mark would say it.
+      if (req.t === 'grant' && reply.ended !== undefined && reply.node === req.to && req.toEpoch !== reply.epoch) {
+        c.reclaim.marks.onMarks(reply.node, reply.epoch, [[req.to, req.toEpoch, c.node, req.epoch, reply.ended]], nowMs)
+        return
+      }
       if (req.t === 'grant') {
         c.positions.acked(c.ledger.ack(reply.node, reply.epoch, reply.applied))
         // Taken back only from a grant the ledger is done with, and once (a stopped node keeps its snapshot as is).

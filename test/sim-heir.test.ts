@@ -50,7 +50,11 @@ test('seed-crash-forever: the next live seed inherits the dead one, every node h
   t.deepEqual(h?.heir.log.map(e => e.node), [dead], `${heir} inherited ${dead}`)
   t.true((h?.heir.counters.tokensInherited ?? 0) > 0)
   for (const [name, core] of vc.cores) t.is(core.heir.homes.get(dead), heir, `${name} homes ${dead}'s keys at ${heir}`)
-  const without = runSim(spec('seed-crash-forever', 1, { tuning: { inheritSeeds: false } }))
+  // Without a heir (not the default) the dead seed's share is lost by design, so the comparison runs without the idle
+  // tail's checks: no capacity to find again, and the survivors' shortfall estimate of a dead seed that is never
+  // settled is not what the tail checks (8 against 45 missing here; shortfall.ts lists what the estimate misses).
+  const lossByDesign = { ...scenario('seed-crash-forever'), shortfallCheckMs: undefined }
+  const without = runSim(spec('seed-crash-forever', 1, { tuning: { inheritSeeds: false }, scenario: lossByDesign }))
   t.true(without.ok, without.failures.join('; '))
   t.true(r.stranded < without.stranded / 2, `lost with a heir ${r.stranded}, without ${without.stranded}`)
 })

@@ -219,10 +219,9 @@ export const SCENARIOS: readonly Scenario[] = [
     load: 'zipf',
     faults: { seedCrashesForever: 1 },
     tuning: { inheritSeeds: true },
-    // No idle tail yet (issue 43, open): the property seeds pass with one (shortfallCheckMs: 2000), but the larger run of
-    // test/sim-heir.test.ts (api, stock 1000) then ends 45 short with no reservation left in the heir's copy, and the
-    // survivors' shortfall (8) below what the audit misses: not yet explained.
-    minGossips: 80
+    // Nothing lost after the idle tail but what the heir's copy left of the dead seed's reservations (shortfall-check.ts).
+    minGossips: 80,
+    shortfallCheckMs: 2000
   },
   {
     ...base,

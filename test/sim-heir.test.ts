@@ -199,3 +199,19 @@ test.serial('without the copy kept aside, a replica whose copy is of a later inc
   // The reason it waits: a replica answered with its copy of n3/2, not counted.
   t.true(reading?.writer === 'n3' && reading.inc === 1 && reading.answers.some(a => a.replica !== 'n4' && a.inc > 1), `n4 waits reading n3/1, a replica having answered with its copy of n3/2: ${JSON.stringify(reading)}`)
 })
+
+test('a voter that restarted after a seed died still attests it: the dead seed is settled and inherited (heal-settle seed 6)', t => {
+  // n3 dies for good at +3.6 s; n2 restarts from its journal at +5.5 s, after n3's death, so it never hears n3. Before,
+  // only n1 attested n3 (n2's restart had no peer entry to attest): with n3's own vote gone no quorum ever formed, and
+  // n3's share (61 of 110) was lost for good.
+  const spec = propertySpec({ scenario: 'heal-settle', mode: 'hard', seed: 6 })
+  const { r, vc } = run({ ...spec, scenario: { ...spec.scenario, shortfallCheckMs: 2000 } })
+  t.is(r.overshoot, 0)
+  const dead = [...vc.nodes].find(([, n]) => n.state === 'crashed')?.[0] as string
+  t.is(dead, 'n3')
+  for (const [name, core] of vc.cores) {
+    t.true(core.reclaim.isSettled(dead, 1), `${name} settled ${dead}`)
+    t.true(core.reclaim.attestedByMe(dead, 1), `${name} attests ${dead}/1`)
+  }
+  t.true([...vc.cores.values()].some(c => c.heir.log.some(e => e.node === dead)), `${dead} was inherited`)
+})

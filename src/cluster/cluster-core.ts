@@ -306,6 +306,7 @@ export class ClusterCore {
     this.batch.flush(this, out, nowMs)
     for (const g of this.ledger.due(nowMs, this.tuning.retransmitMs, to => this.receiverAlive(to, nowMs))) this.request(out, g.to, g)
     for (const g of this.reclaim.marks.probes(nowMs, this.tuning.retransmitMs)) this.request(out, g.to, g)
+    for (const g of this.reclaim.returns.probes(nowMs, this.tuning.retransmitMs)) this.request(out, g.to, g)
     this.replication.expire(nowMs)
     for (const r of this.replication.outbound(nowMs, true)) out.push({ kind: 'replicate', to: r.to, msg: r.msg, z: r.z })
     for (const r of this.heir.update(nowMs)) out.push({ kind: 'jget', to: r.to, msg: r.msg })

@@ -200,8 +200,10 @@ export class EstateMarks {
   onMarks (from: string, fromEpoch: string, entries: readonly EstateMark[], nowMs: number): void {
     const c = this.c
     for (const [dead, epoch, giver, giverEpoch, seq] of entries) {
-      if (giver !== c.node || giverEpoch !== c.epoch) continue
+      if (giver !== c.node) continue
       const own = dead === from && epoch !== fromEpoch
+      // A restart's mark of our crashed epoch's grants: for this node's own restart's take-backs (estate-returns.ts).
+      if (giverEpoch !== c.epoch) { if (own) c.reclaim.returns.onEnded(dead, epoch, giverEpoch, seq, nowMs); continue }
       if (!own && c.heir.homes.get(dead) !== from) continue
       this.mark(dead, epoch, seq, nowMs)
     }

@@ -31,7 +31,7 @@
  * which the heir's credit deducts already (estate.ts).
  */
 import type { ClusterCore } from './cluster-core.js'
-import type { DeadApplied } from './messages.js'
+import { CLUSTER_VERSION, type DeadApplied, type Grant } from './messages.js'
 import { creditAtHorizon } from './recovery.js'
 
 /** Reports kept per gossip, at most (the parser's bound, maxPeers, is higher). */
@@ -43,6 +43,8 @@ interface Pending {
   /** `${to}\0${toEpoch}` -> seq -> items, of the copy's grants not yet decided. */
   sent: Map<string, Map<number, Array<[string, number]>>>
   until: number
+  /** A restart's own: when its probes last went (`probes`). */
+  probedAt?: number
 }
 
 export class EstateReturns {
@@ -53,7 +55,10 @@ export class EstateReturns {
   private readonly pending: Pending[] = []
   /** Per key: tokens taken back (the simulator's audits read it). */
   readonly returned = new Map<string, number>()
-  readonly counters = { tokensReturned: 0, grantsReturned: 0 }
+  /** Per key: of those, taken back of this node's own crashed epoch's grants (`restarted`). */
+  readonly ownReturned = new Map<string, number>()
+  /** `tokensReturnedOwn`: of `tokensReturned`, this node's own crashed epoch's grants (`restarted`). */
+  readonly counters = { tokensReturned: 0, grantsReturned: 0, tokensReturnedOwn: 0 }
   /** Told of each grant taken back: [dead, dead epoch, to, to epoch, seq] (the simulator's token audit checks it). */
   onReturn: ((dead: string, deadEpoch: string, to: string, toEpoch: string, seq: number, items: ReadonlyArray<[string, number]>) => void) | null = null
 
@@ -97,6 +102,69 @@ export class EstateReturns {
     return out
   }
 
+  /**
+   * Receiver, when giver `node`'s epoch `ended` is over (its new epoch `now` was heard: intake.ts endedEpoch,
+   * before its marks go): our applied mark of each of its ended epochs is final, since their grants are refused from
+   * here on. `ended` was its current epoch, so a mark of 0 for it is the truth, not a forgotten mark; other epochs
+   * are reported only where a mark is kept. Its restart from its journal takes back, by these, the grants it made
+   * that never arrived (`restarted`), as a heir does for a dead seed.
+   */
+  ended (node: string, ended: string, now: string, nowMs: number): void {
+    const c = this.c
+    const all = new Set(c.ledger.appliedEpochs(node))
+    all.add(ended)
+    all.delete(now)
+    for (const e of all) this.reports.set(`${node}\u0000${e}`, { dead: node, epoch: e, seq: c.ledger.appliedFrom(node, e), until: nowMs + this.waitMs })
+  }
+
+  /**
+   * This node restarted from its journal: the grants its crashed epoch made and had not seen acked (the journal's
+   * `sent`), to be taken back where their receivers' final marks show they never arrived. Only once this
+   * incarnation's carried books are its own for good (carrier.ts isSafe): until then a quorum may still attest the
+   * crashed epoch, and then a heir takes them back (a seed's) or the receivers' settlement credits them (a member's),
+   * and this restart drops its books instead. Before, such grants were lost for good (sim heal-settle seed 1: 7 of 35,
+   * in a grant from a crashed seed to a peer that stopped before it applied it).
+   */
+  restarted (epoch: string, sent: Map<string, Map<number, Array<[string, number]>>>): void {
+    if (sent.size > 0) this.ownOnceSafe = { epoch, sent }
+  }
+
+  private ownOnceSafe: { epoch: string, sent: Map<string, Map<number, Array<[string, number]>>> } | null = null
+
+  /**
+   * Restart: receiver `to`'s ended epoch `toEpoch` applied this node's crashed epoch `giverEpoch`'s grants up to
+   * `mark` (its restart said so: a gossiped estate mark, or Ack.ended in the reply to a probe).
+   */
+  onEnded (to: string, toEpoch: string, giverEpoch: string, mark: number, nowMs: number): void {
+    for (const p of this.pending) if (p.dead === this.c.node && p.epoch === giverEpoch) this.decide(p, to, toEpoch, mark, nowMs)
+  }
+
+  /**
+   * Restart: its crashed epoch's grants to receivers that restarted too, sent again as probes (the last of each, every
+   * `everyMs`): addressed to an ended epoch, never applied; the reply names that epoch's final mark (Ack.ended). A
+   * receiver's restart gossips marks only for the givers it hears, under their current epoch, so without the probe
+   * a grant from a crashed giver to a stopped receiver stayed lost.
+   */
+  probes (nowMs: number, everyMs: number): Grant[] {
+    const c = this.c
+    const out: Grant[] = []
+    for (const p of this.pending) {
+      if (p.dead !== c.node || nowMs - (p.probedAt ?? -Infinity) < everyMs) continue
+      p.probedAt = nowMs
+      for (const [id, bySeq] of p.sent) {
+        const i = id.indexOf('\u0000')
+        const to = id.slice(0, i)
+        const toEpoch = id.slice(i + 1)
+        const known = c.peers.get(to)?.epoch
+        if (known === undefined || known === toEpoch) continue
+        const seq = Math.max(...bySeq.keys())
+        const items = (bySeq.get(seq) ?? []).map(([k, n]) => [k, n, 0] as [string, number, number])
+        out.push({ v: CLUSTER_VERSION, t: 'grant', node: c.node, epoch: p.epoch, inc: c.incarnation - 1, to, toEpoch, seq, items })
+      }
+    }
+    return out
+  }
+
   /** Heir, after crediting dead seed `dead`'s copy: its grants wait for their receivers' marks; ours are decided now. */
   inherited (dead: string, epoch: string, sent: Map<string, Map<number, Array<[string, number]>>>, nowMs: number): void {
     if (sent.size === 0) return
@@ -131,6 +199,10 @@ export class EstateReturns {
         // The copy counted it as held by the receiver (its `peers`, now the heir's): it never got there.
         if (to !== c.node) c.reclaim.restore(to, toEpoch, k, n)
         this.returned.set(k, (this.returned.get(k) ?? 0) + n)
+        if (p.dead === c.node) {
+          this.ownReturned.set(k, (this.ownReturned.get(k) ?? 0) + n)
+          this.counters.tokensReturnedOwn += n
+        }
         this.counters.tokensReturned += n
       }
     }
@@ -140,6 +212,12 @@ export class EstateReturns {
 
   /** Housekeeping: pending copies whose receivers never reported are dropped (those grants stay lost). */
   update (nowMs: number): void {
+    const own = this.ownOnceSafe
+    const carrier = this.c.reclaim.carrier
+    if (own !== null && (carrier.isSafe || carrier.dropped)) {
+      this.ownOnceSafe = null
+      if (!carrier.dropped) this.inherited(this.c.node, own.epoch, own.sent, nowMs)
+    }
     for (let i = this.pending.length - 1; i >= 0; i--) {
       const p = this.pending[i]
       if (p.sent.size === 0 || p.until <= nowMs) this.pending.splice(i, 1)

@@ -54,7 +54,7 @@ export function onGossip (c: ClusterCore, m: Gossip | Hb, from: string, nowMs: n
   const o = c.peers.observe(g, c.node, c.epoch, nowMs, c.calendar.at(nowMs))
   if (o === null) return verdict
   const p = c.peers.get(g.node) as Peer
-  if (o.restartedFrom !== undefined) endedEpoch(c, g.node, g.epoch, nowMs)
+  if (o.restartedFrom !== undefined) endedEpoch(c, g.node, g.epoch, nowMs, o.restartedFrom)
   // A peer we have not heard in this epoch needs every key, not just a delta.
   else if (o.isNew) c.gossip.requestFullSync()
   // A seed new here, restarted or back (a healed cut) may not have heard this node lately: gossip at the usual pace a while.
@@ -80,20 +80,24 @@ export function onGossip (c: ClusterCore, m: Gossip | Hb, from: string, nowMs: n
 /** A want, grant, ack or none from `node` (bound to its sender) names incarnation (epoch, inc): a newer one ends the old epoch. */
 function evidence (c: ClusterCore, m: { node: string, epoch: string, inc: number }, nowMs: number): void {
   if (m.node === c.node || c.phase === 'stopped') return
-  if (c.peers.evidence(m.node, m.epoch, m.inc, nowMs) !== null) endedEpoch(c, m.node, m.epoch, nowMs)
+  const from = c.peers.evidence(m.node, m.epoch, m.inc, nowMs)
+  if (from !== null) endedEpoch(c, m.node, m.epoch, nowMs, from)
   else c.ledger.heard(m.node)
 }
 
 /**
- * Peer `node` is now `epoch`: grants to its older epochs can never be
+ * Peer `node` is now `epoch` (it was `ended`): grants to its older epochs can never be
  * applied. They wait for its marks, which its restart gossips, from its
  * journal or a clean stop's snapshot (estate-marks.ts: those it had applied
  * are in its restored books, the rest come back at the horizon; without
  * marks they are stranded after `waitMs`). The marks of its older epochs as a
  * giver go, and it gets every key from us.
  */
-function endedEpoch (c: ClusterCore, node: string, epoch: string, nowMs: number): void {
+function endedEpoch (c: ClusterCore, node: string, epoch: string, nowMs: number, ended: string): void {
   for (const e of c.ledger.epochsOf(node)) if (e !== epoch) c.reclaim.marks.hold(node, e, c.ledger.takeOutbox(node, e), undefined, nowMs, true)
+  // Our applied marks of its ended epochs are final now (their grants are refused from here on): reported, so that
+  // its restart takes back the grants it made that never arrived (estate-returns.ts).
+  c.reclaim.returns.ended(node, ended, epoch, nowMs)
   c.ledger.giverEpoch(node, epoch)
   c.gossip.requestFullSync()
 }

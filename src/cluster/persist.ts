@@ -99,7 +99,7 @@ export function journalCheckpoint (core: ClusterCore): JournalCheckpoint {
     keys,
     reserved: core.replication.reserved(),
     marks: core.ledger.acks(core.currentEpochs()),
-    ...(core.replication.enabled ? { sent: core.ledger.unackedItems() } : {}),
+    sent: core.ledger.unackedItems(),
     peers: core.reclaim.held(),
     inherited: core.heir.saved(),
     estates: core.heir.known(),
@@ -218,6 +218,9 @@ function recoverCore (base: CoreBase, rules: RuleConfig[], saved: SavedState, jo
     if (!core.seeds.includes(core.node)) core.reclaim.marks.announceOwn(cp.epoch, journal.marks, nowMs)
     else core.reclaim.marks.announceOwnOnceSafe(cp.epoch, journal.marks)
   }
+  // Its grants that had not been acked wait for their receivers' final marks, and those that never arrived come back
+  // (estate-returns.ts `restarted`).
+  core.reclaim.returns.restarted(cp.epoch, journal.sent)
   return finish(core, rules, r, nowMs)
 }
 

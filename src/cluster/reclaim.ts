@@ -73,6 +73,8 @@ export class Reclaim {
   dirty = false
   /** `${node}/${inc}` -> the voters that attest it. */
   private readonly attesters = new Map<string, Set<string>>()
+  /** The seeds this process has heard (any incarnation): see attestSilent. Bounded by the seed list. */
+  private readonly heardSeeds = new Set<string>()
   /** node -> the highest incarnation settled here: its grants are refused, its gossip ignored. */
   readonly settled = new Map<string, number>()
   /** node -> when (monotonic) it was last settled here. */
@@ -197,16 +199,35 @@ export class Reclaim {
     // is a quorum, every voter would attest the seeds it cannot hear, and once the cut heals the attestations add up
     // to a quorum against every seed, alive all along. A voter with a lease is on a quorum's side.
     const seeds = this.seedsInherit && !c.fence.fenced
-    if (nowMs - this.awakeSince >= reclaimMs) {
-      for (const p of c.peers.all()) {
-        if (!this.attestable(p, seeds) || nowMs - p.lastHeard < reclaimMs) continue
-        if (this.attestedByMe(p.name, p.inc)) continue
-        this.attested.delete(p.name)
-        this.attested.set(p.name, p.inc)
-        if (this.attested.size > MAX_ATTESTED) this.attested.delete(this.attested.keys().next().value as string)
-        this.dirty = true
-      }
+    for (const p of c.peers.all()) if (p.seq > 0 && c.seeds.includes(p.name)) this.heardSeeds.add(p.name)
+    if (nowMs - this.awakeSince < reclaimMs) return
+    for (const p of c.peers.all()) {
+      if (!this.attestable(p, seeds) || nowMs - p.lastHeard < reclaimMs) continue
+      this.attest(p.name, p.inc)
     }
+    // A seed incarnation another voter attests that this process never heard at all (it started after that seed
+    // died): attested too, as one silent for all of this process's life, which is at least reclaimMs. The promise
+    // holds (never echoed: a predecessor's last echo came before this start), and without it a voter that restarted
+    // after a seed died could never attest it, so with the dead seed's own vote gone no quorum ever formed (sim
+    // heal-settle seed 6: n2 restarted after n3 died; n1 alone attested n3, and n3's share was lost for good). Only a
+    // seed never heard: one heard and later forgotten was perhaps echoed in an incarnation that carries this one.
+    if (!seeds) return
+    for (const id of this.attesters.keys()) {
+      const i = id.lastIndexOf('/')
+      const node = id.slice(0, i)
+      const inc = Number(id.slice(i + 1))
+      if (node === c.node || !c.seeds.includes(node) || this.heardSeeds.has(node) || this.isSettled(node, inc)) continue
+      this.attest(node, inc)
+    }
+  }
+
+  /** Attest `node`'s incarnation `inc` (and every earlier one): sticky, persisted before it is gossiped. */
+  private attest (node: string, inc: number): void {
+    if (this.attestedByMe(node, inc)) return
+    this.attested.delete(node)
+    this.attested.set(node, inc)
+    if (this.attested.size > MAX_ATTESTED) this.attested.delete(this.attested.keys().next().value as string)
+    this.dirty = true
   }
 
   /** Whether a voter attests peer `p` once it falls silent (`seeds`: seeds with a share are attested too, see attestSilent). */

@@ -136,8 +136,9 @@ export class Transfers {
   private grant (p: Peer, items: GrantItem[], nowMs: number): Grant {
     const c = this.core
     const g = c.ledger.grant(p.name, p.epoch, items, nowMs)
-    // For a heir: the grant, in the batch that holds its give, so that it can take it back if p never applies it.
-    if (c.replication.enabled) c.journal.sent(g.to, g.toEpoch, g.seq, g.items)
+    // The grant, in the batch that holds its give, so that a heir, or this node's restart from its journal, can take it
+    // back if p never applies it (estate-returns.ts).
+    c.journal.sent(g.to, g.toEpoch, g.seq, g.items)
     return g
   }
 
@@ -289,7 +290,8 @@ export class Transfers {
     } else if (reply.t === 'ack') {
       // Its restart's final mark of the ended epoch this grant went to (Ack.ended): as a gossiped mark would say it.
       if (req.t === 'grant' && reply.ended !== undefined && reply.node === req.to && req.toEpoch !== reply.epoch) {
-        c.reclaim.marks.onMarks(reply.node, reply.epoch, [[req.to, req.toEpoch, c.node, req.epoch, reply.ended]], nowMs)
+        if (req.epoch === c.epoch) c.reclaim.marks.onMarks(reply.node, reply.epoch, [[req.to, req.toEpoch, c.node, req.epoch, reply.ended]], nowMs)
+        else c.reclaim.returns.onEnded(req.to, req.toEpoch, req.epoch, reply.ended, nowMs)
         return
       }
       if (req.t === 'grant') {

@@ -167,6 +167,8 @@ export class PositionAudit {
     for (const c of this.cores) for (const [k, n] of c.takenBackTokens) add(c.epoch, k, -n)
     // Grants to a dead seed taken back by its heir's marks (estate-marks.ts): in the giver's books again.
     for (const c of this.cores) for (const [k, n] of c.reclaim.marks.takenBack) add(c.epoch, k, -n)
+    // Grants of its own crashed epoch that a journal restart took back (estate-returns.ts `restarted`): its books again.
+    for (const c of this.cores) for (const [k, n] of c.reclaim.returns.ownReturned) add(c.epoch, k, -n)
     return out
   }
 

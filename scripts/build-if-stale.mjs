@@ -69,7 +69,8 @@ const why = staleness({
 }) ?? staleness({
   src: join(ROOT, 'src'),
   outs: [{ dir: join(ROOT, 'dist/src') }],
-  configs: ['tsconfig.json', 'package.json'].map(f => join(ROOT, f))
+  // The schema too: the build writes its validators as code (src/config/schema-code-gen.ts).
+  configs: ['tsconfig.json', 'package.json', 'cluster.schema.json'].map(f => join(ROOT, f))
 })
 
 if (process.argv.includes('--check')) {

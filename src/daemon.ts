@@ -35,9 +35,27 @@ import { UnixServer } from './server/unix-server.js'
 import { ClusterNode } from './cluster/cluster-node.js'
 import { createLogger, type Logger } from './util/log.js'
 import { DataLock } from './node/data-lock.js'
-import { HttpServer } from './http/http-server.js'
-import { Metrics, type MetricSources } from './http/metrics.js'
-import { RlsServer } from './envoy/rls-server.js'
+import type { HttpServer } from './http/http-server.js'
+import type { MetricSources } from './http/metrics.js'
+import type { RlsServer } from './envoy/rls-server.js'
+
+/**
+ * The listeners a node runs only when configured, loaded only then: the gRPC server's modules (grpc-js and the
+ * protobuf loader) and the metrics' are a tenth of a node's start on the main thread (bench/member-flood.ts).
+ */
+interface Optional {
+  RlsServer: typeof RlsServer | null
+  http: { HttpServer: typeof HttpServer, Metrics: typeof import('./http/metrics.js').Metrics } | null
+}
+
+async function loadOptional (node: NodeConfig): Promise<Optional> {
+  const [rls, http, metrics] = await Promise.all([
+    node.grpc === undefined ? null : import('./envoy/rls-server.js'),
+    node.http === undefined ? null : import('./http/http-server.js'),
+    node.http === undefined ? null : import('./http/metrics.js')
+  ])
+  return { RlsServer: rls?.RlsServer ?? null, http: http === null || metrics === null ? null : { HttpServer: http.HttpServer, Metrics: metrics.Metrics } }
+}
 
 /** Why a new incarnation started in-process (ClusterCore.renewal), as status and the log say it. */
 const RENEW_WHY = {
@@ -86,7 +104,7 @@ export class Daemon {
   /** The renewal under way, if any: a stop waits for it. */
   private renewing: Promise<void> | null = null
 
-  private constructor (opts: DaemonOptions, node: NodeConfig, log: Logger, cluster: ClusterNode | null, lock: DataLock) {
+  private constructor (opts: DaemonOptions, node: NodeConfig, log: Logger, cluster: ClusterNode | null, lock: DataLock, optional: Optional) {
     this.lock = lock
     this.opts = opts
     this.config = opts.config
@@ -108,16 +126,16 @@ export class Daemon {
       limits: opts.config.limits,
       service: this.quota
     })
-    this.rls = node.grpc === undefined
+    this.rls = optional.RlsServer === null || node.grpc === undefined
       ? null
-      : new RlsServer({ address: node.grpc, socketMode: node.socketMode, envoy: opts.config.envoy, service: this.quota, limits: opts.config.limits, clock, log: log.child('envoy') })
-    if (node.http === undefined) {
+      : new optional.RlsServer({ address: node.grpc, socketMode: node.socketMode, envoy: opts.config.envoy, service: this.quota, limits: opts.config.limits, clock, log: log.child('envoy') })
+    if (optional.http === null || node.http === undefined) {
       this.http = null
     } else {
       const sources = this.sources = { limiter: this.quota.limiter, server: this.server, cluster, now: () => clock.mono() }
-      const metrics = new Metrics(sources)
+      const metrics = new optional.http.Metrics(sources)
       this.quota.timing = metrics
-      this.http = new HttpServer({ address: node.http, metrics, sources, status: () => this.quota.status() })
+      this.http = new optional.http.HttpServer({ address: node.http, metrics, sources, status: () => this.quota.status() })
     }
   }
 
@@ -133,7 +151,7 @@ export class Daemon {
       // The cluster is built first (it reads durable state) but reports arriving tokens to the quota built after it.
       const ref: { d?: Daemon } = {}
       const cluster = opts.config.nodes.length > 1 ? await Daemon.createCluster(opts.config, node, opts, log, ref) : null
-      const d = ref.d = new Daemon(opts, node, log, cluster, lock)
+      const d = ref.d = new Daemon(opts, node, log, cluster, lock, await loadOptional(node))
       await d.run()
       return d
     } catch (err) {

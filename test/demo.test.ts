@@ -53,12 +53,12 @@ async function check (root: string): Promise<{ code: number, out: string }> {
   return { code: r.code, out: r.stdout + r.stderr }
 }
 
-test('npm start rebuilds only a stale tree: a changed, added or deleted source, or a changed tsconfig', async t => {
+test('npm start rebuilds only a stale tree: a changed, added or deleted source, or a changed tsconfig or schema', async t => {
   // A copy of what the check reads. Its sources are dated well before the
   // build, so the test does not depend on what was edited here since.
   const root = tempDir()
   t.teardown(() => rmSync(root, { recursive: true, force: true }))
-  const inputs = ['src', 'tsconfig.json', 'package.json', 'packages/client/src', 'packages/client/tsconfig.json', 'packages/client/tsconfig.cjs.json', 'packages/client/package.json']
+  const inputs = ['src', 'tsconfig.json', 'package.json', 'cluster.schema.json', 'packages/client/src', 'packages/client/tsconfig.json', 'packages/client/tsconfig.cjs.json', 'packages/client/package.json']
   for (const p of ['scripts/build-if-stale.mjs', 'dist/src', 'packages/client/dist', ...inputs]) {
     cpSync(join(ROOT, p), join(root, p), { recursive: true, preserveTimestamps: true })
   }
@@ -81,6 +81,7 @@ test('npm start rebuilds only a stale tree: a changed, added or deleted source, 
   t.like(await touched('packages/client/src/client.ts'), { code: 1 })
   t.like(await touched('packages/client/tsconfig.cjs.json'), { code: 1 })
   t.like(await touched('tsconfig.json'), { code: 1 })
+  t.deepEqual(await touched('cluster.schema.json'), { code: 1, out: 'stale: cluster.schema.json changed since the last build\n' }, 'the build writes the schema\'s validators as code')
   t.deepEqual(await check(root), { code: 0, out: '' }, 'up to date again')
 
   rmSync(join(root, 'packages/client/dist/cjs/index.js'))

@@ -327,6 +327,57 @@ test('stop() leaves no handles behind: a process that used the transport exits b
   t.regex(out, /stopped/)
 })
 
+/**
+ * Run `script` (an ES module, from a file in `dir`: a worker thread inherits `--input-type`, which it refuses) in a
+ * fresh node; its exit code and output, or null after 90 s (then it is killed).
+ */
+async function runScript (dir: string, script: string): Promise<{ code: number | null, out: string }> {
+  const file = join(dir, `script-${randomBytes(4).toString('hex')}.mjs`)
+  writeFileSync(file, script)
+  const child = spawn(process.execPath, [file], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  child.stdout.on('data', d => { out += String(d) })
+  child.stderr.on('data', d => { out += String(d) })
+  const code = await new Promise<number | null>(resolve => {
+    const kill = setTimeout(() => { child.kill('SIGKILL') }, 90_000)
+    child.on('exit', c => { clearTimeout(kill); resolve(c) })
+  })
+  return { code, out }
+}
+
+test('a transport thread warmed before its options are known (quotad-main) becomes the next transport; unused, it does not keep the process alive', async t => {
+  t.timeout(180_000)
+  const dir = tempDir(t)
+  const moduleUrl = new URL('../src/cluster/transport/thread-transport.js', import.meta.url).href
+  const used = await runScript(dir, `
+    import { createTransport, warmTransportThread } from ${JSON.stringify(moduleUrl)}
+    import { randomBytes } from 'node:crypto'
+    warmTransportThread()
+    const psk = randomBytes(32)
+    const opts = (name, seeds) => ({ listen: '/ip4/127.0.0.1/tcp/0', seeds, psk, dataDir: ${JSON.stringify(dir)} + '/' + name, topic: 't' })
+    // Options sent a while after the warm-up, as a daemon's come once it has read its files.
+    await new Promise(r => setTimeout(r, 200))
+    const a = await createTransport(opts('a', []))
+    a.onRequest = (_from, d) => d
+    await a.start()
+    const b = await createTransport(opts('b', [a.listenAddrs[0].replace(/\\/p2p\\/.*/, '')]))
+    await b.start()
+    while (await b.publish(new Uint8Array([1])) === 0) await new Promise(r => setTimeout(r, 20))
+    const echo = await b.request(a.peerId, new Uint8Array([1, 2, 3]), 30000)
+    await Promise.all([a.stop(), b.stop()])
+    console.log('stopped', a.peerId !== b.peerId, Array.from(echo).join())
+  `)
+  t.is(used.code, 0, `the process did not exit by itself: ${used.out}`)
+  t.regex(used.out, /stopped true 1,2,3/)
+  const unused = await runScript(dir, `
+    import { warmTransportThread } from ${JSON.stringify(moduleUrl)}
+    warmTransportThread()
+    console.log('warmed')
+  `)
+  t.is(unused.code, 0, `an unused warm thread kept the process alive: ${unused.out}`)
+  t.regex(unused.out, /warmed/)
+})
+
 async function * chunks (...parts: Uint8Array[]): AsyncGenerator<Uint8Array> {
   for (const p of parts) yield p
 }

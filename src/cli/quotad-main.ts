@@ -2,19 +2,24 @@
  * `quotad`: run a node, check a cluster file, or write a swarm key.
  * Thin: parses flags, handles signals, exits. `Daemon` does the work.
  * Loaded by quotad.ts once the stop signals are taken over.
+ *
+ * The daemon, the cluster file's validation (ajv compiles the schema as it
+ * loads) and the simulator are imported where a command needs them, not
+ * here: a node's start warms the transport thread first (it loads libp2p
+ * meanwhile, `warmTransportThread`), and `keygen` or `--version` load
+ * neither.
  */
+import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
-import { Daemon } from '../daemon.js'
-import { loadClusterFile } from '../config/load.js'
+import type { Daemon } from '../daemon.js'
 import { writeSwarmKey } from '../config/swarm-key.js'
 import { ExitCodes } from '../errors.js'
-import { overridesFrom, withNodeOverrides, type NodeOverrides } from '../config/node-overrides.js'
+import type { NodeOverrides } from '../config/node-overrides.js'
 import type { ClusterConfig } from '../config/types.js'
 import { earlySignals } from './signals.js'
-import { checkDeploy, throwIfErrors } from '../config/deploy-check.js'
 import { createLogger, LOG_LEVELS, type LogLevel } from '../util/log.js'
 import { fail, version, parseCli, usage } from './common.js'
-import { simulate } from './simulate.js'
+import { warmTransportThread } from '../cluster/transport/thread-transport.js'
 
 const NAME = 'quotad'
 const HELP = `usage:
@@ -47,7 +52,7 @@ export async function main (argv: string[]): Promise<void> {
 }
 
 async function cli (argv: string[]): Promise<void> {
-  if (argv[0] === 'simulate') { await simulate(argv.slice(1)); return }
+  if (argv[0] === 'simulate') { await (await import('./simulate.js')).simulate(argv.slice(1)); return }
   const { values, positionals } = parseCli({
     args: argv,
     allowPositionals: true,
@@ -70,7 +75,8 @@ async function cli (argv: string[]): Promise<void> {
   const [cmd, arg] = positionals
   if (cmd === 'check-config') {
     if (arg === undefined) throw usage('check-config needs a FILE')
-    const cfg = await loadClusterFile(resolve(arg))
+    const { checkDeploy, throwIfErrors } = await import('../config/deploy-check.js')
+    const cfg = await (await import('../config/load.js')).loadClusterFile(resolve(arg))
     const check = await checkDeploy(cfg)
     for (const w of check.warnings) process.stdout.write(`warning: ${w.path}: ${w.message}\n`)
     throwIfErrors(check, cfg.source)
@@ -82,7 +88,7 @@ async function cli (argv: string[]): Promise<void> {
   if (cmd === 'peer-id') {
     let dir = values['data-dir'] ?? process.env.QUOTAD_DATA_DIR
     if (dir === undefined && values.config !== undefined && values.node !== undefined) {
-      const cfg = await load(resolve(values.config), values.node, overridesFrom(values, process.env))
+      const cfg = await load(resolve(values.config), values.node, await overridesFrom(values))
       dir = cfg.nodes.find(n => n.name === values.node)?.dataDir
     }
     if (dir === undefined || dir === '') throw usage('peer-id needs --data-dir DIR, or --config FILE --node NAME')
@@ -104,11 +110,33 @@ async function cli (argv: string[]): Promise<void> {
   if (config === undefined || config === '' || node === undefined || node === '') throw usage(`--config and --node are required\n${HELP}`)
   const level = (values['log-level'] ?? 'info') as LogLevel
   if (!LOG_LEVELS.includes(level)) throw usage(`--log-level must be one of ${LOG_LEVELS.join(', ')}`)
-  await run(resolve(config), node, overridesFrom(values, process.env), level)
+  // Not awaited: the file is read beside the imports (and a file that never reads, a FIFO, must not hold the start).
+  void mayJoinPeers(resolve(config), node).then(yes => { if (yes) warmTransportThread() })
+  await run(resolve(config), node, await overridesFrom(values), level)
+}
+
+async function overridesFrom (values: Parameters<typeof import('../config/node-overrides.js').overridesFrom>[0]): Promise<NodeOverrides> {
+  return (await import('../config/node-overrides.js')).overridesFrom(values, process.env)
 }
 
 async function load (file: string, node: string, o: NodeOverrides): Promise<ClusterConfig> {
+  const [{ loadClusterFile }, { withNodeOverrides }] = await Promise.all([import('../config/load.js'), import('../config/node-overrides.js')])
   return withNodeOverrides(await loadClusterFile(file), node, o)
+}
+
+/**
+ * Whether this node will run the cluster layer (libp2p): the file lists another node, or not this one (a member
+ * joins with its flags). Only a hint, read before the file is validated, to warm the transport thread early; a
+ * wrong guess costs time, not correctness (an unused warm thread ends with the process, and createTransport starts
+ * its own thread when none was warmed).
+ */
+async function mayJoinPeers (file: string, node: string): Promise<boolean> {
+  try {
+    const nodes = (JSON.parse(await readFile(file, 'utf8')) as { nodes?: unknown }).nodes
+    return Array.isArray(nodes) && (nodes.length > 1 || !nodes.some(n => (n as { name?: unknown } | null)?.name === node))
+  } catch {
+    return false
+  }
 }
 
 async function run (file: string, node: string, o: NodeOverrides, level: LogLevel): Promise<void> {
@@ -121,6 +149,7 @@ async function run (file: string, node: string, o: NodeOverrides, level: LogLeve
     process.exit(ExitCodes.OK)
   }
   let stopping = false
+  const { Daemon } = await import('../daemon.js')
   const daemon: Daemon = await Daemon.start({
     config,
     node,

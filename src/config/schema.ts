@@ -1,7 +1,8 @@
 /**
  * The cluster file's JSON Schema (`cluster.schema.json`, at the package's
  * root) is the one statement of the file's shape: quotad validates against it
- * with ajv, and editors complete and check files with it. This module turns
+ * with ajv (its code generated from the schema at build time,
+ * schema-code-gen.ts), and editors complete and check files with it. This module turns
  * ajv's errors into quotad's issues: one per JSON path, in the path style of
  * the rest of quotad (`rules[2].limit`), with the constraint in words, the
  * bad value, and "did you mean" for a misspelt field or value.
@@ -9,19 +10,18 @@
  * What a schema can't say (uniqueness, durations, fields that depend on
  * another field) is checked in validate.ts, on a file that passed this.
  */
-import { Ajv, type ErrorObject } from 'ajv'
-import { readFileSync } from 'node:fs'
+import type { ErrorObject, ValidateFunction } from 'ajv'
 import type { ConfigIssue } from '../errors.js'
+import { DEFS, SCHEMA, type Json } from './schema-source.js'
+// ajv's code for the two schemas of schema-source.ts, generated at build time (schema-code-gen.ts): compiling
+// them at every start took ajv's import and ~200 ms, a fifth of a node's start on the main thread.
+import { validateFile, validateRules } from './schema-code.cjs'
 
-type Json = Record<string, unknown>
+export { SCHEMA }
 
-export const SCHEMA = JSON.parse(readFileSync(new URL('../../../cluster.schema.json', import.meta.url), 'utf8')) as Json
-const DEFS = SCHEMA.definitions as Record<string, Json>
-
-const ajv = new Ajv({ allErrors: true, strict: false, verbose: true })
-const validateSchema = ajv.compile(SCHEMA)
+const validateSchema: ValidateFunction = validateFile
 /** The `rules` list alone, for saved rules (the state file, the journal): the same definition as the cluster file's. */
-const validateRulesSchema = ajv.compile({ definitions: DEFS, type: 'object', required: ['rules'], properties: { rules: (SCHEMA.properties as Json).rules } })
+const validateRulesSchema: ValidateFunction = validateRules
 
 const props = (node: Json): string[] => Object.keys((node.properties ?? {}) as Json)
 
@@ -155,7 +155,7 @@ export function ruleSchemaIssues (raw: { rules: unknown }): ConfigIssue[] {
   return issuesOf(validateRulesSchema, raw)
 }
 
-function issuesOf (validate: ReturnType<typeof ajv.compile>, raw: unknown): ConfigIssue[] {
+function issuesOf (validate: ValidateFunction, raw: unknown): ConfigIssue[] {
   if (validate(raw)) return []
   const errors = validate.errors ?? []
   const oneOfPaths = new Set(errors.filter(e => e.keyword === 'oneOf').map(e => e.instancePath))

@@ -30,9 +30,48 @@ function rebuild (f: Failure): QuotadError {
   return new QuotadError(f.code as ErrorCode, f.message)
 }
 
+const WORKER = new URL('./thread-worker.js', import.meta.url)
+
+/**
+ * A transport thread started before its options are known (`warmTransportThread`), loading libp2p; the next
+ * `createTransport` takes it. Null when none waits (none was warmed, it was taken, or it ended).
+ */
+let warm: Worker | null = null
+/** A transport was made in this process. */
+let made = false
+
+/**
+ * Start the transport thread now, before the daemon knows its options: the thread spends most of a node's start
+ * loading libp2p's modules (~0.8 s of a member's ~1.6 s from process start to socket on an idle 2-core machine,
+ * bench/member-flood.ts), and warmed it does that beside the main thread loading the daemon and validating the
+ * cluster file, instead of after. It does nothing else until `createTransport` sends it the options. Unused, it
+ * holds the process open for nothing (unref) and an error in it only means the next createTransport starts
+ * a thread of its own.
+ */
+export function warmTransportThread (): void {
+  // Too late once a transport was made: a thread warmed now would only load libp2p again for nothing.
+  if (warm !== null || made) return
+  const w = new Worker(WORKER, { workerData: null })
+  w.unref()
+  const gone = (): void => { if (warm === w) warm = null }
+  w.once('error', gone)
+  w.once('exit', gone)
+  warm = w
+}
+
 export async function createTransport (opts: TransportOptions): Promise<Transport> {
   const { onEvent, ...data } = opts
-  const worker = new Worker(new URL('./thread-worker.js', import.meta.url), { workerData: data })
+  const w = warm
+  warm = null
+  made = true
+  let worker: Worker
+  if (w === null) {
+    worker = new Worker(WORKER, { workerData: data })
+  } else {
+    worker = w
+    worker.ref()
+    worker.postMessage({ t: 'options', opts: data })
+  }
   const t = new ThreadTransport(worker, onEvent)
   await t.created
   return t

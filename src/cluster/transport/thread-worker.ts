@@ -5,7 +5,7 @@
  * message (pnet and noise decryption, yamux, gossipsub's protobuf decoding
  * and signature checks, heartbeats) runs here, off the daemon's event loop.
  *
- * Messages in: start, stop, publish, request, call, dial (each with an `id`, answered
+ * Messages in: `options` (first and only then, to a thread warmed before its options were known), start, stop, publish, request, call, dial (each with an `id`, answered
  * by `done` or `fail`), and `reply` / `replyFail` to a relayed inbound request.
  * Messages out: `created`, `gossips` (a batch of [from, data]), `peer`, `event`, `req` (`creq` for a
  * call), `stats`, and the
@@ -40,7 +40,11 @@ function cloneable (fields: Record<string, unknown>): Record<string, unknown> {
 async function main (): Promise<void> {
   const port = parentPort
   if (port === null) throw new Error('thread-worker.js runs only as a worker thread')
-  const { threadNice, ...opts } = workerData as Omit<TransportOptions, 'onEvent'>
+  // Warmed (thread-transport.ts warmTransportThread): libp2p loaded while the daemon found its options, sent now.
+  const given = (workerData as Omit<TransportOptions, 'onEvent'> | null) ?? await new Promise<Omit<TransportOptions, 'onEvent'>>(resolve => {
+    port.once('message', (m: { t: string, opts: Omit<TransportOptions, 'onEvent'> }) => { resolve(m.opts) })
+  })
+  const { threadNice, ...opts } = given
   // Before libp2p starts, so the threads it may start inherit the value too.
   // Said only when asked for (cluster.transportNice above 0): what was set, or why nothing was.
   if ((threadNice ?? 0) > 0) port.postMessage({ t: 'event', name: 'thread-nice', fields: cloneable(niceThisThread(threadNice ?? 0)) })

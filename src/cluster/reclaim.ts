@@ -212,12 +212,19 @@ export class Reclaim {
     // heal-settle seed 6: n2 restarted after n3 died; n1 alone attested n3, and n3's share was lost for good). Only a
     // seed never heard: one heard and later forgotten was perhaps echoed in an incarnation that carries this one.
     if (!seeds) return
+    const unheard = (node: string, inc: number): boolean => node !== c.node && c.seeds.includes(node) && !this.heardSeeds.has(node) && !this.isSettled(node, inc)
     for (const id of this.attesters.keys()) {
       const i = id.lastIndexOf('/')
       const node = id.slice(0, i)
       const inc = Number(id.slice(i + 1))
-      if (node === c.node || !c.seeds.includes(node) || this.heardSeeds.has(node) || this.isSettled(node, inc)) continue
-      this.attest(node, inc)
+      if (unheard(node, inc)) this.attest(node, inc)
+    }
+    // Likewise the incarnation this node's copy of a seed's journal names (replica-store.ts, kept on disk): with no
+    // other voter left to name it (two seeds, one dead, the other restarted after: sim heal-settle seed 10, 32 of 65
+    // lost), it is the only record of which incarnation died.
+    for (const w of c.replicas?.writers() ?? []) {
+      const inc = c.replicas?.get(w)?.inc
+      if (inc !== undefined && inc > 0 && unheard(w, inc)) this.attest(w, inc)
     }
   }
 

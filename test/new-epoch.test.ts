@@ -279,3 +279,18 @@ test('a grant to a restarted receiver\'s ended epoch is settled by the reply to 
   t.deepEqual(a.reclaim.marks.status().waiting, [], 'settled')
   t.is(a.reclaim.marks.counters.tokensTakenBack, 3)
 })
+
+test('the reply to a probe of a crashed epoch\'s grant acks nothing of the current epoch\'s outbox', t => {
+  const a2 = core('a', 2, 'a.2', 0, true)
+  const b = core('b', 1)
+  hear(a2, b, 10)
+  hear(b, a2, 10)
+  a2.limiter.keyState(KEY, 1, 10).bucket.credit(5)
+  give(a2, 'b', 3, 20)
+  t.is(a2.ledger.unackedTotal(), 3)
+  // a.1's grant seq 1 to b's former epoch, sent again as a probe; b (now b.1) answers with its mark of a.1's grants.
+  const probe: Grant = { v: CLUSTER_VERSION, t: 'grant', node: 'a', epoch: 'a.1', inc: 1, to: 'b', toEpoch: 'b.0', seq: 1, items: [[KEY, 2, 0]] }
+  const ack: Ack = { v: CLUSTER_VERSION, t: 'ack', node: 'b', epoch: 'b.1', inc: 1, applied: 1 }
+  a2.onReply(probe, ack, 30)
+  t.is(a2.ledger.unackedTotal(), 3, 'a.2\'s own grant seq 1 to b.1 is still unacked: the mark was of a.1\'s grants')
+})

@@ -294,6 +294,9 @@ export class Transfers {
         else c.reclaim.returns.onEnded(req.to, req.toEpoch, req.epoch, reply.ended, nowMs)
         return
       }
+      // A probe of a crashed epoch's grant (estate-returns.ts probes): its ack's mark is of that epoch's grants, not
+      // of this epoch's outbox to the receiver, so it acks nothing here.
+      if (req.t === 'grant' && req.epoch !== c.epoch) return
       if (req.t === 'grant') {
         c.positions.acked(c.ledger.ack(reply.node, reply.epoch, reply.applied))
         // Taken back only from a grant the ledger is done with, and once (a stopped node keeps its snapshot as is).

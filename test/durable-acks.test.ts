@@ -16,6 +16,7 @@ import { JournalReplication } from '../src/cluster/replication.js'
 import { runSim } from '../src/sim/run.js'
 import { scenario } from '../src/sim/scenario.js'
 import type { VirtualCluster } from '../src/sim/virtual-cluster.js'
+import { sweep } from './helpers/long.js'
 
 test('DurableAcks: the mark acked is the one before the first credit whose write is not durable', t => {
   const d = new DurableAcks()
@@ -76,7 +77,9 @@ function run (seed: number): { ok: boolean, failures: string[], lost: number, un
   return { ok: r.ok && r.overshoot === 0, failures: r.failures, lost: r.stranded, unspent }
 }
 
-const SEEDS = Array.from({ length: 16 }, (_, i) => i + 1)
+// Seeds 1-16 in `npm run test:long`, 1-8 in `npm test` (test/helpers/long.ts).
+const ALL_SEEDS = 16
+const SEEDS = Array.from({ length: sweep(8, ALL_SEEDS) }, (_, i) => i + 1)
 
 test.serial('seed-crash-receiving: a seed killed for good with credits not yet copied loses only what was left of its reservations', t => {
   let lost = 0
@@ -95,8 +98,16 @@ test.serial('seed-crash-receiving with the seed acking at once (the build before
   proto.ackable = function (applied) { return applied }
   proto.ackableFrom = function (_g, _e, applied) { return applied }
   try {
-    const over = SEEDS.map(run).map(o => o.lost - o.unspent).filter(x => x > 1e-6)
-    t.log(`runs that lost more than the reservations: ${over.length} of ${SEEDS.length}, ${over.reduce((a, b) => a + b, 0).toFixed(0)} tokens`)
+    // Until the first run that loses more than the reservations: that one run is what the test asks for (the whole
+    // seeds of `npm run test:long` are the bound).
+    const over: number[] = []
+    let ran = 0
+    for (let seed = 1; seed <= ALL_SEEDS && over.length === 0; seed++) {
+      const o = run(seed)
+      ran++
+      if (o.lost - o.unspent > 1e-6) over.push(o.lost - o.unspent)
+    }
+    t.log(`runs that lost more than the reservations: ${over.length} of the ${ran} run, ${over.reduce((a, b) => a + b, 0).toFixed(0)} tokens`)
     t.true(over.length > 0)
   } finally {
     proto.ackable = ackable

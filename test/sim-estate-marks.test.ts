@@ -3,17 +3,22 @@
  * simulator: the heir gossips the marks of the copy it credited, and each
  * survivor counts its unacked grants to the dead seed at or below its mark
  * as delivered (their credit is in the estate) and takes back those above.
- * Every audit holds over twenty seeds of `seed-crash-forever`, both
+ * Every audit holds over twenty seeds of `seed-crash-forever` (six in
+ * `npm test`, below), both
  * outcomes happen, and a survivor that ignored the marks (took everything
  * back) is caught by the token audit as tokens created.
  */
 import test from 'ava'
 import { ignoringMarks } from './helpers/ignore-marks.js'
+import { sweep } from './helpers/long.js'
 import { runSim, type SimSpec } from '../src/sim/run.js'
 import { scenario } from '../src/sim/scenario.js'
 import type { VirtualCluster } from '../src/sim/virtual-cluster.js'
 
-const SEEDS = Array.from({ length: 20 }, (_, i) => i + 1)
+// `npm test` runs six of the twenty (test/helpers/long.ts), seeds 3 and 20 among them: over seeds 1-20 only seed 3
+// delivers a grant in flight by the marks and only seed 20 takes one back (main at cb652cb, one token each), and the test
+// asks for both.
+const SEEDS = sweep([1, 2, 3, 4, 5, 20], Array.from({ length: 20 }, (_, i) => i + 1))
 
 function spec (seed: number, onCluster?: (vc: VirtualCluster) => void): SimSpec {
   return {
@@ -45,8 +50,16 @@ function outcome (seed: number): Outcome {
   return { ok: r.ok && r.overshoot === 0, failures: r.failures, back, delivered, expired }
 }
 
+/** Each seed's run without sabotage, once: the second test picks its seeds from these, not from runs of its own. */
+const clean = new Map<number, Outcome>()
+function cleanOutcome (seed: number): Outcome {
+  const o = clean.get(seed) ?? outcome(seed)
+  clean.set(seed, o)
+  return o
+}
+
 test.serial('seed-crash-forever: survivors take back the grants above the heir\'s marks and count the rest delivered; every audit holds', t => {
-  const runs = SEEDS.map(outcome)
+  const runs = SEEDS.map(cleanOutcome)
   for (const [i, o] of runs.entries()) t.true(o.ok, `seed ${SEEDS[i]}: ${o.failures.join('; ')}`)
   const back = runs.reduce((a, o) => a + o.back, 0)
   const delivered = runs.reduce((a, o) => a + o.delivered, 0)
@@ -56,7 +69,7 @@ test.serial('seed-crash-forever: survivors take back the grants above the heir\'
 })
 
 test.serial('the token audit catches a survivor that takes back grants the dead seed\'s books hold', t => {
-  const seeds = SEEDS.filter(s => outcome(s).delivered > 0)
+  const seeds = SEEDS.filter(s => cleanOutcome(s).delivered > 0)
   t.true(seeds.length > 0)
   for (const o of ignoringMarks(() => seeds.map(outcome))) {
     t.false(o.ok, `ignoring the marks must fail an audit: ${JSON.stringify(o)}`)

@@ -12,15 +12,19 @@
 import test from 'ava'
 import { propertySpec } from '../src/sim/property.js'
 import { runSim } from '../src/sim/run.js'
+import { sweep } from './helpers/long.js'
 
-test('inherit-lower-return: no overshoot, tokens conserved, over 20 seeds and every algorithm', t => {
+// Seeds 1-20 in `npm run test:long`, 1-8 in `npm test` (test/helpers/long.ts).
+const SEEDS = sweep(8, 20)
+
+test(`inherit-lower-return: no overshoot, tokens conserved, over ${SEEDS} seeds and every algorithm`, t => {
   const failures: string[] = []
   let admitted = 0
-  for (let seed = 1; seed <= 20; seed++) {
+  for (let seed = 1; seed <= SEEDS; seed++) {
     const r = runSim(propertySpec({ scenario: 'inherit-lower-return', mode: 'hard', seed }))
     admitted += r.cluster.admitted
     if (!r.ok) failures.push(`${seed}: ${r.failures.join(' | ')} (${r.replay})`)
   }
   t.deepEqual(failures, [])
-  t.true(admitted > 20 * 50, `the runs admitted ${admitted}`)
+  t.true(admitted > SEEDS * 50, `the runs admitted ${admitted}`)
 })

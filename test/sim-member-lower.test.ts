@@ -28,8 +28,10 @@ import type { Grant, Want } from '../src/cluster/messages.js'
 import { propertySpec } from '../src/sim/property.js'
 import { runSim, type SimSpec } from '../src/sim/run.js'
 import type { VirtualCluster } from '../src/sim/virtual-cluster.js'
+import { sweep } from './helpers/long.js'
 
-const SEEDS = 20
+// Seeds 1-20 in `npm run test:long`, 1-8 in `npm test` (test/helpers/long.ts).
+const SEEDS = sweep(8, 20)
 
 interface AtChange { held: number, dead: number }
 

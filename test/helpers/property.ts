@@ -15,14 +15,14 @@ import { SCENARIOS } from '../../src/sim/scenario.js'
 
 /**
  * Seeds per scenario (the longest scenarios get fewer, below, but never fewer
- * than MIN_SEEDS). `npm test` runs 8: every scenario runs on a few seeds, so
+ * than MIN_SEEDS). `npm test` runs 4: every scenario runs on a few seeds, so
  * each keeps running its algorithms, sizes and key shapes, and the four files
- * together cost about 50 s of CPU instead of the 200 s they cost at 40 (issue
- * 44: the whole `npm test` in 4 minutes on an idle 2-core machine).
+ * together cost about 45 s of CPU (75 s at 8, 200 s at 40; issue 44: the
+ * whole `npm test` in 4 minutes on an idle 2-core machine).
  * `npm run test:long` runs 200 (QUOTAD_SIM_SEEDS), and the accuracy bench
  * sweeps thousands (bench/README.md, "Seed counts").
  */
-export const SEEDS = seedCount(process.env.QUOTAD_SIM_SEEDS, 8)
+export const SEEDS = seedCount(process.env.QUOTAD_SIM_SEEDS, 4)
 
 /** The fewest seeds a scenario runs, however long its runs (unless QUOTAD_SIM_SEEDS asks for fewer still). */
 export const MIN_SEEDS = 3

@@ -1,5 +1,9 @@
 /**
  * In-process N-node harness: Daemons with real libp2p and real sockets.
+ * In `npm run test:long` only (issue 44; bench/README.md, "Seed counts"):
+ * in `npm test`, cluster.test.ts drives demand through one node of a real
+ * cluster (tokens handed over, never over the limit at any reading), and the
+ * simulator's property test the same on the same ClusterCore.
  */
 import test from 'ava'
 import { QuotadClient } from '@quotad/client'

@@ -15,6 +15,14 @@
  * their data directories, and in no window, before or after, do the five
  * admit more than the limit. Every wait is for a condition, with a
  * deadline; no assertion is on elapsed time.
+ *
+ * In `npm run test:long` only (issue 44: five real processes under load,
+ * ~50 CPU-s; bench/README.md, "Seed counts"). `npm test` runs its parts:
+ * kill -9 of a member and of a seed and their restarts (crash-recovery), a
+ * seed dead for good and its heir (heir), members joined from the
+ * environment (membership-join), and the same crashes on the simulator
+ * (the property test's member-crash-forever, seed-crash-forever,
+ * sim-estate-marks, sim-estate-returns).
  */
 import test from 'ava'
 import { join } from 'node:path'

@@ -6,6 +6,11 @@
  * its data directory with the new file. From then on no window admits more
  * than 100: a carries c's share through the change (rule-change.ts
  * `inheritedShares`), and c's return does not end what a owes.
+ *
+ * In `npm run test:long` only (issue 44: ~26 CPU-s; bench/README.md, "Seed
+ * counts"): `npm test` runs the same orders of events on the simulator
+ * (sim-inherit-lower.test.ts, and the property test's inherit-lower-return
+ * and inherit-chain).
  */
 import test from 'ava'
 import { makeCluster, waitForPeers } from './helpers/cluster-procs.js'

@@ -23,7 +23,7 @@ export const RESERVE_FRACTION = 0.05
  * heir loses is what is left of it). A tenth, not a quarter: on real
  * processes under load a seed died with 145 of 300 in its books while
  * giving, and its heir lost 37 of them, more than the 90% bar's margin
- * (crash-joined.test.ts). The simulator's cost: seed-crash-receiving at
+ * (crash-joined.long.test.ts). The simulator's cost: seed-crash-receiving at
  * N=10 92.3 -> 90.9%, lossy 87.0 -> 86.1%, slow-streams at N=3 76.4 -> 74.4%.
  */
 export const BOOKS_FRACTION = 0.1

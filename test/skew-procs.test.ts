@@ -23,10 +23,13 @@ const RULES = [{ name: 'api', match: 'api', limit: 300, per: '20s', algorithm: '
   await waitForPeers(c, ['a', 'b'], 2)
   const cc = await connect(c.sockets.c)
   t.teardown(async () => await cc.close())
+  // The last lease status seen, for the timeout's message (what the fence judged, if not this).
+  let last: unknown
   const lease = await eventually('c judged skewed', async () => {
     const s = await cc.status() as { cluster?: { lease?: { skewed?: boolean, skewOffsetMs?: number } } }
+    last = s.cluster?.lease
     return s.cluster?.lease?.skewed === true ? s.cluster.lease : undefined
-  })
+  }, undefined, () => last)
   t.true(Math.abs(lease.skewOffsetMs ?? 0) > 5000, `offset ${String(lease.skewOffsetMs)}`)
   await waitForLog(c.procs.c, 'clock is off from a quorum of seeds')
   let allowed = 0

@@ -86,10 +86,12 @@ export class EstateReturns {
     const c = this.c
     const all = new Set(c.ledger.appliedEpochs(node))
     if (current !== undefined) all.add(current)
-    for (const e of all) {
-      const seq = c.ledger.appliedFrom(node, e)
-      this.reports.set(`${node}\u0000${e}`, { dead: node, epoch: e, seq, until: nowMs + this.waitMs })
-    }
+    this.report(node, all, nowMs)
+  }
+
+  /** Our applied mark of each of `node`'s `epochs`, final now: gossiped for `waitMs`. */
+  private report (node: string, epochs: Iterable<string>, nowMs: number): void {
+    for (const e of epochs) this.reports.set(`${node}\u0000${e}`, { dead: node, epoch: e, seq: this.c.ledger.appliedFrom(node, e), until: nowMs + this.waitMs })
   }
 
   /** For gossip: our final marks of dead seeds' grants, while they last. */
@@ -110,11 +112,10 @@ export class EstateReturns {
    * that never arrived (`restarted`), as a heir does for a dead seed.
    */
   ended (node: string, ended: string, now: string, nowMs: number): void {
-    const c = this.c
-    const all = new Set(c.ledger.appliedEpochs(node))
+    const all = new Set(this.c.ledger.appliedEpochs(node))
     all.add(ended)
     all.delete(now)
-    for (const e of all) this.reports.set(`${node}\u0000${e}`, { dead: node, epoch: e, seq: c.ledger.appliedFrom(node, e), until: nowMs + this.waitMs })
+    this.report(node, all, nowMs)
   }
 
   /**

@@ -199,19 +199,20 @@ export class Reclaim {
     // is a quorum, every voter would attest the seeds it cannot hear, and once the cut heals the attestations add up
     // to a quorum against every seed, alive all along. A voter with a lease is on a quorum's side.
     const seeds = this.seedsInherit && !c.fence.fenced
-    for (const p of c.peers.all()) if (p.seq > 0 && c.seeds.includes(p.name)) this.heardSeeds.add(p.name)
-    if (nowMs - this.awakeSince < reclaimMs) return
+    const awake = nowMs - this.awakeSince >= reclaimMs
     for (const p of c.peers.all()) {
-      if (!this.attestable(p, seeds) || nowMs - p.lastHeard < reclaimMs) continue
-      this.attest(p.name, p.inc)
+      if (p.seq > 0 && c.seeds.includes(p.name)) this.heardSeeds.add(p.name)
+      if (awake && this.attestable(p, seeds) && nowMs - p.lastHeard >= reclaimMs) this.attest(p.name, p.inc)
     }
+    if (!awake) return
     // A seed incarnation another voter attests that this process never heard at all (it started after that seed
     // died): attested too, as one silent for all of this process's life, which is at least reclaimMs. The promise
     // holds (never echoed: a predecessor's last echo came before this start), and without it a voter that restarted
     // after a seed died could never attest it, so with the dead seed's own vote gone no quorum ever formed (sim
     // heal-settle seed 6: n2 restarted after n3 died; n1 alone attested n3, and n3's share was lost for good). Only a
     // seed never heard: one heard and later forgotten was perhaps echoed in an incarnation that carries this one.
-    if (!seeds) return
+    // (Nothing to do once every other seed was heard: the steady state, so the scans below are skipped.)
+    if (!seeds || this.heardSeeds.size >= c.seeds.length - 1) return
     const unheard = (node: string, inc: number): boolean => node !== c.node && c.seeds.includes(node) && !this.heardSeeds.has(node) && !this.isSettled(node, inc)
     for (const id of this.attesters.keys()) {
       const i = id.lastIndexOf('/')

@@ -47,6 +47,28 @@ test('a start lease (a seed\'s first start) holds until graceUntil without echoe
   t.is(early.validUntil, 5000, 'an echo never shortens the start lease')
 })
 
+test('a voter whose calendar surely disagrees lends no lease, and one that might disagree unbounded voids the start lease', t => {
+  // c is 10 s ahead: b echoes it and surely disagrees; a never echoes it (skew-procs under a busy core).
+  const l = new Lease({ me: 'c', quorum: new Quorum(['a', 'b', 'c']), leaseMs: LEASE, enabled: true })
+  l.sent(1, 1000)
+  t.true(l.echoed('b', 1))
+  t.true(l.valid(1100), 'b and c are a quorum')
+  t.true(l.exclude(new Set(['b'])))
+  t.false(l.valid(1100), 'without b, c alone is no quorum')
+  t.true(l.heldByExcluded(1100), 'only the disagreeing voter stands in its way')
+  t.false(l.exclude(new Set(['b'])), 'the same judgement again moves nothing')
+  t.true(l.exclude(new Set()))
+  t.true(l.valid(1100), 'b agrees again: its echo counts')
+  t.false(l.heldByExcluded(1100))
+  const g = new Lease({ me: 'c', quorum: new Quorum(['a', 'b', 'c']), leaseMs: LEASE, enabled: true, graceUntil: 1000 + LEASE })
+  t.true(g.valid(1000))
+  g.exclude(new Set(), true)
+  t.false(g.valid(1000), 'a voter that reads off, with no echo to bound it, voids the start lease')
+  t.true(g.heldByExcluded(1000))
+  g.exclude(new Set(), false)
+  t.true(g.valid(1000), 'the doubt gone, the start lease stands')
+})
+
 test('the quorum is made by the newest echoes; an old echo does not shorten it', t => {
   const l = lease('m', ['a', 'b', 'c'])
   for (let s = 1; s <= 5; s++) l.sent(s, s * 100)

@@ -29,7 +29,11 @@
  * whole interval is more than maxClockSkewMs off: a starved or slow network
  * widens the bounds and never makes a node look skewed (on a loaded machine
  * every node read the others over 500 ms "behind" from delay alone, and all
- * five fenced themselves: chaos seed 2).
+ * five fenced themselves: chaos seed 2). A voter that surely disagrees lends
+ * no lease either (lease.ts `exclude`): otherwise the voters that lease a
+ * node and the voters that might agree with it could be two sets that
+ * together make it look fine (one voter's echoes never came, the others
+ * disagreed: skew-procs under a busy core).
  *
  * A calendar can be off while the wall clock is right: a process started
  * while its wall clock was wrong reads the wrong time into its calendar,
@@ -69,8 +73,14 @@ export class Fence {
   since: number | null
   /** Times it was fenced since start (the first, at start, included). */
   count = 0
-  /** A quorum of voters reads this node's calendar as off by more than maxClockSkewMs (judgeSkew). */
+  /**
+   * Fenced for its calendar: a quorum of voters reads it as off by more than
+   * maxClockSkewMs (judgeSkew), or the lease would hold but for the echoes of
+   * voters that surely disagree (as of the last check).
+   */
   skewed = false
+  /** A quorum of voters is heard and fewer than a quorum might agree (judgeSkew). */
+  private judgedSkewed = false
   /** The median offset of the voters heard (their calendar minus this one's), ms; 0 when none. */
   skewOffsetMs = 0
   /** Since when (monotonic) the calendar has been off a wall clock that a quorum agrees with; null while not. */
@@ -112,14 +122,23 @@ export class Fence {
    */
   judgeSkew (me: string, offsets: ReadonlyMap<string, OffsetBounds>, maxSkewMs: number, nowMs: number, wallGapMs: number): void {
     const judged = this.lease.enabled && this.heardQuorum(me, offsets)
-    this.skewed = judged && !this.agreeing(me, offsets, 0, maxSkewMs, false)
+    this.judgedSkewed = judged && !this.agreeing(me, offsets, 0, maxSkewMs, false)
+    // The voters that surely disagree lend no lease, heard a quorum or not (lease.ts `excluded`); one that reads
+    // off with no echo yet to bound its offset voids the start lease (a one-way reading only bounds it below).
+    const off = new Set<string>()
+    let doubt = false
+    for (const [n, [lo, hi]] of offsets) {
+      if (lo > maxSkewMs || hi < -maxSkewMs) off.add(n)
+      else if (hi === Infinity && lo < -maxSkewMs) doubt = true
+    }
+    this.lease.exclude(off, doubt)
     const sorted = [...offsets.values()].map(b => b[0]).sort((a, b) => a - b)
     this.skewOffsetMs = sorted.length === 0 ? 0 : sorted[Math.floor(sorted.length / 2)]
     // Offsets to this node's wall clock: (voter's calendar - this calendar) - (this wall - this calendar).
-    const off = judged && Math.abs(wallGapMs) > maxSkewMs && offsets.size > 0 && this.agreeing(me, offsets, wallGapMs, maxSkewMs / 2, true)
-    if (!off) this.offSince = null
+    const wallOff = judged && Math.abs(wallGapMs) > maxSkewMs && offsets.size > 0 && this.agreeing(me, offsets, wallGapMs, maxSkewMs / 2, true)
+    if (!wallOff) this.offSince = null
     else if (this.offSince === null) this.offSince = nowMs
-    this.realign = off && nowMs - (this.offSince ?? nowMs) >= this.lease.leaseMs
+    this.realign = wallOff && nowMs - (this.offSince ?? nowMs) >= this.lease.leaseMs
   }
 
   private heardQuorum (me: string, offsets: ReadonlyMap<string, OffsetBounds>): boolean {
@@ -144,6 +163,7 @@ export class Fence {
 
   /** Bring the state to `nowMs`; returns the change, if any. */
   check (nowMs: number): FenceChange | null {
+    this.skewed = this.judgedSkewed || this.lease.heldByExcluded(nowMs)
     const fenced = !this.lease.valid(nowMs) || this.skewed
     if (fenced === this.fenced) return null
     this.fenced = fenced

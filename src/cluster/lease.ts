@@ -108,6 +108,19 @@ export class Lease {
   private readonly order: Array<[voter: string, at: number, weight: number]> = []
   /** The lease holds while nowMs <= until. */
   private until: number
+  /** As `until`, counting the excluded voters' echoes too (what the lease would be if their calendars agreed). */
+  private untilAll: number
+  /**
+   * Voters whose echoes do not count (`exclude`): their calendars surely
+   * disagree with this node's by more than maxClockSkewMs (fence.ts). An
+   * echo proves a voter heard this node, not that the two agree on when a
+   * window ends: a lease from voters that disagree, while the voters that
+   * might agree never echoed, let a node 10 s ahead spend (skew-procs under
+   * a busy core; sim scenario skewed-node-unheard).
+   */
+  private excluded: ReadonlySet<string> = new Set()
+  /** Some voter may disagree by more than maxClockSkewMs, with no echo yet to tell (fence.ts): the start lease is void. */
+  private doubt = false
   /** The start lease's end (-Infinity: none). */
   private readonly grace: number
 
@@ -118,7 +131,26 @@ export class Lease {
     this.enabled = o.enabled
     this.grace = o.graceUntil ?? -Infinity
     if (this.quorum.isVoter(this.me)) this.order.push([this.me, Infinity, this.quorum.weight(this.me)])
-    this.until = this.compute()
+    this.until = this.untilAll = this.compute(false)
+  }
+
+  /**
+   * From now on, the echoes of `voters` do not count (see `excluded`), and
+   * the start lease stands only while none is excluded and not `doubt`;
+   * returns whether the lease moved.
+   */
+  exclude (voters: ReadonlySet<string>, doubt = false): boolean {
+    if (voters.size === 0 && this.excluded.size === 0 && doubt === this.doubt) return false
+    this.excluded = voters
+    this.doubt = doubt
+    const before = this.until
+    this.until = this.compute(true)
+    return this.until !== before
+  }
+
+  /** Whether the lease would hold at `nowMs` if the excluded voters' echoes counted: only they stand in its way. */
+  heldByExcluded (nowMs: number): boolean {
+    return this.enabled && (this.excluded.size > 0 || this.doubt) && nowMs > this.until && nowMs <= this.untilAll
   }
 
   /** This node sent its gossip `seq` at `nowMs`. */
@@ -145,7 +177,8 @@ export class Lease {
     this.echoes.set(voter, at)
     this.place(voter, at)
     const before = this.until
-    this.until = this.compute()
+    this.until = this.compute(true)
+    this.untilAll = this.excluded.size === 0 && !this.doubt ? this.until : this.compute(false)
     return this.until !== before
   }
 
@@ -182,18 +215,23 @@ export class Lease {
 
   /**
    * The latest time the lease holds: walk the voters from the newest echo
-   * down; the echo at which their weight first makes a quorum, plus leaseMs.
+   * down (`excluding`: but the excluded); the echo at which their weight first makes a quorum, plus leaseMs.
    * Voters are distinct, so their weights add up as Quorum.isQuorum counts them.
    */
-  private compute (): number {
+  private compute (excluding: boolean): number {
     const o = this.order
     let w = 0
     const half = this.quorum.total / 2
+    // The start lease stands for echoes from every voter: void once one surely disagrees (a voter never heard
+    // from might agree, and with it the start lease would be a quorum the disagreeing voter is part of), or
+    // might disagree with no echo yet to bound it: without a round trip nothing says which.
+    const grace = excluding && (this.excluded.size > 0 || this.doubt) ? -Infinity : this.grace
     for (let k = 0; k < o.length; k++) {
+      if (excluding && this.excluded.has(o[k][0])) continue
       w += o[k][2]
-      if (w > half) return Math.max(o[k][1] + this.leaseMs, this.grace)
+      if (w > half) return Math.max(o[k][1] + this.leaseMs, grace)
     }
-    return this.grace
+    return grace
   }
 }
 

@@ -169,6 +169,7 @@ export function runSim (spec: SimSpec): SimResult {
     nodes: listed, seeds, listed, rules: [rule], limits, seed: stream(spec.seed, 3).int(0, 0xffffffff), startMs, network: sc.network, skewMs, monoOffsetMs,
     tuning: { gossipIntervalMs: spec.gossipIntervalMs, aliveTimeoutMs: Math.max(1000, 4 * spec.gossipIntervalMs), tickMs: Math.min(50, spec.gossipIntervalMs), ...lease, ...sc.tuning, ...spec.tuning }
   })
+  if (skewed !== null && (sc.skewedNodeUnheardBy ?? 0) > 0) vc.cuts.split([skewed], seeds.filter(n => n !== skewed).slice(0, sc.skewedNodeUnheardBy), true)
   spec.sabotage?.(vc, startMs)
   const sched = scheduleFaults(vc, sc.faults, listed, joiners, startMs, durationMs, stream(spec.seed, 4), lease.reclaimMs)
   const { joinAt, change, cut } = sched
@@ -252,6 +253,12 @@ export function runSim (spec: SimSpec): SimResult {
     const c = checkKey(oracleRule, list, { maxSkewMs })
     overshoot += c.overshoot
     for (const v of c.violations.slice(0, 2)) if (failures.length < 6 && spec.mode === 'hard') failures.push(`overshoot on ${key} at +${Math.round(v.at - startMs)} ms (${v.node}): ${v.detail}`)
+  }
+  // A node that far off must fence itself once it hears a quorum (fence.ts `judgeSkew`), whatever the load: the
+  // oracle finds its overshoot only where load saturates its shifted windows, and this finds it everywhere.
+  if (skewed !== null && spec.mode === 'hard') {
+    const late = admissions.filter(a => a.node === skewed && a.at > startMs + 2 * lease.leaseMs)
+    if (late.length > 0) failures.push(`skewed node ${skewed} spent ${late.reduce((s, a) => s + a.count, 0)} hard token(s) after +${2 * lease.leaseMs} ms (first at +${Math.round(late[0].at - startMs)} ms): it must fence itself`)
   }
   // Every incarnation's overdraft, crashed and stopped ones included.
   let overdraft = 0

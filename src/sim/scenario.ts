@@ -117,6 +117,15 @@ export interface Scenario {
    * fence itself (fence.ts `judgeSkew`), not be judged by its own calendar.
    */
   skewedNodePeriods?: number
+  /**
+   * With `skewedNodePeriods`: this many of the other seeds (the first in
+   * name order) never hear the skewed node, a one-way cut for the whole run,
+   * while it hears them. They never echo it, so what it knows of their
+   * offsets has no upper bound: the voters that lease it and the voters it
+   * cannot rule out agreeing with are different sets (skew-procs under a
+   * busy core: one voter's echoes never came).
+   */
+  skewedNodeUnheardBy?: number
   /** Active keys for a glob rule (an exact rule has one key). */
   keys: number
   /** The built-in rule's match for this scenario (a glob, to run on a glob rule's keys); a --config or --match rule keeps its own. */
@@ -345,6 +354,15 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   { ...base, name: 'skew', summary: 'moving hot spot with clocks skewed up to +-50 ms', load: 'moving-hot', skewMs: 50 },
   { ...base, name: 'skewed-node', summary: 'moving hot spot; one seed\'s clock 2.5 periods ahead all run (it must fence itself)', load: 'moving-hot', skewedNodePeriods: 2.5 },
+  {
+    ...base,
+    name: 'skewed-node-unheard',
+    summary: 'moving hot spot; one seed\'s clock 2.5 periods ahead all run, and the first seed never hears it (a one-way cut): its lease comes from voters that disagree, its doubt from one that never echoes it, and it must still fence itself; steady load at 3x the limit, so a node that spends unfenced overshoots',
+    load: 'steady',
+    demand: 3,
+    skewedNodePeriods: 2.5,
+    skewedNodeUnheardBy: 1
+  },
   {
     ...base,
     name: 'stops',

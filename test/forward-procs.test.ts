@@ -37,7 +37,7 @@ test.serial('a member\'s acquires are decided at the seeds: with all the demand,
   for (let i = 0; i < asked; i++) if ((await m.acquire('day', { waitMs: 10_000 })).allowed) got++
   t.is(got, 40, 'the member got the whole day\'s limit')
   // And not one more, anywhere.
-  await noneLeft(t, c, m, 'day')
+  await noneLeft(t, c, m, 'day', got, 40)
   const mine = await counters(c.sockets.m1)
   t.is(mine.forwarded, asked + 5, 'the member sent every acquire to a seed')
   t.is(mine.forwardAllowed, 40)

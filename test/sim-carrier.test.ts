@@ -50,3 +50,40 @@ test('a restart that one voter attests the crashed incarnation of keeps its book
   t.true(Math.abs(acct.error) < 1e-6, `nothing created or lost: ${JSON.stringify(acct)}`)
   t.true(acct.stranded < 1e-6, `nothing stranded once a/2's books are back: ${JSON.stringify(acct)}`)
 })
+
+/**
+ * Chaos seed 8: a seed paused past reclaimMs was attested and inherited, came back as a new incarnation without a
+ * share (dropping the attested one's books), took tokens from its peers, and was restarted cleanly. The restart
+ * carried both earlier incarnations, and the voters' standing attestation of the first made it drop the second's
+ * books too, its own: 129 tokens lost for good. Now an incarnation that settled what it carried saves that only
+ * its own books are at risk (`carriedAtRisk`), and the restart keeps them.
+ */
+test('a clean restart after an inherited incarnation came back keeps the books of the one that came back', t => {
+  const seeds = ['a', 'b', 'c']
+  const vc = new VirtualCluster({
+    nodes: [...seeds], seeds: [...seeds], rules: [rule({ name: 'api', limit: STOCK, perMs: 1000 })], limits: limits(), seed: 11, startMs: T0 + 100,
+    tuning: { inheritSeeds: true }
+  })
+  load(vc, 2000, { a: 10, b: 10, c: 10 })
+  const reclaimMs = vc.cores.get('a')?.tuning.reclaimMs as number
+  vc.pause('c', 2 * reclaimMs)
+  load(vc, 2 * reclaimMs + 3000, { a: 10, b: 10 })
+  const back = vc.cores.get('c')
+  t.true(back !== undefined && back.incarnation === 2 && !back.limiter.allocate, 'c came back as a new incarnation without a share')
+  t.true(back?.reclaim.droppedCarried, 'and dropped the attested one\'s books')
+  // All the demand at c: its peers give it tokens, its own now.
+  load(vc, 3000, { c: 60 })
+  const held = booksOf(back?.limiter.existing('api') as never)
+  t.true(held > 0, `c holds ${held}`)
+  vc.stop('c')
+  for (let i = 0; i < 100 && vc.nodes.get('c')?.state !== 'stopped'; i++) vc.runUntil(vc.now + 100)
+  vc.start('c')
+  load(vc, 3000, { c: 5 })
+  const again = vc.cores.get('c')
+  t.is(again?.incarnation, 3)
+  t.is(again?.carriedAtRisk, 1, 'only the incarnation that came back is at risk')
+  t.false(again?.reclaim.droppedCarried, 'its books are kept')
+  vc.runUntil(vc.now + 3000)
+  const acct = vc.audit.account('api')
+  t.true(Math.abs(acct.error) < 1e-6, `nothing created or lost: ${JSON.stringify(acct)}`)
+})

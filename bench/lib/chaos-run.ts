@@ -64,6 +64,8 @@ export interface NodeEnd {
   error?: string
   allocate?: unknown
   fenced?: unknown
+  /** Its unacked grants per receiver epoch (status `cluster.unacked`): which receivers, how old, whether alive. */
+  outboxes?: unknown[]
 }
 
 export interface RunResult {
@@ -368,7 +370,7 @@ export async function runChaos (spec: RunSpec): Promise<RunResult> {
     loadOn = false
     for (const t of timers) { clearInterval(t); clearTimeout(t) }
     await sleep(2000)
-    for (const n of names) ends.push(await readEnd(n, cf.sockets[n], live.get(n)?.proc ?? null))
+    for (const n of names) ends.push(await readEnd(n, cf.sockets[n], live.get(n)?.proc ?? null, path.join(dir, `${n}.status.json`)))
     for (const c of clients.values()) await c.close().catch(() => {})
     for (const n of names) {
       const l = live.get(n) as Live
@@ -426,7 +428,7 @@ export async function runChaos (spec: RunSpec): Promise<RunResult> {
 
 interface StatusShape {
   peers?: Array<{ alive: boolean }>
-  cluster?: { lease?: { valid?: boolean }, leaseNeeded?: boolean, allocate?: unknown, fenced?: unknown }
+  cluster?: { lease?: { valid?: boolean }, leaseNeeded?: boolean, allocate?: unknown, fenced?: unknown, unacked?: unknown[] }
   ruleAgreement?: Array<{ shared: boolean }>
   clusterKeys?: Array<{ key: string, shortfall?: number, inTransitOut?: number }>
 }
@@ -461,15 +463,17 @@ async function waitFormed (cf: ClusterFile, seeds: string[], members: string[], 
   return null
 }
 
-async function readEnd (n: string, socketPath: string, proc: NodeProc | null): Promise<NodeEnd> {
+/** What node `n` says after the quiet; its whole status is written to `statusFile` (kept with --keep, for a look at why). */
+async function readEnd (n: string, socketPath: string, proc: NodeProc | null, statusFile: string): Promise<NodeEnd> {
   if (proc === null || proc.exited() !== null) return { node: n, keys: {}, error: 'not running' }
   let c: QuotadClient | null = null
   try {
     c = await QuotadClient.connect({ socketPath, timeoutMs: 10_000, reconnect: false })
     const s = await c.status() as StatusShape
+    writeFileSync(statusFile, JSON.stringify(s, null, 1))
     const keys: NodeEnd['keys'] = {}
     for (const k of s.clusterKeys ?? []) keys[k.key] = { shortfall: k.shortfall ?? null, unacked: k.inTransitOut ?? 0 }
-    return { node: n, keys, allocate: s.cluster?.allocate, fenced: s.cluster?.fenced }
+    return { node: n, keys, allocate: s.cluster?.allocate, fenced: s.cluster?.fenced, outboxes: s.cluster?.unacked ?? [] }
   } catch (err) {
     return { node: n, keys: {}, error: (err as Error).message }
   } finally {

@@ -60,6 +60,8 @@ export class ClusterCore {
   readonly epoch: string
   readonly incarnation: number
   readonly carries: readonly string[]
+  /** How many of `carries`, from the first, a quorum might still attest (core-options.ts). */
+  readonly carriedAtRisk: number
   readonly cluster: string
   readonly clusterHash: string
   /** Which peer id may speak for which name (membership.ts). */
@@ -122,6 +124,7 @@ export class ClusterCore {
     this.epoch = opts.epoch
     this.incarnation = opts.incarnation ?? 1
     this.carries = opts.carries ?? []
+    this.carriedAtRisk = Math.min(this.carries.length, opts.carriedAtRisk ?? this.carries.length)
     this.cluster = opts.cluster ?? ''
     this.clusterHash = opts.clusterHash ?? ''
     this.seeds = seedOrder(opts.seeds)

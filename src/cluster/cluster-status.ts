@@ -102,12 +102,22 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
       recovery: core.recovery === null ? null : { restoredTokens: core.recovery.restoredTokens, deferredShares: core.recovery.deferredShares, startedAt: new Date(core.recovery.calStartMs).toISOString() },
       strandedInLedger: core.ledger.stranded,
       inTransitToDead: [...toDead.values()].reduce((a, b) => a + b, 0),
+      // Unacked grants per receiver epoch, oldest first (at most 16): the receiver's epoch as this node last heard
+      // it tells a grant on its way (same epoch, alive) from one waiting for an ended epoch's marks.
+      unacked: unackedStatus(core, nowMs),
       counters: { ...core.counters, ...core.forwarding.counters, ...repeats(core) }
     },
     peers,
     ruleAgreement: rules,
     clusterKeys: keys
   }
+}
+
+function unackedStatus (core: ClusterCore, nowMs: number): Array<Record<string, unknown>> {
+  return core.ledger.outboxes().sort((a, b) => a.since - b.since).slice(0, 16).map(b => {
+    const p = core.peers.get(b.to)
+    return { to: b.to, toEpoch: b.toEpoch, tokens: b.tokens, ageMs: Math.round(nowMs - b.since), receiverEpoch: p?.epoch ?? null, receiverAlive: core.receiverAlive(b.to, nowMs) }
+  })
 }
 
 /** Tokens that peers no longer alive last said they held or had outstanding. */

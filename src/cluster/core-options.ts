@@ -15,6 +15,12 @@ export interface ClusterCoreOptions {
   incarnation?: number
   /** Earlier epochs whose books this one restored (a clean restart). @default [] */
   carries?: string[]
+  /**
+   * How many of `carries`, from the first, a quorum might still attest: the
+   * others' books were settled by an earlier incarnation (dropped, or its
+   * for good: carrier.ts). @default carries.length
+   */
+  carriedAtRisk?: number
   cluster?: string
   /** The cluster hash (cluster-hash.ts): tokens move only between nodes with the same. @default '' */
   clusterHash?: string

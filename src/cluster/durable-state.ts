@@ -59,6 +59,8 @@ export interface SavedState {
   epoch: string
   /** Epochs whose books this file carries (the writer's own and those it carried). */
   carries: string[]
+  /** How many of `carries`, from the first, a quorum might still attest (core-options.ts); absent: all. */
+  carriedAtRisk?: number
   /**
    * A voter wrote it, and keeps `quotad-attest.json` beside it (created
    * before its first state file): the next start refuses a missing one

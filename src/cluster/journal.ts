@@ -65,6 +65,8 @@ export interface JournalCheckpoint {
   epoch: string
   /** Epochs whose books this incarnation carries. */
   carries: string[]
+  /** How many of `carries`, from the first, a quorum might still attest (core-options.ts); absent: all. */
+  carriedAtRisk?: number
   allocate: boolean
   rules: RuleConfig[]
   /** Keys whose books differ from their initial share under `rules`. */
@@ -332,6 +334,7 @@ function checkCheckpoint (v: unknown, where: string): JournalCheckpoint {
   if (!Number.isSafeInteger(o.inc) || (o.inc as number) < 1) bad(where, 'inc', 'must be a positive integer')
   if (typeof o.allocate !== 'boolean') bad(where, 'allocate', 'must be a boolean')
   if (!Array.isArray(o.carries) || !o.carries.every(c => typeof c === 'string')) bad(where, 'carries', 'must be a list of strings')
+  if (o.carriedAtRisk !== undefined && (!Number.isSafeInteger(o.carriedAtRisk) || (o.carriedAtRisk as number) < 0)) bad(where, 'carriedAtRisk', 'must be a whole number, 0 or more')
   if (!Array.isArray(o.rules)) bad(where, 'rules', 'must be a list of rules')
   let rules: RuleConfig[] = []
   try {

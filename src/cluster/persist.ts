@@ -38,6 +38,8 @@ export function saveState (core: ClusterCore, nowMs: number, status: 'running' |
     incarnation: core.incarnation,
     epoch: core.epoch,
     carries: [core.epoch, ...core.carries].slice(0, MAX_CARRIES),
+    // This incarnation's own books, and the carried ones while no quorum has settled them (carrier.ts).
+    carriedAtRisk: Math.min(MAX_CARRIES, 1 + core.reclaim.carriedAtRisk),
     keys: []
   }
   // The driver creates the attestations file before the first state file a voter writes (cluster-node.ts).
@@ -94,6 +96,7 @@ export function journalCheckpoint (core: ClusterCore): JournalCheckpoint {
     gen: core.replication.nextGen,
     epoch: core.epoch,
     carries: core.carries.slice(0, MAX_CARRIES - 1),
+    carriedAtRisk: Math.min(MAX_CARRIES - 1, core.reclaim.carriedAtRisk),
     allocate,
     rules: core.limiter.rules.map(r => r.config),
     keys,
@@ -148,6 +151,7 @@ export function startCore (base: CoreBase, rules: RuleConfig[], saved: SavedStat
     allocate,
     incarnation,
     carries: clean ? saved.carries : [],
+    ...(clean && saved.carriedAtRisk !== undefined ? { carriedAtRisk: saved.carriedAtRisk } : {}),
     inherited: clean ? saved.inherited : [],
     estates: clean ? saved.estates : []
   })
@@ -192,6 +196,7 @@ function recoverCore (base: CoreBase, rules: RuleConfig[], saved: SavedState, jo
     allocate: cp.allocate,
     incarnation: saved.incarnation + 1,
     carries: [cp.epoch, ...cp.carries].slice(0, MAX_CARRIES),
+    carriedAtRisk: 1 + (cp.carriedAtRisk ?? cp.carries.length),
     recovered: true,
     inherited: cp.inherited ?? [],
     estates: cp.estates ?? []

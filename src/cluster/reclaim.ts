@@ -103,7 +103,7 @@ export class Reclaim {
   constructor (core: ClusterCore, startMs: number) {
     this.c = core
     this.awakeSince = this.lastUpdate = startMs
-    this.carrier = new Carrier(core.node, core.fence.quorum, core.carries.length)
+    this.carrier = new Carrier(core.node, core.fence.quorum, core.carriedAtRisk)
     this.marks = new EstateMarks(core)
     this.returns = new EstateReturns(core)
   }
@@ -273,8 +273,10 @@ export class Reclaim {
 
   private aboutMe (voter: string, inc: number): void {
     const c = this.c
-    // Carried incarnations are the consecutive ones before this (each clean or recovered restart carries the last).
-    if (inc < c.incarnation && inc >= c.incarnation - c.carries.length) {
+    // Carried incarnations are the consecutive ones before this (each clean or recovered restart carries the last);
+    // those an earlier incarnation settled (dropped, or made its own for good) are past any attestation: the books
+    // carried now are what that incarnation held since, its own (chaos seed 8 lost 129 tokens to an old one).
+    if (inc < c.incarnation && inc >= c.incarnation - c.carriedAtRisk) {
       if (this.carrier.attested(voter)) this.dropBooks()
       return
     }
@@ -288,6 +290,11 @@ export class Reclaim {
     this.dropBooks()
   }
 
+  /** How many carried incarnations a quorum might still attest: none once the carrier is safe or dropped its books. */
+  get carriedAtRisk (): number {
+    return this.carrier.isSafe || this.carrier.dropped ? 0 : this.c.carriedAtRisk
+  }
+
   /** The carried books were dropped (a quorum attests a carried incarnation). */
   get droppedCarried (): boolean {
     return this.carrier.dropped
@@ -296,7 +303,11 @@ export class Reclaim {
   /** Whether voter `voter`'s echo may count for this incarnation's lease, given its gossip's attestations (carrier.ts). */
   echoCounts (voter: string, attest: readonly AttestEntry[] | undefined): boolean {
     // No list is an empty one (the gossip leaves it out); a full one may have been cut short.
-    return this.carrier.echoCounts(voter, attest === undefined || attest.length < MAX_ATTEST_PER_GOSSIP)
+    const safe = this.carrier.isSafe
+    const counts = this.carrier.echoCounts(voter, attest === undefined || attest.length < MAX_ATTEST_PER_GOSSIP)
+    // The journal says so at once: a recovery from it carries this incarnation alone (persist.ts recoverCore).
+    if (!safe && this.carrier.isSafe) this.c.journal.checkpointNeeded = true
+    return counts
   }
 
   /** Every key's books to zero: what this account held is credited elsewhere (or never was its own). */

@@ -131,6 +131,7 @@ function state (raw: unknown): SavedState {
     if (o.attestKept !== true) throw new Bad('attestKept', `must be true when present, got ${JSON.stringify(o.attestKept)}`)
     s.attestKept = true
   }
+  if (o.carriedAtRisk !== undefined) s.carriedAtRisk = int(o.carriedAtRisk, 'carriedAtRisk')
   if (o.stoppedAt !== undefined) s.stoppedAt = time(o.stoppedAt, 'stoppedAt')
   if (o.rules !== undefined) s.rules = rules(arr(o.rules, 'rules', 10_000))
   if (o.transitions !== undefined) s.transitions = stamps(o.transitions, 'transitions')

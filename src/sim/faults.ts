@@ -215,6 +215,13 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
     vc.at(from, () => { for (let i = 0; i < sides.length; i++) for (let j = i + 1; j < sides.length; j++) vc.cuts.split(sides[i], sides[j]) })
     vc.at(cut.to, () => vc.heal())
   }
+  if (f.pause !== undefined && vc.seeds.length > 1) {
+    const node = vc.seeds[vc.seeds.length - 1]
+    const at = startMs + durationMs * f.pause.atFraction
+    const ms = f.pause.reclaims * reclaimMs
+    vc.at(at, () => vc.pause(node, ms))
+    if (f.pause.restartAfterMs !== undefined) restartAll(vc, [node], at + ms + f.pause.restartAfterMs, ended)
+  }
   const rc = f.ruleChange
   const changeAt = rc === undefined ? 0 : rc.afterJoinerCrashMs !== undefined && Number.isFinite(firstJoinerCrash) ? firstJoinerCrash + rc.afterJoinerCrashMs : startMs + durationMs * rc.atFraction
   // A reload goes to every node, joined members too (the operator sends SIGHUP to each process; a joiner not yet

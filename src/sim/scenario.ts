@@ -92,6 +92,15 @@ export interface FaultSpec {
    */
   cut?: { sides: 'minority' | 'no-quorum', atFraction: number, reclaims: number }
   /**
+   * The last seed paused (SIGSTOP) from `atFraction` of the run for
+   * `reclaims` x reclaimMs, then resumed (SIGCONT); `restartAfterMs` after
+   * the resume it is stopped cleanly (SIGTERM) and started again at once.
+   * Past reclaimMs a quorum attests it and its heir inherits it: it comes
+   * back as a new incarnation without a share, and the clean restart after
+   * that carries that incarnation's books, its own (chaos seed 8).
+   */
+  pause?: { atFraction: number, reclaims: number, restartAfterMs?: number }
+  /**
    * A rogue insider (the swarm key, no name) speaks for `names` made-up
    * member names from `ids` peer ids on one host, at `from` of the run and
    * again every `everyMs` until `to` (VirtualCluster.flood), while the
@@ -481,6 +490,16 @@ export const SCENARIOS: readonly Scenario[] = [
     load: 'zipf',
     faults: { joins: 2, cut: { sides: 'minority', atFraction: 0.15, reclaims: 3 } },
     minGossips: 90
+  },
+  {
+    ...base,
+    name: 'paused-inherited-restart',
+    summary: 'Zipf load; a seed paused (SIGSTOP) for 2 x reclaimMs is attested and inherited, comes back without a share, and is restarted cleanly 2 s later: the restart keeps what it holds',
+    load: 'zipf',
+    faults: { pause: { atFraction: 0.1, reclaims: 2, restartAfterMs: 2000 } },
+    tuning: { inheritSeeds: true },
+    minGossips: 120,
+    shortfallCheckMs: 6000
   },
   {
     ...base,

@@ -190,7 +190,7 @@ async function main (): Promise<void> {
     if (r.overshoot > 0 || r.exits.length > 0 || r.startFailures.length > 0) log(`  logs kept in ${r.dir}`)
   }
   const table = renderTable(
-    ['seed', 'topology', 'faults', 'overshoot', 'by node cal.', 'util (tail)', 'max shortfall', 'unacked', 'fenced at end', 'exits', 'answers'],
+    ['seed', 'topology', 'faults', 'overshoot', 'by node cal.', 'util (tail)', 'max shortfall', 'unacked > 2 s', 'fenced at end', 'exits', 'answers'],
     rows.map(x => [String(x.seed), topology, x.plan, String(x.r.overshoot), String(x.r.overshootByNodeCalendar), Number.isFinite(x.util) ? `${(x.util * 100).toFixed(1)}%` : '-',
       String(x.r.maxShortfall), String(x.r.unacked), x.r.ends.filter(e => e.fenced === true).map(e => e.node).join(',') || '-', x.r.exits.map(e => `${e.node}: ${e.codes.join(' ') || e.how}`).join('; ') || '0', String(x.r.answers)])
   )

@@ -400,10 +400,10 @@ export async function runChaos (spec: RunSpec): Promise<RunResult> {
   let maxShortfall = 0
   let unacked = 0
   for (const e of ends) {
-    for (const k of Object.values(e.keys)) {
-      maxShortfall = Math.max(maxShortfall, k.shortfall ?? 0)
-      unacked += k.unacked
-    }
+    for (const k of Object.values(e.keys)) maxShortfall = Math.max(maxShortfall, k.shortfall ?? 0)
+    // Stuck, not on its way: the idle cluster still moves a few tokens (home pushes, give backs), acked within
+    // a gossip interval or two.
+    for (const b of (e.outboxes ?? []) as Array<{ tokens: number, ageMs: number }>) if (b.ageMs > STUCK_MS) unacked += b.tokens
   }
   const result: RunResult = {
     seed: spec.seed,
@@ -464,6 +464,9 @@ async function waitFormed (cf: ClusterFile, seeds: string[], members: string[], 
 }
 
 /** What node `n` says after the quiet; its whole status is written to `statusFile` (kept with --keep, for a look at why). */
+/** A grant unacked this long after the load stopped is stuck (`unacked`), not on its way. */
+const STUCK_MS = 2000
+
 async function readEnd (n: string, socketPath: string, proc: NodeProc | null, statusFile: string): Promise<NodeEnd> {
   if (proc === null || proc.exited() !== null) return { node: n, keys: {}, error: 'not running' }
   let c: QuotadClient | null = null

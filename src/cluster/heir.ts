@@ -196,8 +196,12 @@ export class Heir {
       return this.ask(r, r.best, a, nowMs)
     }
     const out: Array<{ to: string, msg: Jget }> = []
+    // Every member of the group is asked, a seed inherited or dead too: one inherited before may be back without a
+    // share and still hold its copy (a write counted durable there), and the read is not sufficient without it
+    // whenever the others are no write quorum (chaos 5 seeds, seed 2: skipped, the read waited forever and the
+    // dead seed's estate, with what it had inherited, was lost). A dead one fails and is asked again later.
     for (const g of r.group) {
-      if (g === c.node || r.answers.has(g) || this.homes.has(g) || this.dead.has(g)) continue
+      if (g === c.node || r.answers.has(g)) continue
       out.push(...this.ask(r, g, undefined, nowMs))
     }
     return out

@@ -99,7 +99,19 @@ export interface FaultSpec {
    * back as a new incarnation without a share, and the clean restart after
    * that carries that incarnation's books, its own (chaos seed 8).
    */
-  pause?: { atFraction: number, reclaims: number, restartAfterMs?: number }
+  pause?: {
+    atFraction: number
+    reclaims: number
+    restartAfterMs?: number
+    /** How many seeds, the last in name order, are paused together (at most a minority). @default 1 */
+    seeds?: number
+    /**
+     * This long after the resume, the first seed is killed (kill -9) for
+     * good: its heir reads its journal copies from a group that holds seeds
+     * inherited before, now back without a share (chaos 5 seeds, seed 2).
+     */
+    crashFirstAfterMs?: number
+  }
   /**
    * A rogue insider (the swarm key, no name) speaks for `names` made-up
    * member names from `ids` peer ids on one host, at `from` of the run and
@@ -499,6 +511,16 @@ export const SCENARIOS: readonly Scenario[] = [
     faults: { pause: { atFraction: 0.1, reclaims: 2, restartAfterMs: 2000 } },
     tuning: { inheritSeeds: true },
     minGossips: 120,
+    shortfallCheckMs: 6000
+  },
+  {
+    ...base,
+    name: 'heir-reads-returned',
+    summary: 'Zipf load; the last two seeds paused for 2 x reclaimMs are attested and inherited, and come back without a share; 2 s later the first seed dies for good: its heir reads its copies from a group that holds the two',
+    load: 'zipf',
+    faults: { pause: { atFraction: 0.05, reclaims: 2, seeds: 2, crashFirstAfterMs: 2000 } },
+    tuning: { inheritSeeds: true },
+    minGossips: 160,
     shortfallCheckMs: 6000
   },
   {

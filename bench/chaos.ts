@@ -27,7 +27,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { intFlag, parseCli } from '../src/cli/common.js'
 import { ChaosNet, netSupport } from './lib/chaos-net.js'
-import { FAULT_KINDS, NET_FAULTS, describeEvent, makePlan, summarizePlan, type FaultKind, type ReloadRule } from './lib/chaos-plan.js'
+import { FAULT_KINDS, NET_FAULTS, describeEvent, makePlan, summarizePlan, type ChaosEvent, type FaultKind, type ReloadRule } from './lib/chaos-plan.js'
 import { LIBFAKETIME, killAll, runChaos, type ChaosRule, type RunResult } from './lib/chaos-run.js'
 import { machineInfo, printMachine } from './lib/machine.js'
 import { renderTable } from './lib/table.js'
@@ -48,6 +48,7 @@ const { values } = parseCli({
     json: { type: 'string' },
     out: { type: 'string' },
     keep: { type: 'boolean' },
+    events: { type: 'string' },
     'no-baseline': { type: 'boolean' },
     help: { type: 'boolean', short: 'h' }
   }
@@ -55,7 +56,9 @@ const { values } = parseCli({
 if (values.help === true) {
   process.stdout.write('usage: node dist/bench/chaos.js [--seeds 1-50|1,4,7] [--nodes 5 | --seeds-nodes 3 --members 2]\n' +
     '  [--faults-s 60] [--quiet-s 15] [--reclaim-ms 5000] [--faults kill,stop,term,reload,partition,loss,dup,clock]\n' +
-    '  [--json FILE] [--out FILE|-] [--keep] [--no-baseline]\n')
+    '  [--json FILE] [--out FILE|-] [--keep] [--no-baseline] [--events 1,3-5]\n' +
+    '  --events keeps only those events (1-based, as the log lists them) of each seed\'s plan: to narrow a finding\n' +
+    '  within the same plan (--faults draws a new plan of the kinds it names)\n')
   process.exit(0)
 }
 
@@ -81,6 +84,14 @@ const kinds = new Set<FaultKind>()
 for (const k of (values.faults ?? FAULT_KINDS.join(',')).split(',').filter(x => x !== '')) {
   if (!(FAULT_KINDS as readonly string[]).includes(k)) throw new Error(`--faults: unknown fault "${k}" (known: ${FAULT_KINDS.join(', ')})`)
   kinds.add(k as FaultKind)
+}
+
+const keptEvents = values.events === undefined ? null : new Set(parseSeeds(values.events))
+
+/** Seed `seed`'s plan, less the events `--events` leaves out. */
+function planOf (seed: number, runFaultsMs: number): ChaosEvent[] {
+  const plan = makePlan({ seed, nodes: names, faultsMs: runFaultsMs, kinds, reclaimMs, reloadRules: RELOAD })
+  return keptEvents === null ? plan : plan.filter((_, i) => keptEvents.has(i + 1))
 }
 
 const seeds = Array.from({ length: seedNodes }, (_, i) => String.fromCharCode(97 + i))
@@ -141,7 +152,7 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 async function once (seed: number, withFaults: boolean, runFaultsMs: number): Promise<RunResult> {
-  const plan = withFaults ? makePlan({ seed, nodes: names, faultsMs: runFaultsMs, kinds, reclaimMs, reloadRules: RELOAD }) : []
+  const plan = withFaults ? planOf(seed, runFaultsMs) : []
   const net = useNet ? new ChaosNet(names, String(process.pid)) : null
   current = net
   await net?.up()
@@ -170,8 +181,8 @@ async function main (): Promise<void> {
   const rows: Row[] = []
   const failed: string[] = []
   for (const seed of seedList) {
-    const plan = makePlan({ seed, nodes: names, faultsMs, kinds, reclaimMs, reloadRules: RELOAD })
-    log(`\nseed ${seed} (${topology}): ${plan.length} events`)
+    const plan = planOf(seed, faultsMs)
+    log(`\nseed ${seed} (${topology}): ${plan.length} events${keptEvents === null ? '' : ` (--events ${values.events ?? ''})`}`)
     for (const e of plan) log(`  plan ${describeEvent(e)}`)
     let r: RunResult
     try {

@@ -463,10 +463,10 @@ async function waitFormed (cf: ClusterFile, seeds: string[], members: string[], 
   return null
 }
 
-/** What node `n` says after the quiet; its whole status is written to `statusFile` (kept with --keep, for a look at why). */
 /** A grant unacked this long after the load stopped is stuck (`unacked`), not on its way. */
 const STUCK_MS = 2000
 
+/** What node `n` says after the quiet; its whole status is written to `statusFile` (kept with --keep, for a look at why). */
 async function readEnd (n: string, socketPath: string, proc: NodeProc | null, statusFile: string): Promise<NodeEnd> {
   if (proc === null || proc.exited() !== null) return { node: n, keys: {}, error: 'not running' }
   let c: QuotadClient | null = null

@@ -215,8 +215,9 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
     vc.at(from, () => { for (let i = 0; i < sides.length; i++) for (let j = i + 1; j < sides.length; j++) vc.cuts.split(sides[i], sides[j]) })
     vc.at(cut.to, () => vc.heal())
   }
-  // With crashFirstAfterMs, three seeds at least (see there); with two it would be the plain pause, which
-  // paused-inherited-restart covers (and which loses a token here at seed 20, left open: bench/README.md).
+  // With crashFirstAfterMs, three seeds at least: with two the first is the tie-breaker, and the other alone never
+  // makes a quorum to attest it. (Left as a plain pause, which paused-inherited-restart covers, two seeds lose a
+  // token here at seed 20, left open: bench/README.md.)
   if (f.pause !== undefined && vc.seeds.length > (f.pause.crashFirstAfterMs === undefined ? 1 : 2)) {
     // A minority, so that a quorum is left to attest them.
     const count = Math.max(1, Math.min(f.pause.seeds ?? 1, Math.floor((vc.seeds.length - 1) / 2)))
@@ -226,8 +227,7 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
     vc.at(at, () => { for (const n of paused) vc.pause(n, ms) })
     if (f.pause.restartAfterMs !== undefined) restartAll(vc, paused, at + ms + f.pause.restartAfterMs, ended)
     const crashAfter = f.pause.crashFirstAfterMs
-    // Not with two seeds: the first is the tie-breaker, and the other alone never makes a quorum to attest it.
-    if (crashAfter !== undefined && vc.seeds.length >= 3 && !paused.includes(vc.seeds[0])) vc.at(at + ms + crashAfter, () => { vc.crash(vc.seeds[0]); ended() })
+    if (crashAfter !== undefined) vc.at(at + ms + crashAfter, () => { vc.crash(vc.seeds[0]); ended() })
   }
   const rc = f.ruleChange
   const changeAt = rc === undefined ? 0 : rc.afterJoinerCrashMs !== undefined && Number.isFinite(firstJoinerCrash) ? firstJoinerCrash + rc.afterJoinerCrashMs : startMs + durationMs * rc.atFraction

@@ -12,14 +12,17 @@
  *
  * Per run it prints the plan, then one row: overshoot (by true time, and by
  * each deciding node's calendar), utilization of the quiet tail against a
- * fault-free run of the same topology and load, the largest shortfall and
- * the unacknowledged grants every node reports at the end of the quiet, and
- * the processes that exited on their own. The table is appended to
+ * fault-free run of the same topology and load, the largest shortfall, the
+ * largest surplus (tokens a seed counts in the cluster beyond the limit:
+ * created), and the unacknowledged grants every node reports at the end of
+ * the quiet, and the processes that exited on their own. The table is appended to
  * bench/results/chaos-<commit>.txt (`--out FILE`, `--out -` for none);
  * `--json FILE` writes every run's full result.
  *
  * Exit status: 1 if any run overshot in hard mode (the one promise that holds
- * under every fault), else 0; the other columns are reported, not judged.
+ * under every fault) or created tokens (a surplus over 1, which overshoots
+ * once the load uses them), else 0; the other columns are reported, not
+ * judged.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import { appendFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
@@ -198,16 +201,17 @@ async function main (): Promise<void> {
     for (const v of r.verdicts) {
       if (v.overshoot > 0 || v.overshootByNodeCalendar > 0) log(`  overshoot ${v.key} (${v.rule}): ${v.overshoot} by true time, ${v.overshootByNodeCalendar} by node calendars; worst ${JSON.stringify(v.worst)} (at ${v.worst === null ? '-' : new Date(v.worst.at).toISOString()})`)
     }
-    if (r.overshoot > 0 || r.exits.length > 0 || r.startFailures.length > 0) log(`  logs kept in ${r.dir}`)
+    if (r.overshoot > 0 || r.maxSurplus > 1 || r.exits.length > 0 || r.startFailures.length > 0) log(`  logs kept in ${r.dir}`)
   }
   const table = renderTable(
-    ['seed', 'topology', 'faults', 'overshoot', 'by node cal.', 'util (tail)', 'max shortfall', 'unacked > 2 s', 'fenced at end', 'exits', 'answers'],
+    ['seed', 'topology', 'faults', 'overshoot', 'by node cal.', 'util (tail)', 'max shortfall', 'max surplus', 'unacked > 2 s', 'fenced at end', 'exits', 'answers'],
     rows.map(x => [String(x.seed), topology, x.plan, String(x.r.overshoot), String(x.r.overshootByNodeCalendar), Number.isFinite(x.util) ? `${(x.util * 100).toFixed(1)}%` : '-',
-      String(x.r.maxShortfall), String(x.r.unacked), x.r.ends.filter(e => e.fenced === true).map(e => e.node).join(',') || '-', x.r.exits.map(e => `${e.node}: ${e.codes.join(' ') || e.how}`).join('; ') || '0', String(x.r.answers)])
+      String(x.r.maxShortfall), String(x.r.maxSurplus), String(x.r.unacked), x.r.ends.filter(e => e.fenced === true).map(e => e.node).join(',') || '-', x.r.exits.map(e => `${e.node}: ${e.codes.join(' ') || e.how}`).join('; ') || '0', String(x.r.answers)])
   )
-  const bad = rows.filter(x => x.r.overshoot > 0)
-  const summary = `${rows.length} runs, ${bad.length} with overshoot${bad.length === 0 ? '' : ` (seeds ${bad.map(x => x.seed).join(',')})`}, ` +
-    `${rows.filter(x => x.r.maxShortfall > 1).length} with a shortfall > 1 after the quiet, ${rows.filter(x => x.r.unacked > 0).length} with unacked grants, ` +
+  const over = rows.filter(x => x.r.overshoot > 0)
+  const bad = rows.filter(x => x.r.overshoot > 0 || x.r.maxSurplus > 1)
+  const summary = `${rows.length} runs, ${over.length} with overshoot${over.length === 0 ? '' : ` (seeds ${over.map(x => x.seed).join(',')})`}, ` +
+    `${rows.filter(x => x.r.maxShortfall > 1).length} with a shortfall > 1 after the quiet, ${rows.filter(x => x.r.maxSurplus > 1).length} with a surplus > 1 (tokens created), ${rows.filter(x => x.r.unacked > 0).length} with unacked grants, ` +
     `${rows.filter(x => x.r.exits.length > 0).length} with a process that exited on its own, ${rows.filter(x => x.r.startFailures.length > 0).length} with a node that did not start or form, ` +
     `${rows.filter(x => x.util < 0.95).length} with tail utilization < 95%` + (failed.length === 0 ? '' : `; ${failed.length} runs failed: ${failed.join('; ')}`)
   log('\n' + table + '\n' + summary)
@@ -223,7 +227,7 @@ async function main (): Promise<void> {
 }
 
 function rowText (x: Row): string {
-  return `seed ${x.seed}: overshoot ${x.r.overshoot} (by node calendars ${x.r.overshootByNodeCalendar}), util ${(x.util * 100).toFixed(1)}%, max shortfall ${x.r.maxShortfall}, unacked ${x.r.unacked}, ` +
+  return `seed ${x.seed}: overshoot ${x.r.overshoot} (by node calendars ${x.r.overshootByNodeCalendar}), util ${(x.util * 100).toFixed(1)}%, max shortfall ${x.r.maxShortfall}, max surplus ${x.r.maxSurplus}, unacked ${x.r.unacked}, ` +
     `exits ${x.r.exits.length}, start failures ${x.r.startFailures.length}, ${x.r.answers} answers, ${x.r.errors} errors`
 }
 

@@ -27,7 +27,7 @@ const KINDS = 'kill,stop,term'
 
 interface ChaosJson {
   kinds: string[]
-  runs: Array<{ seed: number, plan: string, r: { overshoot: number, answers: number, startFailures: string[], verdicts: Array<{ key: string, allowed: number, overshoot: number }> } }>
+  runs: Array<{ seed: number, plan: string, r: { overshoot: number, maxSurplus: number, answers: number, startFailures: string[], verdicts: Array<{ key: string, allowed: number, overshoot: number }> } }>
 }
 
 const SEEDS = sweep([1], [1, 2, 3])
@@ -47,5 +47,7 @@ test(`${SEEDS.length === 1 ? 'a short seed' : `${SEEDS.length} short seeds`} of 
     // Every key got grants: the checker had something to check.
     for (const v of x.r.verdicts) t.true(v.allowed > 0, `seed ${x.seed}: ${v.key} admitted nothing`)
     t.is(x.r.overshoot, 0, `seed ${x.seed} (${x.plan}): ${JSON.stringify(x.r.verdicts.filter(v => v.overshoot > 0))}`)
+    // Nor does any seed count more tokens in the cluster than the limit after the quiet (none created).
+    t.true(x.r.maxSurplus <= 1, `seed ${x.seed} (${x.plan}): a surplus of ${x.r.maxSurplus}`)
   }
 })

@@ -59,8 +59,11 @@ export interface RunSpec {
 
 export interface NodeEnd {
   node: string
-  /** Per key: shortfall and unacknowledged grants (inTransitOut) after the quiet, or the error reading status. */
-  keys: Record<string, { shortfall: number | null, unacked: number }>
+  /**
+   * Per key, after the quiet: shortfall, unacknowledged grants (inTransitOut), and the tokens the node counts in the
+   * cluster (clusterRemaining, null if it does not say); or the error reading status.
+   */
+  keys: Record<string, { shortfall: number | null, unacked: number, remaining: number | null }>
   error?: string
   allocate?: unknown
   fenced?: unknown
@@ -79,6 +82,11 @@ export interface RunResult {
   tailMs: number
   ends: NodeEnd[]
   maxShortfall: number
+  /**
+   * The most tokens a seed counts in the cluster beyond a key's limit after the quiet (0: none): tokens created.
+   * A seed's count, not a member's (a member's sums are approximate: member-sums.ts).
+   */
+  maxSurplus: number
   unacked: number
   /** Processes that exited without the harness asking (node, how, and the log's error codes). */
   exits: Array<{ node: string, how: string, codes: string[] }>
@@ -398,9 +406,21 @@ export async function runChaos (spec: RunSpec): Promise<RunResult> {
     for (const key of r.keys) verdicts.push(checkKey(key, cr, byKey.get(key) ?? [], offsets))
   }
   let maxShortfall = 0
+  let maxSurplus = 0
   let unacked = 0
+  const limitOf = new Map<string, number>()
+  for (const r of spec.rules) {
+    const log = limitLog.get(r.name) ?? []
+    for (const key of r.keys) limitOf.set(key, log.length > 0 ? log[log.length - 1].limit : r.limit)
+  }
   for (const e of ends) {
     for (const k of Object.values(e.keys)) maxShortfall = Math.max(maxShortfall, k.shortfall ?? 0)
+    if (spec.seeds.includes(e.node)) {
+      for (const [key, k] of Object.entries(e.keys)) {
+        const limit = limitOf.get(key)
+        if (limit !== undefined && k.remaining !== null) maxSurplus = Math.max(maxSurplus, Math.round((k.remaining - limit) * 1000) / 1000)
+      }
+    }
     // Stuck, not on its way: the idle cluster still moves a few tokens (home pushes, give backs), acked within
     // a gossip interval or two.
     for (const b of (e.outboxes ?? []) as Array<{ tokens: number, ageMs: number }>) if (b.ageMs > STUCK_MS) unacked += b.tokens
@@ -415,6 +435,7 @@ export async function runChaos (spec: RunSpec): Promise<RunResult> {
     tailMs: tailTo - tailFrom,
     ends,
     maxShortfall,
+    maxSurplus,
     unacked,
     exits,
     startFailures,
@@ -422,6 +443,8 @@ export async function runChaos (spec: RunSpec): Promise<RunResult> {
     errors
   }
   const clean = result.overshoot === 0 && exits.length === 0 && startFailures.length === 0
+  // Every answer, to see which node admitted what when (a run kept: --keep, or one that failed).
+  if (existsSync(dir) && (spec.keepDir || !clean)) writeFileSync(path.join(dir, 'answers.jsonl'), answers.map(a => JSON.stringify({ ...a, t0: a.t0 - t0, t1: a.t1 - t0 })).join('\n') + '\n')
   if (clean && !spec.keepDir && existsSync(dir)) rmSync(dir, { recursive: true, force: true })
   return result
 }
@@ -430,7 +453,7 @@ interface StatusShape {
   peers?: Array<{ alive: boolean }>
   cluster?: { lease?: { valid?: boolean }, leaseNeeded?: boolean, allocate?: unknown, fenced?: unknown, unacked?: unknown[] }
   ruleAgreement?: Array<{ shared: boolean }>
-  clusterKeys?: Array<{ key: string, shortfall?: number, inTransitOut?: number }>
+  clusterKeys?: Array<{ key: string, shortfall?: number, inTransitOut?: number, clusterRemaining?: number }>
 }
 
 /**
@@ -475,7 +498,7 @@ async function readEnd (n: string, socketPath: string, proc: NodeProc | null, st
     const s = await c.status() as StatusShape
     writeFileSync(statusFile, JSON.stringify(s, null, 1))
     const keys: NodeEnd['keys'] = {}
-    for (const k of s.clusterKeys ?? []) keys[k.key] = { shortfall: k.shortfall ?? null, unacked: k.inTransitOut ?? 0 }
+    for (const k of s.clusterKeys ?? []) keys[k.key] = { shortfall: k.shortfall ?? null, unacked: k.inTransitOut ?? 0, remaining: k.clusterRemaining ?? null }
     return { node: n, keys, allocate: s.cluster?.allocate, fenced: s.cluster?.fenced, outboxes: s.cluster?.unacked ?? [] }
   } catch (err) {
     return { node: n, keys: {}, error: (err as Error).message }

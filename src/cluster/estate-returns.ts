@@ -133,6 +133,19 @@ export class EstateReturns {
   private ownOnceSafe: { epoch: string, sent: Map<string, Map<number, Array<[string, number]>>> } | null = null
 
   /**
+   * Member account (to, toEpoch) was settled here (reclaim-settle.ts): the credit counted every grant in flight to
+   * it (unacked, or as given in the holdings a journal or a copy restored), so none is taken back from now on.
+   * (Chaos 3+2 seed 10: a seed settled a paused member whose grants were lost with its connections, crashed, and its
+   * restart took the same grants back; every key overshot from then on.) A take-back decided before the settlement
+   * is no double: it restored the holding (`decide`), which the settlement then credits that much less.
+   */
+  receiverSettled (to: string, toEpoch: string): void {
+    const id = `${to}\u0000${toEpoch}`
+    for (const p of this.pending) p.sent.delete(id)
+    this.ownOnceSafe?.sent.delete(id)
+  }
+
+  /**
    * Restart: receiver `to`'s ended epoch `toEpoch` applied this node's crashed epoch `giverEpoch`'s grants up to
    * `mark` (its restart said so: a gossiped estate mark, or Ack.ended in the reply to a probe).
    */
@@ -168,6 +181,11 @@ export class EstateReturns {
 
   /** Heir, after crediting dead seed `dead`'s copy: its grants wait for their receivers' marks; ours are decided now. */
   inherited (dead: string, epoch: string, sent: Map<string, Map<number, Array<[string, number]>>>, nowMs: number): void {
+    // Those to an account settled here before: its settlement credited them (`receiverSettled`).
+    for (const id of [...sent.keys()]) {
+      const i = id.indexOf('\u0000')
+      if (this.c.reclaim.settledAccount(id.slice(0, i), id.slice(i + 1))) sent.delete(id)
+    }
     if (sent.size === 0) return
     const p: Pending = { dead, epoch, sent, until: nowMs + this.waitMs }
     this.pending.push(p)

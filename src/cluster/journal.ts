@@ -43,6 +43,10 @@
  * And, in the batch that holds a give, `["sent", [to, toEpoch, seq], key,
  * n]` for its grant, and its unacked grants (`sent`) in checkpoints: a heir
  * takes back those their receivers never applied (estate-returns.ts).
+ * And `["inc", [node, epoch], inc]` the first time a batch names a peer
+ * account, and `incs` in checkpoints: which incarnation each account is, so
+ * that a restart settling a dead incarnation leaves the accounts of a newer
+ * one alone (reclaim-settle.ts; the restart may not have heard it yet).
  */
 import type { RuleConfig } from '../config/types.js'
 import { parseSavedRules, ruleToFile } from '../config/validate.js'
@@ -87,6 +91,8 @@ export interface JournalCheckpoint {
   inherited?: Array<[node: string, inc: number, calMs: number]>
   /** Its unacked grants when it was written (for a heir only): [receiver, receiver epoch, seq, key, tokens]. */
   sent?: SentEntry[]
+  /** The incarnation of each account in `peers`, where known: [node, epoch, inc]. */
+  incs?: Array<[node: string, epoch: string, inc: number]>
   /** The applied marks when it was written (for a heir only): [giver, giver epoch, highest seq applied]. */
   marks?: Array<[giver: string, epoch: string, seq: number]>
   /** Other seeds' inheritances heard here (heir.ts `known`): [dead seed, its heir, the incarnation inherited]. */
@@ -109,8 +115,8 @@ export interface JournalWrite {
 /** One item of a grant this node gave: [receiver, receiver epoch, seq, key, tokens] (estate-returns.ts). */
 export type SentEntry = [to: string, toEpoch: string, seq: number, key: string, n: number]
 
-/** [node, epoch]: the peer account a books change came from or went to. */
-export type PeerAccount = readonly [node: string, epoch: string]
+/** [node, epoch, its incarnation if known]: the peer account a books change came from or went to. */
+export type PeerAccount = readonly [node: string, epoch: string, inc?: number]
 
 export class BooksJournal {
   private pending = new Map<string, number>()
@@ -122,6 +128,10 @@ export class BooksJournal {
   private pendingMarks = new Map<string, number>()
   /** The grants given since the last take() (a heir only reads them). */
   private pendingSent: SentEntry[] = []
+  /** `${node}\0${epoch}` -> its incarnation: of the accounts named since the last checkpoint, and in it. */
+  private readonly incs = new Map<string, number>()
+  /** Of `incs`, those not yet written (in the next batch). */
+  private readonly pendingIncs = new Set<string>()
   private syncNeeded = false
   private batches = 0
   /** The next take() writes a checkpoint (at start and after a rule change). */
@@ -142,6 +152,12 @@ export class BooksJournal {
     if (peer !== undefined) {
       const id = `${peer[0]}\u0000${peer[1]}\u0000${key}`
       this.pendingPeers.set(id, (this.pendingPeers.get(id) ?? 0) + delta)
+      const inc = peer[2]
+      const acct = `${peer[0]}\u0000${peer[1]}`
+      if (inc !== undefined && this.incs.get(acct) !== inc) {
+        this.incs.set(acct, inc)
+        this.pendingIncs.add(acct)
+      }
     }
     if (sync) this.syncNeeded = true
   }
@@ -178,6 +194,31 @@ export class BooksJournal {
     for (const [key, n] of items) this.pendingSent.push([to, toEpoch, seq, key, n])
   }
 
+  /** The incarnation of account (node, epoch), if this journal named it with one (or its recovery read one). */
+  incOf (node: string, epoch: string): number | undefined {
+    return this.incs.get(`${node}\u0000${epoch}`)
+  }
+
+  /** A recovery: the crashed journal's incarnations of the accounts it names. */
+  restoreIncs (incs: ReadonlyMap<string, number>): void {
+    for (const [id, inc] of incs) this.incs.set(id, inc)
+  }
+
+  /**
+   * For a checkpoint whose `peers` name these accounts: their known
+   * incarnations; the rest are forgotten (an account named again is written
+   * again).
+   */
+  checkpointIncs (peers: ReadonlyArray<readonly [string, string, string, number]>): Array<[string, string, number]> {
+    const keep = new Set(peers.map(([n, e]) => `${n}\u0000${e}`))
+    for (const id of [...this.incs.keys()]) if (!keep.has(id)) this.incs.delete(id)
+    this.pendingIncs.clear()
+    return [...this.incs].map(([id, inc]) => {
+      const i = id.indexOf('\u0000')
+      return [id.slice(0, i), id.slice(i + 1), inc]
+    })
+  }
+
   /** Whether a give is waiting to be made durable. */
   get mustSync (): boolean {
     return this.syncNeeded
@@ -199,11 +240,17 @@ export class BooksJournal {
       this.pendingCopy.clear()
       this.pendingMarks.clear()
       this.pendingSent = []
+      this.pendingIncs.clear()
       this.syncNeeded = false
       return { checkpoint: encodeCheckpoint(checkpoint()), batch: null, sync }
     }
     if (this.pending.size === 0 && this.pendingPeers.size === 0 && this.pendingCopy.size === 0 && this.pendingMarks.size === 0 && this.pendingSent.length === 0) return null
-    const entries: Array<[string, number] | [string, string, number] | [string, string, string, number] | MarkEntry | SentBatchEntry> = [...this.pending]
+    const entries: Array<[string, number] | [string, string, number] | [string, string, string, number] | MarkEntry | SentBatchEntry | IncEntry> = [...this.pending]
+    for (const id of this.pendingIncs) {
+      const i = id.indexOf('\u0000')
+      entries.push(['inc', [id.slice(0, i), id.slice(i + 1)], this.incs.get(id) as number])
+    }
+    this.pendingIncs.clear()
     for (const [id, n] of this.pendingPeers) {
       const [node, epoch, key] = id.split('\u0000')
       entries.push([node, epoch, key, n])
@@ -248,6 +295,8 @@ export interface Replayed {
   marks: Map<string, number>
   /** The grants it gave that the text names: `${to}\0${toEpoch}` -> seq -> [key, tokens] items. */
   sent: Map<string, Map<number, Array<[string, number]>>>
+  /** `${node}\0${epoch}` -> the incarnation of that peer account, where the text names it. */
+  incs: Map<string, number>
   /** A torn last line was ignored. */
   torn: boolean
 }
@@ -303,6 +352,8 @@ export function replayJournal (text: string, where: string, node: string, cluste
     items.push([key, n])
   }
   for (const [to, toEpoch, seq, key, n] of checkpoint.sent ?? []) addSent(to, toEpoch, seq, key, n)
+  const incs = new Map<string, number>()
+  for (const [node, epoch, inc] of checkpoint.incs ?? []) incs.set(`${node}\u0000${epoch}`, inc)
   for (let i = 1; i < parsed.length; i++) {
     const batch = parsed[i]
     if (!Array.isArray(batch)) bad(where, `line ${i + 1}`, 'is not a batch of deltas')
@@ -310,6 +361,7 @@ export function replayJournal (text: string, where: string, node: string, cluste
       if (isPeerEntry(r)) { addPeer(r[0], r[1], r[2], r[3]); continue }
       if (isMarkEntry(r)) { addMark(r[1][0], r[1][1], r[2]); continue }
       if (isSentEntry(r)) { addSent(r[1][0], r[1][1], r[1][2], r[2], r[3]); continue }
+      if (isIncEntry(r)) { incs.set(`${r[1][0]}\u0000${r[1][1]}`, r[2]); continue }
       if (isCopyEntry(r)) {
         const e = reserved.get(r[1]) ?? { ceiling: 0, given: 0 }
         if (r[0] === 'gave') e.given += r[2]
@@ -317,13 +369,13 @@ export function replayJournal (text: string, where: string, node: string, cluste
         reserved.set(r[1], e)
         continue
       }
-      if (!isEntry(r)) bad(where, `line ${i + 1}`, 'holds an entry that is not [key, number], [node, epoch, key, number], [gave|ceil, key, number], [mark, [giver, epoch], seq] or [sent, [to, epoch, seq], key, number]')
+      if (!isEntry(r)) bad(where, `line ${i + 1}`, 'holds an entry that is not [key, number], [node, epoch, key, number], [gave|ceil, key, number], [mark, [giver, epoch], seq], [sent, [to, epoch, seq], key, number] or [inc, [node, epoch], inc]')
       const e = books.get(r[0])
       if (e === undefined) books.set(r[0], { base: undefined, delta: r[1] })
       else e.delta += r[1]
     }
   }
-  return { checkpoint, books, peers, reserved, marks, sent, torn }
+  return { checkpoint, books, peers, reserved, marks, sent, incs, torn }
 }
 
 function checkCheckpoint (v: unknown, where: string): JournalCheckpoint {
@@ -351,6 +403,7 @@ function checkCheckpoint (v: unknown, where: string): JournalCheckpoint {
   if (o.marks !== undefined && (!Array.isArray(o.marks) || !o.marks.every(isMark))) bad(where, 'marks', 'must be a list of [giver, epoch, seq]')
   if (o.sent !== undefined && (!Array.isArray(o.sent) || !o.sent.every(isSent))) bad(where, 'sent', 'must be a list of [to, epoch, seq, key, number]')
   if (o.estates !== undefined && (!Array.isArray(o.estates) || !o.estates.every(isEstate))) bad(where, 'estates', 'must be a list of [node, home, inc]')
+  if (o.incs !== undefined && (!Array.isArray(o.incs) || !o.incs.every(isEstate))) bad(where, 'incs', 'must be a list of [node, epoch, inc]')
   return { ...o, rules } as unknown as JournalCheckpoint
 }
 
@@ -380,6 +433,13 @@ function isMarkEntry (r: unknown): r is MarkEntry {
 
 function isMark (r: unknown): r is [string, string, number] {
   return Array.isArray(r) && r.length === 3 && typeof r[0] === 'string' && typeof r[1] === 'string' && Number.isSafeInteger(r[2]) && (r[2] as number) >= 0
+}
+
+type IncEntry = ['inc', [node: string, epoch: string], inc: number]
+
+function isIncEntry (r: unknown): r is IncEntry {
+  return Array.isArray(r) && r.length === 3 && r[0] === 'inc' && Array.isArray(r[1]) && r[1].length === 2 &&
+    typeof r[1][0] === 'string' && typeof r[1][1] === 'string' && Number.isSafeInteger(r[2]) && (r[2] as number) >= 1
 }
 
 type SentBatchEntry = ['sent', [to: string, toEpoch: string, seq: number], key: string, n: number]

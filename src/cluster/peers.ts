@@ -177,6 +177,8 @@ export class Peers {
     p.missing = []
     p.sync = 0
     p.appliedFromMe = 0
+    // Its echoes were of the old process: the new one has heard nothing of ours yet (rebalance.ts `hearsUs`).
+    p.echoSentAt = -Infinity
   }
 
   /**

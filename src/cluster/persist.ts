@@ -82,6 +82,7 @@ export function snapshotKeys (core: ClusterCore, nowMs: number): SavedKey[] {
 /** The journal's checkpoint as of now: the rules, and every key whose books differ from its initial share under them. */
 export function journalCheckpoint (core: ClusterCore): JournalCheckpoint {
   const keys: Array<[string, number]> = []
+  const peers = core.reclaim.held()
   const allocate = core.limiter.allocate
   for (const ks of core.limiter.states()) {
     const b = booksOf(ks)
@@ -103,7 +104,8 @@ export function journalCheckpoint (core: ClusterCore): JournalCheckpoint {
     reserved: core.replication.reserved(),
     marks: core.ledger.acks(core.currentEpochs()),
     sent: core.ledger.unackedItems(),
-    peers: core.reclaim.held(),
+    peers,
+    incs: core.journal.checkpointIncs(peers),
     inherited: core.heir.saved(),
     estates: core.heir.known(),
     transitions: core.transitions.toJSON(),
@@ -215,6 +217,8 @@ function recoverCore (base: CoreBase, rules: RuleConfig[], saved: SavedState, jo
   recovery.restoredTokens = r.tokens
   // What it held of each peer's tokens: it gives each peer no more than that (no relay, reclaim.ts).
   for (const [node, byEpoch] of journal.peers) core.reclaim.restored.set(node, byEpoch)
+  // And which incarnation each of those accounts is: a settlement of an older one leaves a newer one's alone.
+  core.journal.restoreIncs(journal.incs)
   // It tells its givers which of their grants to the crashed epoch these books hold (estate-marks.ts). Only from a
   // journal whose checkpoint has `marks`: one an older build wrote without them would read as "none applied", and
   // its givers would take back grants these books hold. (Such grants then wait out the marks and are stranded.) A

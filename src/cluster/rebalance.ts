@@ -41,6 +41,16 @@ function pairAsks (ks: KeyState, need: number, held: number, nowMs: number, c: C
 /** Gossip intervals without demand after which a seed returns the tokens of a key it forwards (see `rebalance`). */
 const RETURN_FORWARDED_INTERVALS = 4
 
+/**
+ * Whether `p` has heard this incarnation, as far as we can tell: a voter echoes the peers it hears (lease.ts), new
+ * ones first. A push to one that has not is refused, binding (grant-checks.ts: not a peer this node has heard): its
+ * tokens come back a round trip later. (Sim paused-member-giver-crash: a member pushed to a seed just restarted from
+ * its journal, before the seed heard the member's gossip.)
+ */
+function hearsUs (c: ClusterCore, p: Peer): boolean {
+  return !c.tuning.leases || !c.fence.quorum.isVoter(p.name) || Number.isFinite(p.echoSentAt)
+}
+
 export function rebalance (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: number): void {
   // One round of wants at a time; a round whose answers did not all come is over after the want timeout.
   if (x.wantsOut > 0 && nowMs - x.wantSentAt < c.tuning.wantTimeoutMs) return
@@ -55,7 +65,7 @@ export function rebalance (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: numbe
     const home = homeOf(ks.key, c.seeds, c.heir.homes) as string
     const p = c.peers.get(home)
     // Pushed at the tick's end, with the other keys this tick returns to the same peer (tick-batch.ts).
-    if (p !== undefined) c.batch.push(p, ks, x, Math.floor(ks.bucket.held))
+    if (p !== undefined && hearsUs(c, p)) c.batch.push(p, ks, x, Math.floor(ks.bucket.held))
     return
   }
   // Nor does it ask for any: its rate is what it decided while starting, or an owed burn its two pay off.
@@ -166,7 +176,7 @@ function returnToLenders (c: ClusterCore, ks: KeyState, x: KeyExt, nowMs: number
   if (surplus < 1) return false
   const lenders: Array<[Peer, number]> = []
   for (const p of c.peers.alive(nowMs)) {
-    if (p.leaving || p.fenced || !c.agrees(p, ks)) continue
+    if (p.leaving || p.fenced || !c.agrees(p, ks) || !hearsUs(c, p)) continue
     const cap = Math.floor(giveCap(c, p, ks.key) + 1e-9)
     if (cap >= 1) lenders.push([p, cap])
   }

@@ -33,6 +33,10 @@ export function settleMember (c: ClusterCore, r: Reclaim, node: string, inc: num
   for (const e of c.ledger.epochsOf(node)) if (!live.has(e)) epochs.add(e)
   for (const e of r.restored.get(node)?.keys() ?? []) if (!live.has(e)) epochs.add(e)
   for (const e of r.marks.epochsOf(node)) if (!live.has(e)) epochs.add(e)
+  // Nor a newer incarnation's, which a restart from its journal may hold before it hears that incarnation (the
+  // journal names each account's incarnation; chaos 3+2 seed 10: a seed's restart settled a member's old incarnation
+  // and credited what the member's new one held of its tokens as well).
+  for (const e of epochs) if ((c.journal.incOf(node, e) ?? 0) > inc) epochs.delete(e)
   const cal = c.calendar.at(nowMs)
   const skew = Math.max(c.tuning.maxClockSkewMs, Math.abs(p?.clockOffsetMs ?? 0))
   for (const e of epochs) {
@@ -46,6 +50,7 @@ export function settleMember (c: ClusterCore, r: Reclaim, node: string, inc: num
     for (const g of r.marks.release(node, e)) for (const [k, n] of g.items) owed.set(k, (owed.get(k) ?? 0) + n)
     c.positions.forgetAccount(node, e)
     r.restored.get(node)?.delete(e)
+    r.returns.receiverSettled(node, e)
     for (const [k, n] of owed) credit(c, r, k, n, cal, skew, nowMs, [node, e])
   }
 }
@@ -66,6 +71,7 @@ export function settleSeed (c: ClusterCore, r: Reclaim, node: string, inc: numbe
   const live = p !== undefined && p.inc > inc ? p.epoch : undefined
   const epochs = new Set<string>([...c.positions.accounts(node).keys(), ...c.ledger.epochsOf(node), ...r.marks.epochsOf(node), ...(r.restored.get(node)?.keys() ?? [])])
   epochs.delete(live as string)
+  for (const e of epochs) if ((c.journal.incOf(node, e) ?? 0) > inc) epochs.delete(e)
   // Our applied marks of its grants are final from now on (they are refused): its heir takes back those above them.
   r.returns.settled(node, p !== undefined && p.inc <= inc ? p.epoch : undefined, nowMs)
   for (const e of epochs) {

@@ -352,6 +352,9 @@ export class Reclaim {
     if (this.asSeed(node, inc)) settleSeed(this.c, this, node, inc, nowMs)
     else settleMember(this.c, this, node, inc, nowMs)
     this.markSettled(node, inc, nowMs)
+    // To disk as one checkpoint, not a batch: the checkpoint's `sent` no longer names the grants to the dead account
+    // that the settlement credited (its outboxes are dropped), so a restart from this journal can't take them back.
+    this.c.journal.checkpointNeeded = true
   }
 
   /**

@@ -126,7 +126,7 @@ export class Transfers {
     x.transfersOut += moved
     c.counters.tokensOut += moved
     // Durable before the grant leaves (the driver persists the journal first): a restart must not restore it.
-    c.journal.record(ks.key, -moved, true, [p.name, p.epoch])
+    c.journal.record(ks.key, -moved, true, [p.name, p.epoch, p.inc])
     c.replication.gave(c.journal, ks.key, moved, ks.rule.stock, booksOf(ks), nowMs)
     c.active.add(ks)
     return [ks.key, moved, at]
@@ -189,7 +189,7 @@ export class Transfers {
         c.counters.grantsApplied++
         // Counted as taken from its giver's account even if an item can't be placed here (positions.ts).
         c.positions.received(cr)
-        for (const item of cr.items) this.credit(item, nowMs, [cr.node, cr.epoch])
+        for (const item of cr.items) this.credit(item, nowMs, [cr.node, cr.epoch, cr.inc])
       }
       // The mark goes in the batch that holds these credits: a heir (a seed's copies) or this node's own restart
       // tells the givers which grants its books hold (estate-marks.ts).
@@ -222,11 +222,13 @@ export class Transfers {
   /** A push of ours was refused: take its tokens back (they were debited for it). */
   private takeBack (g: Grant, nowMs: number): void {
     const c = this.core
+    const p = c.peers.get(g.to)
+    const to: PeerAccount = p?.epoch === g.toEpoch ? [g.to, g.toEpoch, p.inc] : [g.to, g.toEpoch]
     for (const [k, a] of g.items) {
       const ks = c.limiter.existing(k)
       if (ks === undefined) continue
       ks.bucket.credit(a)
-      c.journal.record(k, a, false, [g.to, g.toEpoch])
+      c.journal.record(k, a, false, to)
       c.burn(ks, ext(ks), nowMs)
       c.limiter.touched(ks, nowMs)
       c.active.add(ks)

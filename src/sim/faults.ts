@@ -215,19 +215,36 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
     vc.at(from, () => { for (let i = 0; i < sides.length; i++) for (let j = i + 1; j < sides.length; j++) vc.cuts.split(sides[i], sides[j]) })
     vc.at(cut.to, () => vc.heal())
   }
-  // With crashFirstAfterMs, three seeds at least: with two the first is the tie-breaker, and the other alone never
-  // makes a quorum to attest it. (Left as a plain pause, which paused-inherited-restart covers, two seeds lose a
+  // With a crash of the first seed, three seeds at least: with two the first is the tie-breaker, and the other alone
+  // never makes a quorum to attest it. (Left as a plain pause, which paused-inherited-restart covers, two seeds lose a
   // token here at seed 20, left open: bench/README.md.)
-  if (f.pause !== undefined && vc.seeds.length > (f.pause.crashFirstAfterMs === undefined ? 1 : 2)) {
-    // A minority, so that a quorum is left to attest them.
-    const count = Math.max(1, Math.min(f.pause.seeds ?? 1, Math.floor((vc.seeds.length - 1) / 2)))
-    const paused = vc.seeds.slice(-count)
-    const at = startMs + durationMs * f.pause.atFraction
-    const ms = f.pause.reclaims * reclaimMs
-    vc.at(at, () => { for (const n of paused) vc.pause(n, ms) })
-    if (f.pause.restartAfterMs !== undefined) restartAll(vc, paused, at + ms + f.pause.restartAfterMs, ended)
-    const crashAfter = f.pause.crashFirstAfterMs
-    if (crashAfter !== undefined) vc.at(at + ms + crashAfter, () => { vc.crash(vc.seeds[0]); ended() })
+  const pz = f.pause
+  const members = pz?.member === true ? joiners : []
+  if (pz !== undefined && (members.length > 0 || vc.seeds.length > (pz.crash?.seed === 'first' ? 2 : 1))) {
+    // A minority of seeds, so that a quorum is left to attest them; or a member.
+    const count = Math.max(1, Math.min(pz.seeds ?? 1, Math.floor((vc.seeds.length - 1) / 2)))
+    const at = startMs + durationMs * pz.atFraction
+    const ms = pz.reclaims * reclaimMs
+    // A member is paused the moment a seed's grant to it is in flight, once it has been up a second (or, if none
+    // comes before half the run, the first joiner).
+    const giverTo = (j: string): string | undefined => vc.seeds.find(n => vc.cores.get(n)?.ledger.unackedItems().some(e => e[0] === j) === true)
+    const pauseAt = (): void => {
+      const m = members.find(j => vc.now >= (s.joinAt.get(j) as number) + 1000 && giverTo(j) !== undefined)
+      if (members.length > 0 && m === undefined && vc.now < startMs + durationMs / 2) { vc.at(vc.now + 1, pauseAt); return }
+      const paused = members.length > 0 ? [m ?? members[0]] : vc.seeds.slice(-count)
+      const giver = m === undefined ? vc.seeds[0] : giverTo(m) as string
+      for (const n of paused) vc.pause(n, ms)
+      if (pz.restartAfterMs !== undefined) restartAll(vc, paused, vc.now + ms + pz.restartAfterMs, ended)
+      const cr = pz.crash
+      if (cr === undefined) return
+      vc.at(vc.now + ms + cr.afterMs, () => {
+        const node = cr.seed === 'first' ? vc.seeds[0] : giver
+        vc.crash(node)
+        if (cr.restartMs === undefined) ended()
+        else vc.at(vc.now + cr.restartMs, () => { vc.start(node); ended() })
+      })
+    }
+    vc.at(at, pauseAt)
   }
   const rc = f.ruleChange
   const changeAt = rc === undefined ? 0 : rc.afterJoinerCrashMs !== undefined && Number.isFinite(firstJoinerCrash) ? firstJoinerCrash + rc.afterJoinerCrashMs : startMs + durationMs * rc.atFraction

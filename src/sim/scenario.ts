@@ -106,11 +106,21 @@ export interface FaultSpec {
     /** How many seeds, the last in name order, are paused together (at most a minority). @default 1 */
     seeds?: number
     /**
-     * This long after the resume, the first seed is killed (kill -9) for
-     * good: its heir reads its journal copies from a group that holds seeds
-     * inherited before, now back without a share (chaos 5 seeds, seed 2).
+     * Pause a joiner instead, the first one a seed's grant is in flight to
+     * (from `atFraction` of the run, once the joiners have had time to take
+     * grants): a member settled while that grant never reaches it.
      */
-    crashFirstAfterMs?: number
+    member?: boolean
+    /**
+     * This long after the resume, a seed is killed (kill -9), and started
+     * again `restartMs` later (absent: for good). `first`: the first seed,
+     * whose heir reads its journal copies from a group that holds seeds
+     * inherited before, now back without a share (chaos 5 seeds, seed 2).
+     * `giver`: the seed whose grant to the paused member was in flight,
+     * which settled it and then recovers from its journal (chaos 3+2 seed
+     * 10).
+     */
+    crash?: { afterMs: number, seed: 'first' | 'giver', restartMs?: number }
   }
   /**
    * A rogue insider (the swarm key, no name) speaks for `names` made-up
@@ -518,8 +528,17 @@ export const SCENARIOS: readonly Scenario[] = [
     name: 'heir-reads-returned',
     summary: 'Zipf load; the last two seeds paused for 2 x reclaimMs are attested and inherited, and come back without a share; 2 s later the first seed dies for good: its heir reads its copies from a group that holds the two',
     load: 'zipf',
-    faults: { pause: { atFraction: 0.05, reclaims: 2, seeds: 2, crashFirstAfterMs: 2000 } },
+    faults: { pause: { atFraction: 0.05, reclaims: 2, seeds: 2, crash: { afterMs: 2000, seed: 'first' } } },
     tuning: { inheritSeeds: true },
+    minGossips: 160,
+    shortfallCheckMs: 6000
+  },
+  {
+    ...base,
+    name: 'paused-member-giver-crash',
+    summary: 'Moving hot spot, two joiners; one, paused (SIGSTOP) for 2 x reclaimMs with a grant in flight to it, is settled; 1 s after it resumes, that grant\'s giver is killed (kill -9) and recovers from its journal 1.5 s later: it credits the grant once',
+    load: 'moving-hot',
+    faults: { joins: 2, pause: { atFraction: 0.1, reclaims: 2, member: true, crash: { afterMs: 1000, seed: 'giver', restartMs: 1500 } } },
     minGossips: 160,
     shortfallCheckMs: 6000
   },

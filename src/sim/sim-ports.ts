@@ -104,7 +104,8 @@ function simNet (vc: VirtualCluster, n: SimNode, core: ClusterCore): NetPort {
   return {
     request: (to, _peerId, bytes, msg, timeoutMs, done) => {
       const direct = msg.t === 'want' || msg.t === 'grant' || msg.t === 'ack'
-      const settle = once(direct ? vc.opts.requestTimeoutMs ?? timeoutMs : timeoutMs, done)
+      const waitMs = direct ? vc.opts.requestTimeoutMs ?? timeoutMs : timeoutMs
+      const settle = once(waitMs, done)
       vc.count(n.name, bytes.length, msg.t)
       vc.transmit(n.name, to, bytes, () => {
         const target = vc.nodes.get(to)
@@ -117,7 +118,7 @@ function simNet (vc: VirtualCluster, n: SimNode, core: ClusterCore): NetPort {
           vc.count(to, back.length, reply.t)
           vc.transmit(to, n.name, back, () => { settle(null, back) }, reply.t === 'grant' ? reply : undefined)
         })
-      }, msg.t === 'grant' ? msg : undefined)
+      }, msg.t === 'grant' ? msg : undefined, false, vc.now + waitMs)
     },
     call: (to, _peerId, bytes, msg, timeoutMs, done) => {
       const settle = once(timeoutMs, done)

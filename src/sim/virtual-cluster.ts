@@ -293,7 +293,7 @@ export class VirtualCluster {
    * SIGSTOP for `ms`, then SIGCONT: the process keeps its state but runs no
    * code meanwhile (no tick, no message read, no client answered); its
    * clocks go on. A gossip sent to it is lost; a request or a reply waits
-   * for the resume (sim-dispatch.ts).
+   * for the resume, unless its sender gave up first (sim-dispatch.ts).
    */
   pause (name: string, ms: number): void {
     const n = this.nodes.get(name)
@@ -385,8 +385,8 @@ export class VirtualCluster {
   }
 
   /** Carry one copy (or two, or none) of an encoded message from -> to (sim-dispatch.ts; sim-ports.ts sends through it). */
-  transmit (from: string, to: string, bytes: Uint8Array, deliver: () => void, grant?: Grant, gossip = false): void {
-    transmit(this, from, to, bytes, deliver, grant, gossip)
+  transmit (from: string, to: string, bytes: Uint8Array, deliver: () => void, grant?: Grant, gossip = false, deadline = Infinity): void {
+    transmit(this, from, to, bytes, deliver, grant, gossip, deadline)
   }
 
   /** A gossip's bytes by field (the figures' `gossipFields`). */

@@ -206,7 +206,7 @@ async function main (): Promise<void> {
   const table = renderTable(
     ['seed', 'topology', 'faults', 'overshoot', 'by node cal.', 'util (tail)', 'max shortfall', 'max surplus', 'unacked > 2 s', 'fenced at end', 'exits', 'answers'],
     rows.map(x => [String(x.seed), topology, x.plan, String(x.r.overshoot), String(x.r.overshootByNodeCalendar), Number.isFinite(x.util) ? `${(x.util * 100).toFixed(1)}%` : '-',
-      String(x.r.maxShortfall), String(x.r.maxSurplus), String(x.r.unacked), x.r.ends.filter(e => e.fenced === true).map(e => e.node).join(',') || '-', x.r.exits.map(e => `${e.node}: ${e.codes.join(' ') || e.how}`).join('; ') || '0', String(x.r.answers)])
+      String(x.r.maxShortfall), Number.isNaN(x.r.maxSurplus) ? '-' : String(x.r.maxSurplus), String(x.r.unacked), x.r.ends.filter(e => e.fenced === true).map(e => e.node).join(',') || '-', x.r.exits.map(e => `${e.node}: ${e.codes.join(' ') || e.how}`).join('; ') || '0', String(x.r.answers)])
   )
   const over = rows.filter(x => x.r.overshoot > 0)
   const bad = rows.filter(x => x.r.overshoot > 0 || x.r.maxSurplus > 1)

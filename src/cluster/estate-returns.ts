@@ -94,6 +94,17 @@ export class EstateReturns {
     for (const e of epochs) this.reports.set(`${node}\u0000${e}`, { dead: node, epoch: e, seq: this.c.ledger.appliedFrom(node, e), until: nowMs + this.waitMs })
   }
 
+  /**
+   * Our final applied marks of givers' ended or settled epochs, while they are reported: [giver, epoch, seq]. A
+   * stop saves them with the current epochs' marks (persist.ts), so that its restart answers a probe of such an
+   * epoch truthfully (estate-marks.ts ownEnded). Saved without them, the restart answered 0 for a giver whose new
+   * epoch it had heard before the stop, and the giver's restart took back grants applied here (chaos 3+2 seed 20:
+   * a seed killed and recovered, another stopped cleanly right after; tokens created on every key the first homed).
+   */
+  finalMarks (): Array<[string, string, number]> {
+    return [...this.reports.values()].map(r => [r.dead, r.epoch, r.seq])
+  }
+
   /** For gossip: our final marks of dead seeds' grants, while they last. */
   take (nowMs: number): DeadApplied[] {
     const out: DeadApplied[] = []
@@ -127,10 +138,11 @@ export class EstateReturns {
    * in a grant from a crashed seed to a peer that stopped before it applied it).
    */
   restarted (epoch: string, sent: Map<string, Map<number, Array<[string, number]>>>): void {
-    if (sent.size > 0) this.ownOnceSafe = { epoch, sent }
+    if (sent.size > 0) this.ownOnceSafe = { epoch, sent, early: new Map() }
   }
 
-  private ownOnceSafe: { epoch: string, sent: Map<string, Map<number, Array<[string, number]>>> } | null = null
+  /** `early`: receivers' final marks of those grants heard before it may act (`${to}\0${toEpoch}` -> seq). */
+  private ownOnceSafe: { epoch: string, sent: Map<string, Map<number, Array<[string, number]>>>, early: Map<string, number> } | null = null
 
   /**
    * Member account (to, toEpoch) was settled here (reclaim-settle.ts): the credit counted every grant in flight to
@@ -195,6 +207,14 @@ export class EstateReturns {
 
   /** A gossip's reports, from `from` (its epoch `fromEpoch`): its applied marks of dead seeds' grants. */
   onReports (from: string, fromEpoch: string, entries: readonly DeadApplied[], nowMs: number): void {
+    const own = this.ownOnceSafe
+    for (const [dead, epoch, seq] of entries) {
+      // Of our crashed epoch, heard before this restart may act on them (`restarted`): kept until it may. Dropped,
+      // they left only the probes, answered by a receiver's restart that may no longer know the mark.
+      if (own !== null && dead === this.c.node && epoch === own.epoch && own.sent.has(`${from}\u0000${fromEpoch}`)) {
+        own.early.set(`${from}\u0000${fromEpoch}`, seq)
+      }
+    }
     if (this.pending.length === 0) return
     for (const [dead, epoch, seq] of entries) {
       for (const p of this.pending) if (p.dead === dead && p.epoch === epoch) this.decide(p, from, fromEpoch, seq, nowMs)
@@ -235,7 +255,16 @@ export class EstateReturns {
     const carrier = this.c.reclaim.carrier
     if (own !== null && (carrier.isSafe || carrier.dropped)) {
       this.ownOnceSafe = null
-      if (!carrier.dropped) this.inherited(this.c.node, own.epoch, own.sent, nowMs)
+      if (!carrier.dropped) {
+        this.inherited(this.c.node, own.epoch, own.sent, nowMs)
+        const p = this.pending.find(x => x.dead === this.c.node && x.epoch === own.epoch)
+        if (p !== undefined) {
+          for (const [id, seq] of own.early) {
+            const i = id.indexOf('\u0000')
+            this.decide(p, id.slice(0, i), id.slice(i + 1), seq, nowMs)
+          }
+        }
+      }
     }
     for (let i = this.pending.length - 1; i >= 0; i--) {
       const p = this.pending[i]

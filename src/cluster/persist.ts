@@ -52,10 +52,25 @@ export function saveState (core: ClusterCore, nowMs: number, status: 'running' |
     s.peers = core.reclaim.held()
     s.inherited = core.heir.saved()
     s.estates = core.heir.known()
-    s.marks = core.ledger.acks(core.currentEpochs())
+    s.marks = appliedMarks(core)
     s.keys = snapshotKeys(core, nowMs)
   }
   return s
+}
+
+/**
+ * This incarnation's applied marks: of the givers' current epochs (the ledger's), and the final ones of their
+ * ended or settled epochs while still reported (estate-returns.ts finalMarks). A restart speaks for its ended
+ * epoch by them; a giver epoch absent from them is read as none applied (estate-marks.ts ownEnded).
+ */
+function appliedMarks (core: ClusterCore): Array<[string, string, number]> {
+  const m = new Map<string, [string, string, number]>()
+  for (const e of [...core.ledger.acks(core.currentEpochs()), ...core.reclaim.returns.finalMarks()]) {
+    const id = `${e[0]}\u0000${e[1]}`
+    const was = m.get(id)
+    if (was === undefined || was[2] < e[2]) m.set(id, e)
+  }
+  return [...m.values()]
 }
 
 /** Every key with tokens, a pre-allocated share or a burn owed, after the handoff: what to save. */
@@ -102,7 +117,7 @@ export function journalCheckpoint (core: ClusterCore): JournalCheckpoint {
     rules: core.limiter.rules.map(r => r.config),
     keys,
     reserved: core.replication.reserved(),
-    marks: core.ledger.acks(core.currentEpochs()),
+    marks: appliedMarks(core),
     sent: core.ledger.unackedItems(),
     peers,
     incs: core.journal.checkpointIncs(peers),

@@ -123,6 +123,15 @@ export interface FaultSpec {
     crash?: { afterMs: number, seed: 'first' | 'giver', restartMs?: number }
   }
   /**
+   * A seed killed (kill -9) the moment a grant of its is applied at another
+   * seed and not yet acked back; it restarts from its journal `restartMs`
+   * later, and `stopAfterMs` after that the receiver, which has heard the
+   * restart by then, is stopped (SIGTERM) and started again: its restart
+   * must still know its final mark of the crashed giver's grants (chaos 3+2
+   * seed 20).
+   */
+  giverCrashReceiverStop?: { restartMs: number, stopAfterMs: number }
+  /**
    * A rogue insider (the swarm key, no name) speaks for `names` made-up
    * member names from `ids` peer ids on one host, at `from` of the run and
    * again every `everyMs` until `to` (VirtualCluster.flood), while the
@@ -540,6 +549,15 @@ export const SCENARIOS: readonly Scenario[] = [
     load: 'moving-hot',
     faults: { joins: 2, pause: { atFraction: 0.1, reclaims: 2, member: true, crash: { afterMs: 1000, seed: 'giver', restartMs: 1500 } } },
     minGossips: 160,
+    shortfallCheckMs: 6000
+  },
+  {
+    ...base,
+    name: 'giver-crash-receiver-stop',
+    summary: 'moving hot spot; a seed killed (kill -9) while a grant of its is applied and unacked at another seed, back from its journal 1 s later; 0.15 s after, the receiver stops (SIGTERM) and starts again: the giver takes back only what was never applied',
+    load: 'moving-hot',
+    faults: { giverCrashReceiverStop: { restartMs: 1000, stopAfterMs: 150 } },
+    minGossips: 80,
     shortfallCheckMs: 6000
   },
   {

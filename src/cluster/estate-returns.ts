@@ -191,18 +191,22 @@ export class EstateReturns {
     return out
   }
 
-  /** Heir, after crediting dead seed `dead`'s copy: its grants wait for their receivers' marks; ours are decided now. */
-  inherited (dead: string, epoch: string, sent: Map<string, Map<number, Array<[string, number]>>>, nowMs: number): void {
+  /**
+   * Heir, after crediting dead seed `dead`'s copy: its grants wait for their receivers' marks; ours are decided now.
+   * Returns what waits (undefined: nothing).
+   */
+  inherited (dead: string, epoch: string, sent: Map<string, Map<number, Array<[string, number]>>>, nowMs: number): Pending | undefined {
     // Those to an account settled here before: its settlement credited them (`receiverSettled`).
     for (const id of [...sent.keys()]) {
       const i = id.indexOf('\u0000')
       if (this.c.reclaim.settledAccount(id.slice(0, i), id.slice(i + 1))) sent.delete(id)
     }
-    if (sent.size === 0) return
+    if (sent.size === 0) return undefined
     const p: Pending = { dead, epoch, sent, until: nowMs + this.waitMs }
     this.pending.push(p)
     const own = this.reports.get(`${dead}\u0000${epoch}`)
     if (own !== undefined) this.decide(p, this.c.node, this.c.epoch, own.seq, nowMs)
+    return p
   }
 
   /** A gossip's reports, from `from` (its epoch `fromEpoch`): its applied marks of dead seeds' grants. */
@@ -255,14 +259,12 @@ export class EstateReturns {
     const carrier = this.c.reclaim.carrier
     if (own !== null && (carrier.isSafe || carrier.dropped)) {
       this.ownOnceSafe = null
-      if (!carrier.dropped) {
-        this.inherited(this.c.node, own.epoch, own.sent, nowMs)
-        const p = this.pending.find(x => x.dead === this.c.node && x.epoch === own.epoch)
-        if (p !== undefined) {
-          for (const [id, seq] of own.early) {
-            const i = id.indexOf('\u0000')
-            this.decide(p, id.slice(0, i), id.slice(i + 1), seq, nowMs)
-          }
+      const p = carrier.dropped ? undefined : this.inherited(this.c.node, own.epoch, own.sent, nowMs)
+      if (p !== undefined) {
+        // The reports heard before it could act (`onReports`).
+        for (const [id, seq] of own.early) {
+          const i = id.indexOf('\u0000')
+          this.decide(p, id.slice(0, i), id.slice(i + 1), seq, nowMs)
         }
       }
     }

@@ -205,14 +205,13 @@ export class BooksJournal {
   }
 
   /**
-   * For a checkpoint whose `peers` name these accounts: their known
-   * incarnations; the rest are forgotten (an account named again is written
-   * again).
+   * For a checkpoint whose `peers` name these accounts (built in take(),
+   * which clears what batches had pending): their known incarnations; the
+   * rest are forgotten (an account named again is written again).
    */
   checkpointIncs (peers: ReadonlyArray<readonly [string, string, string, number]>): Array<[string, string, number]> {
     const keep = new Set(peers.map(([n, e]) => `${n}\u0000${e}`))
     for (const id of [...this.incs.keys()]) if (!keep.has(id)) this.incs.delete(id)
-    this.pendingIncs.clear()
     return [...this.incs].map(([id, inc]) => {
       const i = id.indexOf('\u0000')
       return [id.slice(0, i), id.slice(i + 1), inc]

@@ -333,12 +333,17 @@ export class ClusterCore {
     return out
   }
 
-  /** The voters' clock offsets as now read, each a lower and an upper bound (peers.ts, intake.ts), judged by the fence (fence.ts `judgeSkew`). */
-  private judgeSkew (nowMs: number): void {
+  /**
+   * The voters' clock offsets as now read, each a lower and an upper bound (peers.ts, intake.ts), judged by the fence
+   * (fence.ts `judgeSkew`). A voter counts while its echoes may still lend a lease (heard within leaseMs), not only
+   * while alive: a voter that reads us off lends no lease until then, though a starved process hears it late (sim
+   * scenario skewed-node-deaf; skew-procs in CI spent 18 of 50 after it was judged skewed).
+   */
+  judgeSkew (nowMs: number): void {
     const offsets = new Map<string, OffsetBounds>()
     for (const v of this.fence.quorum.voters) {
       const p = v === this.node ? undefined : this.peers.get(v)
-      if (p === undefined || !this.peers.isAlive(p, nowMs)) continue
+      if (p === undefined || nowMs - p.lastHeard > this.fence.lease.leaseMs) continue
       const lo = Math.max(p.offsetCur, p.offsetPrev)
       if (Number.isFinite(lo)) offsets.set(v, [lo, Math.max(lo, Math.min(p.offsetUpCur, p.offsetUpPrev))])
     }

@@ -22,7 +22,7 @@
 import type { ClusterCore } from './cluster-core.js'
 import { ext } from './key-ext.js'
 import type { HeardEntry } from './lease.js'
-import { CLUSTER_VERSION, type Ack, type AttestEntry, type Gossip, type Grant, type Hb, type None, type Want } from './messages.js'
+import { CLUSTER_VERSION, type Ack, type Gossip, type Grant, type Hb, type None, type Want } from './messages.js'
 import type { Jack, Jrep } from './replica-messages.js'
 import type { ReplicaChange } from './replica-store.js'
 import { replicaGroup } from './replication.js'
@@ -69,10 +69,14 @@ export function onGossip (c: ClusterCore, m: Gossip | Hb, from: string, nowMs: n
   if (g.estates !== undefined && p.sameCluster) c.heir.onEstates(g.node, g.estates)
   if (g.estateMarks !== undefined && p.sameCluster) c.reclaim.marks.onMarks(g.node, g.epoch, g.estateMarks, nowMs)
   if (g.deadApplied !== undefined && p.sameCluster) c.reclaim.returns.onReports(g.node, g.epoch, g.deadApplied, nowMs)
-  if (g.heard !== undefined && p.sameCluster) echoed(c, p, g.heard, g.attest, nowMs)
+  const echo = g.heard !== undefined && p.sameCluster ? echoOf(c, p, g.heard) : undefined
   // This gossip left after the peer applied ours sent at echoSentAt: its offset is at most the reading plus the time
   // since (our calendar gains at most 500 ppm on mono: 0.1% covers it). Read against the fence's skew (fence.ts).
   if (o.fresh && Number.isFinite(p.echoSentAt)) p.offsetUpCur = Math.min(p.offsetUpCur, p.clockOffsetMs + (nowMs - p.echoSentAt) * 1.001)
+  // A voter's reading is judged before its echo counts: one that reads us off lends no lease from its first gossip,
+  // not from the next tick (after a gap, a starved node spent in between: sim scenario skewed-node-deaf).
+  if (o.fresh && c.fence.quorum.isVoter(p.name)) c.judgeSkew(nowMs)
+  if (echo !== undefined && c.reclaim.echoCounts(p.name, g.attest) && c.fence.lease.echoed(p.name, echo)) c.fenced(nowMs)
   if (g.msums !== undefined) c.msums.onSums(p, g.seq, g.msums, nowMs)
   return verdict
 }
@@ -102,18 +106,20 @@ function endedEpoch (c: ClusterCore, node: string, epoch: string, nowMs: number,
   c.gossip.requestFullSync()
 }
 
-/** A voter's echoes: the one naming this incarnation extends our lease (lease.ts). */
-function echoed (c: ClusterCore, p: Peer, heard: readonly HeardEntry[], attest: readonly AttestEntry[] | undefined, nowMs: number): void {
-  const voter = p.name
-  if (!c.fence.quorum.isVoter(voter)) return
+/**
+ * A voter's echo of this incarnation: the seq of ours it names, which extends our lease (lease.ts) once its reading
+ * is judged (above), and bounds its clock offset (echoSentAt). A voter that attests the incarnation this one
+ * carries does not lease it (reclaim.ts `echoCounts`).
+ */
+function echoOf (c: ClusterCore, p: Peer, heard: readonly HeardEntry[]): number | undefined {
+  if (!c.fence.quorum.isVoter(p.name)) return undefined
   for (const [node, inc, seq] of heard) {
     if (node !== c.node || inc !== c.incarnation) continue
     const at = c.fence.lease.sentAt(seq)
     if (at !== undefined && at > p.echoSentAt) p.echoSentAt = at
-    // A voter that attests the incarnation this one carries does not lease it (reclaim.ts).
-    if (c.reclaim.echoCounts(voter, attest) && c.fence.lease.echoed(voter, seq)) c.fenced(nowMs)
-    return
+    return seq
   }
+  return undefined
 }
 
 /** Tokens of grants that can no longer be applied (their receiver's epoch ended): counted per key as stranded. */

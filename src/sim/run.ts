@@ -170,6 +170,14 @@ export function runSim (spec: SimSpec): SimResult {
     tuning: { gossipIntervalMs: spec.gossipIntervalMs, aliveTimeoutMs: Math.max(1000, 4 * spec.gossipIntervalMs), tickMs: Math.min(50, spec.gossipIntervalMs), ...lease, ...sc.tuning, ...spec.tuning }
   })
   if (skewed !== null && (sc.skewedNodeUnheardBy ?? 0) > 0) vc.cuts.split([skewed], seeds.filter(n => n !== skewed).slice(0, sc.skewedNodeUnheardBy), true)
+  const deaf = skewed === null ? undefined : sc.skewedNodeDeaf
+  if (deaf !== undefined && skewed !== null) {
+    const mute = (on: boolean) => () => { for (const n of seeds) if (n !== skewed) vc.cuts.muteGossip(n, skewed, on) }
+    for (let t = startMs + deaf.everyMs; t < endMs; t += deaf.everyMs) {
+      vc.at(t, mute(true))
+      vc.at(t + deaf.gapMs, mute(false))
+    }
+  }
   spec.sabotage?.(vc, startMs)
   const sched = scheduleFaults(vc, sc.faults, listed, joiners, startMs, durationMs, stream(spec.seed, 4), lease.reclaimMs)
   const { joinAt, change, cut } = sched

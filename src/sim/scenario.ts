@@ -166,6 +166,15 @@ export interface Scenario {
    * busy core: one voter's echoes never came).
    */
   skewedNodeUnheardBy?: number
+  /**
+   * With `skewedNodePeriods`: the skewed node hears no gossip from the other
+   * seeds for `gapMs` out of every `everyMs` (a starved process reads its
+   * peers' gossip late, in bursts): longer than aliveTimeoutMs, shorter than
+   * leaseMs. Its lease holds through each gap on the echoes before it, so its
+   * judgement of the voters' offsets must too (skew-procs in CI: it admitted
+   * 18 of 50 after it was judged skewed).
+   */
+  skewedNodeDeaf?: { gapMs: number, everyMs: number }
   /** Active keys for a glob rule (an exact rule has one key). */
   keys: number
   /** The built-in rule's match for this scenario (a glob, to run on a glob rule's keys); a --config or --match rule keeps its own. */
@@ -402,6 +411,16 @@ export const SCENARIOS: readonly Scenario[] = [
     demand: 3,
     skewedNodePeriods: 2.5,
     skewedNodeUnheardBy: 1
+  },
+  {
+    ...base,
+    name: 'skewed-node-deaf',
+    summary: 'moving hot spot; one seed\'s clock 2.5 periods ahead all run, and it hears no gossip from the others for 1.5 s of every 2.5 s (past aliveTimeoutMs, within leaseMs): it must stay fenced through each gap; steady load at 3x the limit for 9 s',
+    load: 'steady',
+    demand: 3,
+    propertyMs: 9000,
+    skewedNodePeriods: 2.5,
+    skewedNodeDeaf: { gapMs: 1500, everyMs: 2500 }
   },
   {
     ...base,

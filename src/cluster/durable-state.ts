@@ -77,6 +77,12 @@ export interface SavedState {
   debts?: KnownDebt[]
   /** What the stopped node held of each peer account's tokens, net of its unacked grants (reclaim.ts: it gives each peer no more). */
   peers?: Array<[node: string, epoch: string, key: string, tokens: number]>
+  /**
+   * Which incarnation each of those accounts is, where known (journal.ts
+   * `incs`, as a checkpoint has them): a settlement of an older incarnation,
+   * heard by the restart before the newer one, leaves the newer one's alone.
+   */
+  incs?: Array<[node: string, epoch: string, inc: number]>
   /** The dead seeds whose estates this account inherited (heir.ts): [node, inc, calendar ms of the inheritance]. */
   inherited?: Array<[node: string, inc: number, calMs: number]>
   /** Other seeds' inheritances heard here (heir.ts `known`): [dead seed, its heir, the incarnation inherited]. */

@@ -50,6 +50,7 @@ export function saveState (core: ClusterCore, nowMs: number, status: 'running' |
     s.transitions = core.transitions.toJSON()
     s.debts = core.peers.knownDebts()
     s.peers = core.reclaim.held()
+    s.incs = core.journal.checkpointIncs(s.peers)
     s.inherited = core.heir.saved()
     s.estates = core.heir.known()
     s.marks = appliedMarks(core)
@@ -189,6 +190,7 @@ export function startCore (base: CoreBase, rules: RuleConfig[], saved: SavedStat
   restoreCaution(core, saved)
   restoreKeys(core, saved.keys, r, nowMs)
   restorePeers(core, saved.peers ?? [])
+  core.journal.restoreIncs(new Map((saved.incs ?? []).map(([n, e, inc]) => [`${n}\u0000${e}`, inc])))
   // The stopped epoch's givers settle their grants in flight to it by these marks (estate-marks.ts): the snapshot
   // holds every grant at or below them, and the stopped process credited nothing after it. A seed's too: its marks
   // are at least those of any copy of its journal, so a heir that inherited it anyway never credits a grant they

@@ -72,6 +72,8 @@ export function settleSeed (c: ClusterCore, r: Reclaim, node: string, inc: numbe
   const epochs = new Set<string>([...c.positions.accounts(node).keys(), ...c.ledger.epochsOf(node), ...r.marks.epochsOf(node), ...(r.restored.get(node)?.keys() ?? [])])
   epochs.delete(live as string)
   for (const e of epochs) if ((c.journal.incOf(node, e) ?? 0) > inc) epochs.delete(e)
+  // Its epoch as heard, though nothing here names it yet: a dead seed's copy inherited later may (Reclaim.restore).
+  if (p !== undefined && p.inc <= inc) epochs.add(p.epoch)
   // Our applied marks of its grants are final from now on (they are refused): its heir takes back those above them.
   r.returns.settled(node, p !== undefined && p.inc <= inc ? p.epoch : undefined, nowMs)
   for (const e of epochs) {
@@ -84,6 +86,7 @@ export function settleSeed (c: ClusterCore, r: Reclaim, node: string, inc: numbe
     for (const g of unacked) for (const [k, n] of g.items) held.set(k, (held.get(k) ?? 0) - n)
     c.positions.forgetAccount(node, e)
     r.restored.get(node)?.delete(e)
+    r.seedAccountSettled(node, e, heir)
     const relabel = heir !== undefined && heirEpoch !== undefined && heir !== c.node
     r.marks.hold(node, e, unacked, relabel ? [heir, heirEpoch] : undefined, nowMs)
     if (!relabel) continue

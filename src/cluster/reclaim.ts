@@ -79,6 +79,12 @@ export class Reclaim {
   readonly settled = new Map<string, number>()
   /** node -> when (monotonic) it was last settled here. */
   private readonly settledAt = new Map<string, number>()
+  /**
+   * `${node}\u0000${epoch}` -> its heir: accounts settled here as a seed's
+   * (reclaim-settle.ts settleSeed). What anyone held of such an account's
+   * tokens is held of its heir's from then on (`restore`).
+   */
+  private readonly seedAccounts = new Map<string, string>()
   /** A quorum attests this incarnation: its books are dropped; the driver restarts it. */
   reclaimed = false
   /** What this incarnation carries, and whether a quorum attests it (carrier.ts). */
@@ -374,9 +380,29 @@ export class Reclaim {
     return this.seedsInherit && this.c.seeds.includes(node) && inc <= (this.c.heir.through.get(node) ?? Infinity)
   }
 
-  /** Add to what this node holds of account (node, epoch)'s tokens of `key`. */
+  /** Account (node, epoch) was settled here as a seed's: `heir` inherits it (reclaim-settle.ts settleSeed). */
+  seedAccountSettled (node: string, epoch: string, heir: string | undefined): void {
+    this.seedAccounts.set(`${node}\u0000${epoch}`, heir ?? '')
+    if (this.seedAccounts.size > MAX_ATTESTED) this.seedAccounts.delete(this.seedAccounts.keys().next().value as string)
+  }
+
+  /**
+   * Add to what this node holds of account (node, epoch)'s tokens of `key`.
+   * An account settled here as a seed's is its heir's: the entry is the
+   * heir's account, or none when the heir is this node (its own tokens).
+   * Entries name such accounts after their settlement when a dead seed's
+   * copy held of them, inherited here later (chaos 5 seeds, seed 2: a heir of
+   * two seeds that had traded tokens kept both sides' entries, and a later
+   * settlement of one's next incarnation credited them).
+   */
   restore (node: string, epoch: string, key: string, n: number): void {
     if (Math.abs(n) < 1e-9) return
+    const heir = this.seedAccounts.get(`${node}\u0000${epoch}`)
+    if (heir !== undefined) {
+      const heirEpoch = heir === '' || heir === this.c.node ? undefined : this.c.peers.get(heir)?.epoch
+      if (heirEpoch !== undefined) this.restore(heir, heirEpoch, key, n)
+      return
+    }
     let byEpoch = this.restored.get(node)
     if (byEpoch === undefined) this.restored.set(node, byEpoch = new Map())
     let byKey = byEpoch.get(epoch)

@@ -166,6 +166,13 @@ function state (raw: unknown): SavedState {
       return [str(e[0], `${path}[0]`, 256), str(e[1], `${path}[1]`, 256), str(e[2], `${path}[2]`), n] as [string, string, string, number]
     })
   }
+  if (o.incs !== undefined) {
+    s.incs = arr(o.incs, 'incs', 1_000_000).map((e, i) => {
+      const path = `incs[${i}]`
+      if (!Array.isArray(e) || e.length !== 3) throw new Bad(path, 'must be [node, epoch, inc]')
+      return [str(e[0], `${path}[0]`, 256), str(e[1], `${path}[1]`, 256), int(e[2], `${path}[2]`)] as [string, string, number]
+    })
+  }
   return s
 }
 

@@ -162,6 +162,7 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
       const heir = [...vc.cores.values()].find(c => c.heir.mine.size > 0)
       if (heir === undefined) { if (vc.now < startMs + durationMs) vc.at(vc.now + 20, watch); return }
       const node = heir.node
+      if (ic.stop === true) { restartAll(vc, [node], vc.now + ic.afterMs, ended); return }
       vc.at(vc.now + ic.afterMs, () => {
         vc.crash(node)
         vc.at(vc.now + ic.restartMs, () => { vc.start(node); ended() })
@@ -250,7 +251,7 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
   // token here at seed 20, left open: bench/README.md.)
   const pz = f.pause
   const members = pz?.member === true ? joiners : []
-  if (pz !== undefined && (members.length > 0 || vc.seeds.length > (pz.crash?.seed === 'first' ? 2 : 1))) {
+  if (pz !== undefined && (members.length > 0 || vc.seeds.length > ((pz.then?.length ?? 0) > 0 ? 2 : 1))) {
     // A minority of seeds, so that a quorum is left to attest them; or a member.
     const count = Math.max(1, Math.min(pz.seeds ?? 1, Math.floor((vc.seeds.length - 1) / 2)))
     const at = startMs + durationMs * pz.atFraction
@@ -265,14 +266,20 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
       const giver = m === undefined ? vc.seeds[0] : giverTo(m) as string
       for (const n of paused) vc.pause(n, ms)
       if (pz.restartAfterMs !== undefined) restartAll(vc, paused, vc.now + ms + pz.restartAfterMs, ended)
-      const cr = pz.crash
-      if (cr === undefined) return
-      vc.at(vc.now + ms + cr.afterMs, () => {
-        const node = cr.seed === 'first' ? vc.seeds[0] : giver
-        vc.crash(node)
-        if (cr.restartMs === undefined) ended()
-        else vc.at(vc.now + cr.restartMs, () => { vc.start(node); ended() })
-      })
+      const order = [...vc.seeds].sort()
+      let t = vc.now + ms
+      for (const step of pz.then ?? []) {
+        t += step.afterMs
+        const node = step.seed === 'giver' ? giver : order[Math.min(step.seed, order.length - 1)]
+        const back = (): void => {
+          if (step.restartMs === undefined) ended()
+          else vc.at(vc.now + step.restartMs, () => { vc.start(node); ended() })
+        }
+        if (step.how === 'stop') {
+          const down = (): void => { if (vc.nodes.get(node)?.state === 'stopping') vc.at(vc.now + 20, down); else back() }
+          vc.at(t, () => { vc.stop(node); down() })
+        } else vc.at(t, () => { vc.crash(node); back() })
+      }
     }
     vc.at(at, pauseAt)
   }

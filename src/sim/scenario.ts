@@ -63,8 +63,11 @@ export interface FaultSpec {
    * The first heir to inherit a dead seed crashes (kill -9) `afterMs` after
    * it inherited and restarts from its journal `restartMs` after that (past
    * reclaimMs: its own heir inherits it, the dead seed's estate included).
+   * `stop`: stopped cleanly (SIGTERM) instead, and started again from its
+   * snapshot once stopped (`restartMs` unused): its restart must not inherit
+   * or settle again what it did before (chaos 5 seeds, seed 2).
    */
-  inheritedCrash?: { afterMs: number, restartMs: number }
+  inheritedCrash?: { afterMs: number, restartMs: number, stop?: boolean }
   /**
    * Crashes (kill -9) of nodes caught in the middle of a transfer: each at
    * the first moment, at least a second after the last, that some node has
@@ -112,15 +115,17 @@ export interface FaultSpec {
      */
     member?: boolean
     /**
-     * This long after the resume, a seed is killed (kill -9), and started
-     * again `restartMs` later (absent: for good). `first`: the first seed,
-     * whose heir reads its journal copies from a group that holds seeds
-     * inherited before, now back without a share (chaos 5 seeds, seed 2).
-     * `giver`: the seed whose grant to the paused member was in flight,
-     * which settled it and then recovers from its journal (chaos 3+2 seed
-     * 10).
+     * After the resume, in order, each this long after the one before: a
+     * seed is killed (kill -9) or stopped (SIGTERM), and started again
+     * `restartMs` after it is down (absent: for good). `seed`: its index in
+     * name order, or `giver`, the seed whose grant to the paused member was
+     * in flight. A kill of the first seed, for good: its heir reads its
+     * journal copies from a group that holds seeds inherited before, now
+     * back without a share (chaos 5 seeds, seed 2). The giver, killed and
+     * back: it settled the member and recovers from its journal (chaos 3+2
+     * seed 10).
      */
-    crash?: { afterMs: number, seed: 'first' | 'giver', restartMs?: number }
+    then?: ReadonlyArray<{ afterMs: number, seed: number | 'giver', how?: 'kill' | 'stop', restartMs?: number }>
   }
   /**
    * A seed killed (kill -9) the moment a grant of its is applied at another
@@ -350,6 +355,15 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     ...base,
+    name: 'inherit-stop',
+    summary: 'A seed is killed early and inherited; its heir is stopped cleanly 1 s later and started again from its snapshot, while the dead seed comes back from its journal (chaos 5 seeds, seed 2)',
+    load: 'zipf',
+    faults: { seedCrashesForever: 1, seedReturnAfterMs: 7000, inheritedCrash: { afterMs: 1000, restartMs: 0, stop: true } },
+    tuning: { inheritSeeds: true },
+    minGossips: 150
+  },
+  {
+    ...base,
     name: 'heir-crash',
     summary: 'A seed is killed early for good; its heir is killed while it reads the dead seed\'s copies and restarts from its journal 2 s later: it must learn the death again and inherit once',
     load: 'zipf',
@@ -556,9 +570,42 @@ export const SCENARIOS: readonly Scenario[] = [
     name: 'heir-reads-returned',
     summary: 'Zipf load; the last two seeds paused for 2 x reclaimMs are attested and inherited, and come back without a share; 2 s later the first seed dies for good: its heir reads its copies from a group that holds the two',
     load: 'zipf',
-    faults: { pause: { atFraction: 0.05, reclaims: 2, seeds: 2, crash: { afterMs: 2000, seed: 'first' } } },
+    faults: { pause: { atFraction: 0.05, reclaims: 2, seeds: 2, then: [{ afterMs: 2000, seed: 0 }] } },
     tuning: { inheritSeeds: true },
     minGossips: 160,
+    shortfallCheckMs: 6000
+  },
+  {
+    ...base,
+    name: 'returned-heirs-restarts',
+    summary: 'Zipf load; the last two seeds paused for 2 x reclaimMs are inherited and come back without a share; then the first seed is killed and back, the second too, the first killed again past reclaimMs (its heir, the second, inherits it), that heir stopped and started again, and the fourth seed killed past reclaimMs and back (chaos 5 seeds, seed 2: capacity lost for good)',
+    load: 'zipf',
+    faults: {
+      pause: {
+        atFraction: 0.03,
+        reclaims: 2,
+        seeds: 2,
+        then: [
+          { afterMs: 1000, seed: 0, restartMs: 1000 },
+          { afterMs: 1500, seed: 1, restartMs: 1000 },
+          { afterMs: 1500, seed: 0, restartMs: 7000 },
+          { afterMs: 6500, seed: 1, how: 'stop', restartMs: 1500 },
+          { afterMs: 4500, seed: 3, restartMs: 6000 }
+        ]
+      }
+    },
+    tuning: { inheritSeeds: true },
+    minGossips: 400,
+    shortfallCheckMs: 6000
+  },
+  {
+    ...base,
+    name: 'returned-seed-dies',
+    summary: 'Zipf load; the last two seeds paused for 2 x reclaimMs are inherited (one heir takes both, which had traded tokens) and come back without a share; then the first of them is killed past reclaimMs and back: its settlement credits only what its new incarnation held',
+    load: 'zipf',
+    faults: { pause: { atFraction: 0.03, reclaims: 2, seeds: 2, then: [{ afterMs: 4000, seed: 3, restartMs: 6000 }] } },
+    tuning: { inheritSeeds: true },
+    minGossips: 250,
     shortfallCheckMs: 6000
   },
   {
@@ -566,7 +613,7 @@ export const SCENARIOS: readonly Scenario[] = [
     name: 'paused-member-giver-crash',
     summary: 'Moving hot spot, two joiners; one, paused (SIGSTOP) for 2 x reclaimMs with a grant in flight to it, is settled; 1 s after it resumes, that grant\'s giver is killed (kill -9) and recovers from its journal 1.5 s later: it credits the grant once',
     load: 'moving-hot',
-    faults: { joins: 2, pause: { atFraction: 0.1, reclaims: 2, member: true, crash: { afterMs: 1000, seed: 'giver', restartMs: 1500 } } },
+    faults: { joins: 2, pause: { atFraction: 0.1, reclaims: 2, member: true, then: [{ afterMs: 1000, seed: 'giver', restartMs: 1500 }] } },
     minGossips: 160,
     shortfallCheckMs: 6000
   },

@@ -350,3 +350,19 @@ test('estate: a copy\'s books less what is left of its reservation; an exact key
   t.is(e.tokens, 40)
   t.throws(() => estateOf(text, 'b', 'c', rules, seeds), { code: 'E_JOURNAL_INVALID' }, 'a copy of another seed is refused')
 })
+
+// chaos 5 seeds, seed 2: a seed that had inherited two others recovered from its journal with its books of a key
+// back at exactly its own share, so its checkpoint named no key (persist.ts journalCheckpoint compares with the own
+// share alone). Its heir read the base as own share plus the inherited ones, credited 63 for 32, and the cluster
+// admitted 130 per window of 100 for good.
+test('estate: a key a checkpoint leaves out is at the writer\'s own share, though it had inherited seeds (their shares are in its books)', t => {
+  const rules = new RuleSet([rule({ name: 'api', limit: 95, perMs: 1000 })])
+  const seeds = ['a', 'b', 'c']
+  const cp = { v: 1, node: 'a', cluster: 'c', inc: 2, gen: 1, epoch: 'a.2', carries: ['a.1'], allocate: true, rules: [], keys: [], inherited: [['c', 1, 0]] }
+  const text = `${JSON.stringify(cp)}\n${JSON.stringify([['api', -3]])}\n`
+  // a's own share of 95 over 3 seeds is 32 (c's, 31, is in a's books only while a's checkpoint names them).
+  t.is(estateOf(text, 'a', 'c', rules, seeds).credits.get('api'), 29)
+  // Named, the books are the checkpoint's, whatever the shares.
+  const named = `${JSON.stringify({ ...cp, keys: [['api', 63]] })}\n${JSON.stringify([['api', -3]])}\n`
+  t.is(estateOf(named, 'a', 'c', rules, seeds).credits.get('api'), 60)
+})

@@ -14,7 +14,15 @@
  *   copy, what it held of the other: entries naming accounts it had already
  *   settled as seeds'. A later settlement of one's next incarnation credited
  *   them (more than the dead held, and over the limit). An account settled
- *   as a seed's is its heir's (Reclaim.restore).
+ *   as a seed's is its heir's (Reclaim.restore), when its incarnation is
+ *   known to be the settled one's.
+ * - On the chaos run's own timing (returned-heirs-chain): a heir read a
+ *   recovered journal's copy whose checkpoint named no key (its books were
+ *   back at exactly the writer's own share) as the writer's own share plus
+ *   the shares it had inherited (estate.ts), and created them: the cluster
+ *   admitted 130 per window of 100 for good. And a heir restored the copy's
+ *   accounts without their incarnations, so a restart's settlement of an
+ *   older incarnation took a newer one's (refused honest returns).
  */
 import test from 'ava'
 import type { ClusterCore } from '../src/cluster/cluster-core.js'
@@ -66,3 +74,11 @@ test('the scenario catches a heir that keeps entries of accounts it settled as s
   const failures = [13, 18].flatMap(seed => run('returned-seed-dies', 'hard', seed, vc => everyCore(vc, blind)).failures)
   t.true(failures.some(f => /capacity|overshoot/.test(f)), failures.join('; '))
 })
+
+// Seeds that created tokens (hard 26) or refused honest grants (hard 8, 28, 29) before the fixes.
+for (const [mode, seed] of [['hard', 26], ['soft', 26], ['hard', 8], ['hard', 28], ['hard', 29]] as const) {
+  test(`returned-heirs-chain ${mode} seed ${seed}: nothing created, no honest grant refused`, t => {
+    const r = run('returned-heirs-chain', mode, seed)
+    t.deepEqual(r.failures, [])
+  })
+}

@@ -41,6 +41,8 @@ export interface Estate {
   copied: Set<string>
   /** What the dead seed held of each peer account's tokens: node -> epoch -> key -> tokens (the heir's `restored`). */
   peers: Map<string, Map<string, Map<string, number>>>
+  /** Which incarnation each of those accounts is, where the copy names it (journal.ts `incs`): `${node}\0${epoch}` -> inc. */
+  incs: Map<string, number>
   /** The seeds the dead one had inherited itself: [node, inc, calMs]. */
   inherited: Array<[string, number, number]>
   /** The copy's incarnation and generation (0 without a copy). */
@@ -65,7 +67,7 @@ export function estateOf (text: string | null, writer: string, cluster: string, 
   const copied = new Set<string>()
   if (text === null) {
     for (const r of rules.rules) if (!r.glob) credits.set(r.config.match, initialShare(r.stock, false, r.config.match, writer, seeds))
-    return { credits, burns: new Map(), tokens: sum(credits), unspent: 0, lost: new Map(), copied, peers: new Map(), inherited: [], inc: 0, gen: 0, epoch: null, marks: new Map(), sent: new Map() }
+    return { credits, burns: new Map(), tokens: sum(credits), unspent: 0, lost: new Map(), copied, peers: new Map(), incs: new Map(), inherited: [], inc: 0, gen: 0, epoch: null, marks: new Map(), sent: new Map() }
   }
   const r = replayJournal(text, `copy of ${writer}'s journal`, writer, cluster)
   const cp = r.checkpoint
@@ -75,9 +77,16 @@ export function estateOf (text: string | null, writer: string, cluster: string, 
   // would have carried them over (rule-change.ts carryOver): the change in the writer's share (and in the shares of
   // the seeds it had inherited) is added, and what that leaves below zero is owed as a burn. Credited under the
   // copy's rules, an estate inherited after a lowered limit kept the old share, for good.
+  //
+  // A key the checkpoint does not name had books equal to the writer's own share (persist.ts journalCheckpoint,
+  // which compares with initialShare alone, as a recovery reads it back): the shares of the seeds it had inherited
+  // are in its books, never in that base. Read with them, a copy whose key had come back to exactly the writer's own
+  // share credited the inherited shares a second time (chaos 5 seeds, seed 2: a heir of a seed that had inherited
+  // two others credited 63 for 32, and the cluster admitted 130 per window of 100 for good).
+  const ownShare = (rule: CompiledRule | undefined, key: string): number => rule === undefined || !cp.allocate ? 0 : initialShare(rule.stock, rule.glob, key, writer, seeds, homes)
   const held = (rule: CompiledRule | undefined, key: string): number => rule === undefined || !cp.allocate
     ? 0
-    : initialShare(rule.stock, rule.glob, key, writer, seeds, homes) + inheritedShares(rule, key, writer, seeds, homes)
+    : ownShare(rule, key) + inheritedShares(rule, key, writer, seeds, homes)
   const burns = new Map<string, number>()
   let unspent = 0
   const lost = new Map<string, number>()
@@ -88,7 +97,7 @@ export function estateOf (text: string | null, writer: string, cluster: string, 
     const then = own.match(key)
     const now = rules.match(key)
     const delta = now === undefined || now.hash === then?.hash ? 0 : held(now, key) - held(then, key)
-    const books = (b?.base ?? held(then, key)) + (b?.delta ?? 0) + delta
+    const books = (b?.base ?? ownShare(then, key)) + (b?.delta ?? 0) + delta
     const res = r.reserved.get(key)
     const left = res === undefined ? 0 : Math.max(0, res.ceiling - res.given)
     credits.set(key, Math.max(0, books - left))
@@ -98,7 +107,7 @@ export function estateOf (text: string | null, writer: string, cluster: string, 
     if (gone > 0) lost.set(key, gone)
     if ((now ?? then)?.glob === true) copied.add(key)
   }
-  return { credits, burns, tokens: sum(credits), unspent, lost, copied, peers: r.peers, inherited: cp.inherited ?? [], inc: cp.inc, gen: cp.gen ?? 0, epoch: cp.epoch, marks: r.marks, sent: r.sent }
+  return { credits, burns, tokens: sum(credits), unspent, lost, copied, peers: r.peers, incs: r.incs, inherited: cp.inherited ?? [], inc: cp.inc, gen: cp.gen ?? 0, epoch: cp.epoch, marks: r.marks, sent: r.sent }
 }
 
 function sum (m: ReadonlyMap<string, number>): number {

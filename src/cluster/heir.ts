@@ -334,6 +334,9 @@ export class Heir {
         // No state can be made for it here (its rule gone, a full table): the heir spends none of it either.
       }
     }
+    // The copy's incarnations of those accounts come with them: a settlement of an older incarnation of a peer,
+    // heard before the peer's newer one, must leave the newer one's alone (reclaim-settle.ts).
+    c.journal.restoreIncs(est.incs)
     for (const [node, byEpoch] of est.peers) {
       if (node === c.node) continue
       for (const [epoch, keys] of byEpoch) {

@@ -86,7 +86,10 @@ export function settleSeed (c: ClusterCore, r: Reclaim, node: string, inc: numbe
     for (const g of unacked) for (const [k, n] of g.items) held.set(k, (held.get(k) ?? 0) - n)
     c.positions.forgetAccount(node, e)
     r.restored.get(node)?.delete(e)
-    r.seedAccountSettled(node, e, heir)
+    // Only an epoch known to be of a settled incarnation: one of unknown incarnation may be a newer one's, which a
+    // restart holds before it hears that incarnation.
+    const known = c.journal.incOf(node, e) ?? (p === undefined ? undefined : p.epoch === e ? p.inc : p.carries.includes(e) ? p.inc - 1 - p.carries.indexOf(e) : undefined)
+    if (known !== undefined && known <= inc) r.seedAccountSettled(node, e, heir)
     const relabel = heir !== undefined && heirEpoch !== undefined && heir !== c.node
     r.marks.hold(node, e, unacked, relabel ? [heir, heirEpoch] : undefined, nowMs)
     if (!relabel) continue

@@ -557,6 +557,17 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     ...base,
+    name: 'cut-inherit-lower',
+    summary: 'Zipf load at 2x the limit; one seed and two joining members cut from the other seeds for 2 x reclaimMs: the seed is inherited and the members settled, and the limit is lowered by 30% by SIGHUP just after, while the cut lasts (chaos 3+2 seed 20)',
+    load: 'zipf',
+    demand: 2,
+    faults: { joins: 2, cut: { sides: 'minority', atFraction: 0.15, reclaims: 2 }, ruleChange: { how: 'reload', factor: 0.7, atFraction: 0.29, spreadMs: 300 } },
+    tuning: { inheritSeeds: true },
+    minGossips: 200,
+    shortfallCheckMs: 6000
+  },
+  {
+    ...base,
     name: 'paused-inherited-restart',
     summary: 'Zipf load; a seed paused (SIGSTOP) for 2 x reclaimMs is attested and inherited, comes back without a share, and is restarted cleanly 2 s later: the restart keeps what it holds',
     load: 'zipf',
@@ -591,6 +602,29 @@ export const SCENARIOS: readonly Scenario[] = [
           { afterMs: 1500, seed: 0, restartMs: 7000 },
           { afterMs: 6500, seed: 1, how: 'stop', restartMs: 1500 },
           { afterMs: 4500, seed: 3, restartMs: 6000 }
+        ]
+      }
+    },
+    tuning: { inheritSeeds: true },
+    minGossips: 400,
+    shortfallCheckMs: 6000
+  },
+  {
+    ...base,
+    name: 'returned-heirs-chain',
+    summary: 'As returned-heirs-restarts, on chaos 5 seeds seed 2\'s timing scaled to reclaimMs: after the two returned seeds, the first seed killed and back at once, the second too, the first killed past reclaimMs (inherited by the second, whose copy of a recovered journal names no key at its own share), the heir stopped and back, and the fourth seed killed and back',
+    load: 'zipf',
+    faults: {
+      pause: {
+        atFraction: 0.03,
+        reclaims: 2,
+        seeds: 2,
+        then: [
+          { afterMs: 3000, seed: 0, restartMs: 700 },
+          { afterMs: 850, seed: 1, restartMs: 850 },
+          { afterMs: 1300, seed: 0, restartMs: 3700 },
+          { afterMs: 3500, seed: 1, how: 'stop', restartMs: 900 },
+          { afterMs: 1800, seed: 3, restartMs: 900 }
         ]
       }
     },

@@ -301,8 +301,10 @@ export class TokenAudit {
 
   /** A seed's part of the stock: its share under the rules it allocates with now, or had when it crashed. */
   private contribution (node: string, key: string): number {
+    // Not a shadow's (a seed inherited while it lives on, cut off): its share is its heir's, under the heir's rules
+    // (a reload reaches the two at different times, or only one of them).
     for (const core of this.live.values()) {
-      if (core.node === node && core.limiter.allocate) return this.share(node, true, rulesOf(core), key)
+      if (core.node === node && core.limiter.allocate && !this.shadows.has(core)) return this.share(node, true, rulesOf(core), key)
     }
     const d = this.disk.get(node)
     if (d !== undefined && d.allocate) return this.share(node, true, d.rules, key)

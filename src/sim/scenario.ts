@@ -586,52 +586,20 @@ export const SCENARIOS: readonly Scenario[] = [
     minGossips: 160,
     shortfallCheckMs: 6000
   },
-  {
-    ...base,
-    name: 'returned-heirs-restarts',
-    summary: 'Zipf load; the last two seeds paused for 2 x reclaimMs are inherited and come back without a share; then the first seed is killed and back, the second too, the first killed again past reclaimMs (its heir, the second, inherits it), that heir stopped and started again, and the fourth seed killed past reclaimMs and back (chaos 5 seeds, seed 2: capacity lost for good)',
-    load: 'zipf',
-    faults: {
-      pause: {
-        atFraction: 0.03,
-        reclaims: 2,
-        seeds: 2,
-        then: [
-          { afterMs: 1000, seed: 0, restartMs: 1000 },
-          { afterMs: 1500, seed: 1, restartMs: 1000 },
-          { afterMs: 1500, seed: 0, restartMs: 7000 },
-          { afterMs: 6500, seed: 1, how: 'stop', restartMs: 1500 },
-          { afterMs: 4500, seed: 3, restartMs: 6000 }
-        ]
-      }
-    },
-    tuning: { inheritSeeds: true },
-    minGossips: 400,
-    shortfallCheckMs: 6000
-  },
-  {
-    ...base,
-    name: 'returned-heirs-chain',
-    summary: 'As returned-heirs-restarts, on chaos 5 seeds seed 2\'s timing scaled to reclaimMs: after the two returned seeds, the first seed killed and back at once, the second too, the first killed past reclaimMs (inherited by the second, whose copy of a recovered journal names no key at its own share), the heir stopped and back, and the fourth seed killed and back',
-    load: 'zipf',
-    faults: {
-      pause: {
-        atFraction: 0.03,
-        reclaims: 2,
-        seeds: 2,
-        then: [
-          { afterMs: 3000, seed: 0, restartMs: 700 },
-          { afterMs: 850, seed: 1, restartMs: 850 },
-          { afterMs: 1300, seed: 0, restartMs: 3700 },
-          { afterMs: 3500, seed: 1, how: 'stop', restartMs: 900 },
-          { afterMs: 1800, seed: 3, restartMs: 900 }
-        ]
-      }
-    },
-    tuning: { inheritSeeds: true },
-    minGossips: 400,
-    shortfallCheckMs: 6000
-  },
+  returnedHeirs('returned-heirs-restarts', 'Zipf load; the last two seeds paused for 2 x reclaimMs are inherited and come back without a share; then the first seed is killed and back, the second too, the first killed again past reclaimMs (its heir, the second, inherits it), that heir stopped and started again, and the fourth seed killed past reclaimMs and back (chaos 5 seeds, seed 2: capacity lost for good)', [
+    { afterMs: 1000, seed: 0, restartMs: 1000 },
+    { afterMs: 1500, seed: 1, restartMs: 1000 },
+    { afterMs: 1500, seed: 0, restartMs: 7000 },
+    { afterMs: 6500, seed: 1, how: 'stop', restartMs: 1500 },
+    { afterMs: 4500, seed: 3, restartMs: 6000 }
+  ]),
+  returnedHeirs('returned-heirs-chain', 'As returned-heirs-restarts, on chaos 5 seeds seed 2\'s timing scaled to reclaimMs: after the two returned seeds, the first seed killed and back at once, the second too, the first killed past reclaimMs (inherited by the second, whose copy of a recovered journal names no key at its own share), the heir stopped and back, and the fourth seed killed and back', [
+    { afterMs: 3000, seed: 0, restartMs: 700 },
+    { afterMs: 850, seed: 1, restartMs: 850 },
+    { afterMs: 1300, seed: 0, restartMs: 3700 },
+    { afterMs: 3500, seed: 1, how: 'stop', restartMs: 900 },
+    { afterMs: 1800, seed: 3, restartMs: 900 }
+  ]),
   {
     ...base,
     name: 'returned-seed-dies',
@@ -679,6 +647,11 @@ export const SCENARIOS: readonly Scenario[] = [
   { ...base, name: 'keys100', summary: '100 active keys of a glob rule, Zipf load at 1.2x each', load: 'zipf', keys: 100 },
   { ...base, name: 'keys100-slow', summary: 'the same 100 keys at a quarter of the request rate', load: 'zipf', keys: 100, demand: 0.3 }
 ]
+
+/** The last two seeds paused past reclaimMs (inherited, back without a share), then `then` (FaultSpec.pause.then). */
+function returnedHeirs (name: string, summary: string, then: NonNullable<NonNullable<FaultSpec['pause']>['then']>): Scenario {
+  return { ...base, name, summary, load: 'zipf', faults: { pause: { atFraction: 0.03, reclaims: 2, seeds: 2, then } }, tuning: { inheritSeeds: true }, minGossips: 400, shortfallCheckMs: 6000 }
+}
 
 export function scenario (name: string): Scenario {
   const s = SCENARIOS.find(x => x.name === name)

@@ -275,7 +275,10 @@ export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonl
           if (step.restartMs === undefined) ended()
           else vc.at(vc.now + step.restartMs, () => { vc.start(node); ended() })
         }
-        if (step.how === 'stop') {
+        if (step.how === 'cut') {
+          vc.at(t, () => vc.cuts.split([node], [...vc.nodes.keys()].filter(n => n !== node)))
+          vc.at(t + (step.restartMs ?? 0), () => { vc.heal(); ended() })
+        } else if (step.how === 'stop') {
           const down = (): void => { if (vc.nodes.get(node)?.state === 'stopping') vc.at(vc.now + 20, down); else back() }
           vc.at(t, () => { vc.stop(node); down() })
         } else vc.at(t, () => { vc.crash(node); back() })

@@ -123,9 +123,10 @@ export interface FaultSpec {
      * journal copies from a group that holds seeds inherited before, now
      * back without a share (chaos 5 seeds, seed 2). The giver, killed and
      * back: it settled the member and recovers from its journal (chaos 3+2
-     * seed 10).
+     * seed 10). `cut`: the seed is cut off from every other node for
+     * `restartMs` (it lives on), then healed.
      */
-    then?: ReadonlyArray<{ afterMs: number, seed: number | 'giver', how?: 'kill' | 'stop', restartMs?: number }>
+    then?: ReadonlyArray<{ afterMs: number, seed: number | 'giver', how?: 'kill' | 'stop' | 'cut', restartMs?: number }>
   }
   /**
    * A seed killed (kill -9) the moment a grant of its is applied at another
@@ -600,6 +601,27 @@ export const SCENARIOS: readonly Scenario[] = [
     { afterMs: 3500, seed: 1, how: 'stop', restartMs: 900 },
     { afterMs: 1800, seed: 3, restartMs: 900 }
   ]),
+  {
+    ...base,
+    name: 'cut-heirs-chain',
+    summary: 'Zipf load, two joiners; the first seed is cut off past reclaimMs (inherited by the second), the third killed and back, then the second cut off past reclaimMs (inherited by the third, the first seed\'s estate with it; the steps follow a 0.1 s pause of the last seed): chaos 3+2 seed 24\'s chain, which lost a seed\'s share on real processes (not reproduced here)',
+    load: 'zipf',
+    faults: {
+      joins: 2,
+      pause: {
+        atFraction: 0.03,
+        reclaims: 0.05,
+        then: [
+          { afterMs: 1500, seed: 0, how: 'cut', restartMs: 2800 },
+          { afterMs: 3700, seed: 2, restartMs: 1000 },
+          { afterMs: 3500, seed: 1, how: 'cut', restartMs: 2400 }
+        ]
+      }
+    },
+    tuning: { inheritSeeds: true },
+    minGossips: 400,
+    shortfallCheckMs: 6000
+  },
   {
     ...base,
     name: 'returned-seed-dies',

@@ -351,8 +351,7 @@ export function replayJournal (text: string, where: string, node: string, cluste
     items.push([key, n])
   }
   for (const [to, toEpoch, seq, key, n] of checkpoint.sent ?? []) addSent(to, toEpoch, seq, key, n)
-  const incs = new Map<string, number>()
-  for (const [node, epoch, inc] of checkpoint.incs ?? []) incs.set(`${node}\u0000${epoch}`, inc)
+  const incs = incsById(checkpoint.incs ?? [])
   for (let i = 1; i < parsed.length; i++) {
     const batch = parsed[i]
     if (!Array.isArray(batch)) bad(where, `line ${i + 1}`, 'is not a batch of deltas')
@@ -404,6 +403,13 @@ function checkCheckpoint (v: unknown, where: string): JournalCheckpoint {
   if (o.estates !== undefined && (!Array.isArray(o.estates) || !o.estates.every(isEstate))) bad(where, 'estates', 'must be a list of [node, home, inc]')
   if (o.incs !== undefined && (!Array.isArray(o.incs) || !o.incs.every(isEstate))) bad(where, 'incs', 'must be a list of [node, epoch, inc]')
   return { ...o, rules } as unknown as JournalCheckpoint
+}
+
+/** Saved `incs` ([node, epoch, inc], a checkpoint's or a snapshot's) by account id, as `BooksJournal.restoreIncs` takes them. */
+export function incsById (incs: ReadonlyArray<readonly [string, string, number]>): Map<string, number> {
+  const m = new Map<string, number>()
+  for (const [node, epoch, inc] of incs) m.set(`${node}\u0000${epoch}`, inc)
+  return m
 }
 
 /** A checkpoint's line: its rules in the cluster file's shape, read back by the same definition (parseSavedRules). */

@@ -21,7 +21,7 @@ import { ClusterCore, type ClusterCoreOptions } from './cluster-core.js'
 import { startKind, type SavedKey, type SavedState, type StartKind } from './durable-state.js'
 import { booksOf, deferredTotal, ext } from './key-ext.js'
 import { MAX_CARRIES } from './messages.js'
-import { JOURNAL_VERSION, type JournalCheckpoint, type Replayed } from './journal.js'
+import { incsById, JOURNAL_VERSION, type JournalCheckpoint, type Replayed } from './journal.js'
 import { initialShare } from '../core/share.js'
 
 /**
@@ -190,7 +190,7 @@ export function startCore (base: CoreBase, rules: RuleConfig[], saved: SavedStat
   restoreCaution(core, saved)
   restoreKeys(core, saved.keys, r, nowMs)
   restorePeers(core, saved.peers ?? [])
-  core.journal.restoreIncs(new Map((saved.incs ?? []).map(([n, e, inc]) => [`${n}\u0000${e}`, inc])))
+  core.journal.restoreIncs(incsById(saved.incs ?? []))
   // The stopped epoch's givers settle their grants in flight to it by these marks (estate-marks.ts): the snapshot
   // holds every grant at or below them, and the stopped process credited nothing after it. A seed's too: its marks
   // are at least those of any copy of its journal, so a heir that inherited it anyway never credits a grant they

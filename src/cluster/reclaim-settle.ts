@@ -16,6 +16,7 @@ import type { KeyState } from '../core/limiter.js'
 import type { ClusterCore } from './cluster-core.js'
 import { ext } from './key-ext.js'
 import type { PeerAccount } from './journal.js'
+import type { Peer } from './peers.js'
 import type { Reclaim } from './reclaim.js'
 import { horizonAt } from './recovery.js'
 
@@ -73,9 +74,10 @@ export function settleSeed (c: ClusterCore, r: Reclaim, node: string, inc: numbe
   epochs.delete(live as string)
   for (const e of epochs) if ((c.journal.incOf(node, e) ?? 0) > inc) epochs.delete(e)
   // Its epoch as heard, though nothing here names it yet: a dead seed's copy inherited later may (Reclaim.restore).
-  if (p !== undefined && p.inc <= inc) epochs.add(p.epoch)
+  const dead = p !== undefined && p.inc <= inc ? p.epoch : undefined
+  if (dead !== undefined) epochs.add(dead)
   // Our applied marks of its grants are final from now on (they are refused): its heir takes back those above them.
-  r.returns.settled(node, p !== undefined && p.inc <= inc ? p.epoch : undefined, nowMs)
+  r.returns.settled(node, dead, nowMs)
   for (const e of epochs) {
     const held = new Map<string, number>()
     for (const [k, n] of c.positions.accounts(node).get(e) ?? []) held.set(k, (held.get(k) ?? 0) + n)
@@ -88,7 +90,7 @@ export function settleSeed (c: ClusterCore, r: Reclaim, node: string, inc: numbe
     r.restored.get(node)?.delete(e)
     // Only an epoch known to be of a settled incarnation: one of unknown incarnation may be a newer one's, which a
     // restart holds before it hears that incarnation.
-    const known = c.journal.incOf(node, e) ?? (p === undefined ? undefined : p.epoch === e ? p.inc : p.carries.includes(e) ? p.inc - 1 - p.carries.indexOf(e) : undefined)
+    const known = incOfEpoch(c, p, node, e)
     if (known !== undefined && known <= inc) r.seedAccountSettled(node, e, heir)
     const relabel = heir !== undefined && heirEpoch !== undefined && heir !== c.node
     r.marks.hold(node, e, unacked, relabel ? [heir, heirEpoch] : undefined, nowMs)
@@ -96,6 +98,15 @@ export function settleSeed (c: ClusterCore, r: Reclaim, node: string, inc: numbe
     for (const [k, n] of held) r.restore(heir, heirEpoch, k, n)
   }
   c.heir.died(node, inc)
+}
+
+/** The incarnation of `node`'s epoch `e`, where known: the journal's, else the peer table's (`carries[i]` is `inc - 1 - i`). */
+function incOfEpoch (c: ClusterCore, p: Peer | undefined, node: string, e: string): number | undefined {
+  const named = c.journal.incOf(node, e)
+  if (named !== undefined || p === undefined) return named
+  if (p.epoch === e) return p.inc
+  const i = p.carries.indexOf(e)
+  return i < 0 ? undefined : p.inc - 1 - i
 }
 
 function credit (c: ClusterCore, r: Reclaim, key: string, n: number, cal: number, skew: number, nowMs: number, from: PeerAccount): void {

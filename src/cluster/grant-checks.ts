@@ -126,18 +126,29 @@ export class GrantChecks {
    * the member keeps it in transit and resends it, and it is judged once the
    * estate is in the books. Never applied, nothing is credited; if the
    * heir never inherits (it dies too), the grant is its successor's.
+   *
+   * The member may also settle D before this node does: a quorum's
+   * attestations reach it first, and its relabelled push arrives while D is
+   * only attested here (sim cut-heirs-chain-steps: 2 of 40 hard seeds on 3
+   * seeds refused one). So a seed that any voter attests, not settled here
+   * yet, whose heir this node will be, counts as one about to be inherited.
    */
   waitsForEstate (g: Grant): boolean {
     const c = this.core
-    if (c.heir.dead.size === 0 || !c.tuning.inheritSeeds) return false
+    if (!c.tuning.inheritSeeds) return false
     const p = c.peers.get(g.node)
     if (p === undefined || p.alloc || !p.sameCluster || g.epoch !== p.epoch) return false
     if (g.seq !== c.ledger.appliedFrom(g.node, g.epoch) + 1) return false
-    let heirHere = false
-    for (const d of c.heir.dead.keys()) {
-      if (c.heir.heirOf(d, n => c.reclaim.settled.has(n) || n === d) === c.node) { heirHere = true; break }
+    const heirHere = (d: string): boolean => c.heir.heirOf(d, n => c.reclaim.settled.has(n) || n === d) === c.node
+    let waits = false
+    for (const d of c.heir.dead.keys()) if (heirHere(d)) { waits = true; break }
+    if (!waits) {
+      for (const s of c.seeds) {
+        const q = s === c.node ? undefined : c.peers.get(s)
+        if (q !== undefined && c.reclaim.settling(s, q.inc) && heirHere(s)) { waits = true; break }
+      }
     }
-    if (!heirHere) return false
+    if (!waits) return false
     const given = new Map<string, number>()
     for (const [key, amount] of g.items) given.set(key, (given.get(key) ?? 0) + amount)
     for (const [key, amount] of given) if (amount > mayReturn(c, p, key)) return true

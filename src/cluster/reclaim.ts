@@ -129,6 +129,12 @@ export class Reclaim {
     return inc <= (this.settled.get(node) ?? 0)
   }
 
+  /** Whether some voter (this one included) attests `node`'s incarnation `inc`, not settled here yet: its settlement is under way. */
+  settling (node: string, inc: number): boolean {
+    if (this.isSettled(node, inc)) return false
+    return this.attestedByMe(node, inc) || (this.attesters.get(`${node}/${inc}`)?.size ?? 0) > 0
+  }
+
   /** A voter with leases on: it attests, and gossips its attestations. */
   get voting (): boolean {
     return this.c.tuning.leases && this.c.fence.quorum.isVoter(this.c.node)

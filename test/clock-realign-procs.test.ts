@@ -21,7 +21,7 @@ const lib = faketimeLib()
 const RULES = [{ name: 'api', match: 'api', limit: 300, per: '20s', algorithm: 'fixed-window' }]
 
 interface Lease { skewed?: boolean, skewOffsetMs?: number, valid?: boolean }
-interface Status { cluster?: { lease?: Lease, renewals?: { count?: number, last?: { why?: string } | null } } }
+interface Status { uptimeMs?: number, cluster?: { calendarSkewMs?: number, lease?: Lease, renewals?: { count?: number, last?: { why?: string } | null } } }
 
 ;(lib === undefined ? test.skip : test)('a seed started on a wrong clock realigns its calendar once the clock is set right', async t => {
   const c = await makeCluster(['a', 'b', 'c'], RULES)
@@ -53,4 +53,38 @@ interface Status { cluster?: { lease?: Lease, renewals?: { count?: number, last?
   const allowed = await eventually('c admits again', async () => (await cc.acquire('api')).allowed ? true : undefined)
   t.true(allowed)
   t.false(c.procs.c.stderr().includes('E_RECLAIMED'), 'a realignment is not a reclaim')
+})
+
+// Chaos 3+2 seed 20: one seed's wall clock stepped 4 s back. Its calendar followed it back at 90% speed, fell
+// behind the others by up to maxClockSkewMs before the fence caught it, and meanwhile its windows ended late (206
+// of 200 in the true window after a lowering). Now the calendar holds the cluster's time: a quorum of seeds puts
+// its wall clock 4 s off theirs (their `wg` and offsets). Simulator: clock-step-back-lower.
+;(lib === undefined ? test.skip : test)('a seed whose wall clock steps back keeps the cluster\'s time and its lease', async t => {
+  const c = await makeCluster(['a', 'b', 'c'], RULES)
+  t.teardown(async () => await c.stopAll())
+  const clock = path.join(c.dir, 'c.faketime')
+  writeFileSync(clock, '+0s\n')
+  await c.start('a')
+  await c.start('b')
+  await c.start('c', { env: faketimeFileEnv(lib as string, clock) })
+  await waitForPeers(c, ['a', 'b', 'c'], 2)
+  const cc = await connect(c.sockets.c)
+  t.teardown(async () => await cc.close())
+  await eventually('c holding its lease', async () => ((await cc.status() as Status).cluster?.lease?.valid === true ? true : undefined))
+  writeFileSync(clock, '-4s\n')
+  // The step seen: the wall clock is behind the calendar.
+  const first = await eventually('c reads its wall clock 4 s back', async () => {
+    const s = await cc.status() as Status
+    return (s.cluster?.calendarSkewMs ?? 0) > 3000 ? s : undefined
+  })
+  // Four seconds of c's own monotonic time later. Following the wall clock back (at 90% speed) would have put the
+  // calendar 400 ms behind by now: the skew would read about 3,600 and the fence would be closing.
+  let last: Status = first
+  await eventually('4 s of c\'s time', async () => {
+    last = await cc.status() as Status
+    return (last.uptimeMs ?? 0) >= (first.uptimeMs ?? 0) + 4000 ? true : undefined
+  })
+  t.true((last.cluster?.calendarSkewMs ?? 0) >= (first.cluster?.calendarSkewMs ?? 0) - 50, `calendar skew ${String(first.cluster?.calendarSkewMs)} -> ${String(last.cluster?.calendarSkewMs)}: it followed the wall clock back`)
+  t.false(last.cluster?.lease?.skewed ?? true, 'not judged skewed')
+  t.true((await cc.acquire('api')).allowed, 'it still spends its share')
 })

@@ -63,3 +63,15 @@ test("a gossip's sync names a message no later than itself: read back as sent, a
     t.is((e as { code?: string } | undefined)?.code, ErrorCodes.BAD_FRAME, String(bad))
   }
 })
+
+test("a gossip's wg (its wall clock minus its calendar) is read back as sent, absent when 0 or not sent, refused when not a number within a year", t => {
+  const g = (wg: unknown): Record<string, unknown> => ({ ...gossip([]), wg })
+  t.is((parseMessage(wire(g(-4000))) as Gossip).wg, -4000)
+  t.is((parseMessage(wire(g(12.5))) as Gossip).wg, 12.5)
+  t.false('wg' in (parseMessage(wire(g(0))) as Gossip), '0 reads as absent')
+  t.false('wg' in (parseMessage(wire(gossip([]))) as Gossip), 'absent stays absent')
+  for (const bad of [400 * 24 * 3600 * 1000, -400 * 24 * 3600 * 1000, '3', Infinity, NaN, true]) {
+    const e = t.throws(() => parseMessage(wire(g(bad))), undefined, String(bad))
+    t.is((e as { code?: string } | undefined)?.code, ErrorCodes.BAD_FRAME, String(bad))
+  }
+})

@@ -199,9 +199,51 @@ export class ClusterCore {
   get phase (): Phase { return this.stopper.phase }
   get leaving (): boolean { return this.stopper.phase !== 'running' }
 
-  /** The wall clock, as the driver read it (with `monoMs`): the calendar follows it within safe bounds. */
+  /**
+   * The wall clock, as the driver read it (with `monoMs`): the calendar
+   * follows it within safe bounds (calendar.ts), unless a quorum of voters
+   * heard (this node counted) puts it more than maxClockSkewMs / 2 off the
+   * median of their wall clocks. A voter's wall clock is placed on this
+   * calendar by its offset (the middle of its bounds, used only when they
+   * are within maxClockSkewMs) plus its `wg`. Then the calendar holds (runs
+   * on the monotonic clock) if that median is within maxClockSkewMs / 2 of
+   * it, and heads for the median if not. So one node's wall clock stepped
+   * back leaves its calendar on the cluster's time, where following it
+   * slowed the calendar to 90% until the fence caught it: meanwhile its
+   * windows ended up to maxClockSkewMs late, past the δ/2 the spec allows,
+   * and a lowered window's tail was spent in the next true window (chaos 3+2
+   * seed 20, sim clock-step-back-lower). A step that a quorum's wall clocks
+   * share (an NTP correction everywhere) is followed as before; and while
+   * the wall clocks agree nothing changes (the offsets' noise never steers
+   * a calendar: a calendar even 1 ms ahead moves a saturated window's first
+   * burst into the true window before it).
+   */
   observeWall (wallMs: number, monoMs: number): void {
-    this.calendar.sync(wallMs, monoMs)
+    this.calendar.sync(wallMs, monoMs, this.clusterWall(wallMs, monoMs))
+  }
+
+  private clusterWall (wallMs: number, monoMs: number): number {
+    const cal = this.calendar.at(monoMs)
+    const own = wallMs - cal
+    const gaps: number[] = []
+    const heard: string[] = [this.node]
+    for (const v of this.fence.quorum.voters) {
+      const p = v === this.node ? undefined : this.peers.get(v)
+      if (p === undefined || monoMs - p.lastHeard > this.fence.lease.leaseMs) continue
+      const lo = Math.max(p.offsetCur, p.offsetPrev)
+      const hi = Math.min(p.offsetUpCur, p.offsetUpPrev)
+      if (!Number.isFinite(lo) || !Number.isFinite(hi) || hi - lo > this.tuning.maxClockSkewMs) continue
+      gaps.push((lo + Math.max(lo, hi)) / 2 + p.wallGapMs)
+      heard.push(v)
+    }
+    if (gaps.length === 0 || !this.fence.quorum.isQuorum(heard)) return wallMs
+    gaps.sort((a, b) => a - b)
+    const mid = gaps.length >> 1
+    // Of two middle values, the one nearer this calendar: the least move.
+    const median = gaps.length % 2 === 1 || Math.abs(gaps[mid]) < Math.abs(gaps[mid - 1]) ? gaps[mid] : gaps[mid - 1]
+    const half = this.tuning.maxClockSkewMs / 2
+    if (Math.abs(own - median) <= half) return wallMs
+    return Math.abs(median) <= half ? cal : cal + median
   }
 
   // ---- local decisions -------------------------------------------------

@@ -60,6 +60,7 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
   const pending = core.gossip.pendingRules()
   for (const r of pending) bytes += r.length + 2
   const sync = core.gossip.syncMark()
+  const wg = Math.round(core.calendar.wallGapMs)
   for (const e of core.carries) bytes += e.length + 2
   // A voter's echoes of part of its peers (lease.ts): alive ones of our cluster, by their newest gossip applied.
   const heard = core.fence.echoes === null ? undefined : core.fence.echoes.take(echoable(core, nowMs), nowMs)
@@ -130,6 +131,7 @@ export function buildGossip (core: ClusterCore, candidates: Iterable<KeyState>, 
     now: core.limiter.calendar.at(nowMs),
     pending,
     ...(sync > 0 ? { sync } : {}),
+    ...(wg !== 0 ? { wg } : {}),
     carries: [...core.carries],
     cfg: core.clusterHash,
     ...(core.gossip.sendMembers() ? membership(core) : {}),

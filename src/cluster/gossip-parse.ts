@@ -7,6 +7,9 @@ import type { HeardEntry } from './lease.js'
 import { bad, KEY_LINE_FIELDS, key, list, MAX_CARRIES, MAX_REFUSED, name, num, PEER_ID, seq, tuple, type MessageBounds } from './message-fields.js'
 import type { AttestEntry, DeadApplied, EstateMark, Gossip, GossipAck, GossipKey, MemberSum } from './messages.js'
 
+/** The most a gossip's `wg` (its sender's wall clock minus its calendar) may say: a year. */
+export const MAX_WALL_GAP_MS = 366 * 24 * 3600 * 1000
+
 /** Validate gossip `m` (its version, node and epoch already checked by parseMessage). */
 export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: number, node: string, epoch: string): Gossip {
   if (m.rules === null || typeof m.rules !== 'object' || Array.isArray(m.rules)) bad('rules must be a map')
@@ -27,6 +30,9 @@ export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: nu
   })
   const pending = list(m.pending ?? [], b.maxRules, 'pending').map(r => name(r, 'pending rule'))
   const sync = m.sync === undefined || m.sync === null ? undefined : seq(m.sync, 'sync')
+  // A wall clock a year off its calendar says nothing useful; bounded so the median stays a number.
+  const wg = m.wg === undefined || m.wg === null ? undefined : num(m.wg, 'wg', -MAX_WALL_GAP_MS)
+  if (wg !== undefined && wg > MAX_WALL_GAP_MS) bad(`wg must be within ${MAX_WALL_GAP_MS} ms`)
   if (sync !== undefined && sync > (m.seq as number)) bad('sync must not be after the message\'s own seq')
   const prev = m.prev === undefined || m.prev === null ? undefined : seq(m.prev, 'prev')
   const hv = m.hv === undefined || m.hv === null ? undefined : seq(m.hv, 'hv')
@@ -98,7 +104,7 @@ export function parseGossip (m: Record<string, unknown>, b: MessageBounds, v: nu
     })
   return {
     v, t: 'gossip', node, epoch, inc: seq(m.inc, 'inc'), seq: seq(m.seq, 'seq'), now: num(m.now, 'now'),
-    pending, ...(sync === undefined ? {} : { sync }), ...(prev === undefined ? {} : { prev }), ...(hv === undefined ? {} : { hv }), carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, ...(decay === undefined || decay.length === 0 ? {} : { decay }), acks, ...(m.leaving === true ? { leaving: true } : {}),
+    pending, ...(sync === undefined ? {} : { sync }), ...(wg === undefined || wg === 0 ? {} : { wg }), ...(prev === undefined ? {} : { prev }), ...(hv === undefined ? {} : { hv }), carries, cfg, ...(members === undefined ? {} : { members }), ...(refused === undefined ? {} : { refused }), rules, keys, ...(decay === undefined || decay.length === 0 ? {} : { decay }), acks, ...(m.leaving === true ? { leaving: true } : {}),
     ...(m.fenced === true ? { fenced: true } : {}), ...(m.nolease === true ? { nolease: true } : {}), ...(heard === undefined ? {} : { heard }),
     ...(m.alloc === false ? { alloc: false as const } : {}), ...(attest === undefined || attest.length === 0 ? {} : { attest }),
     ...(estates === undefined || estates.length === 0 ? {} : { estates }),

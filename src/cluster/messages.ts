@@ -228,6 +228,13 @@ export interface Gossip {
    */
   deadApplied?: DeadApplied[]
   /**
+   * The sender's wall clock minus its calendar, ms, rounded (absent: 0).
+   * With the voters' calendar offsets it places each voter's wall clock on
+   * this node's calendar: a calendar heads for the median of a quorum's wall
+   * clocks, not for its own alone (cluster-core.ts `observeWall`).
+   */
+  wg?: number
+  /**
    * A seed's sums of the members' last key lines, for the keys it
    * aggregates, when they moved (all on a full sync's first message):
    * members do not hear each other (member-sums.ts). At most `maxEntries`.

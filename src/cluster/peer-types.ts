@@ -43,6 +43,8 @@ export interface Peer {
   lastHeard: number
   /** The peer's calendar at its last gossip, minus ours then (for status; includes the delay). */
   clockOffsetMs: number
+  /** The peer's wall clock minus its calendar, as its last gossip said (`wg`): where its calendar heads alone. */
+  wallGapMs: number
   /**
    * The largest offset heard in this span of OFFSET_SPAN_MS and in the one
    * before (peers.ts): a message's delay only makes an offset read lower, so
@@ -116,7 +118,7 @@ export interface Observed {
 /** A peer heard of for the first time, or in a new epoch: nothing known of it yet. */
 export function newPeer (name: string, epoch: string, inc: number): Peer {
   return {
-    name, epoch, inc, seq: 0, lastHeard: -Infinity, clockOffsetMs: 0, offsetCur: -Infinity, offsetPrev: -Infinity, offsetUpCur: Infinity, offsetUpPrev: Infinity, echoSentAt: -Infinity, offsetSpanAt: -Infinity, rules: {}, keys: new Map(),
+    name, epoch, inc, seq: 0, lastHeard: -Infinity, clockOffsetMs: 0, wallGapMs: 0, offsetCur: -Infinity, offsetPrev: -Infinity, offsetUpCur: Infinity, offsetUpPrev: Infinity, echoSentAt: -Infinity, offsetSpanAt: -Infinity, rules: {}, keys: new Map(),
     appliedFromMe: 0, wantsSpoiled: 0, askAfter: -Infinity, leaving: false, fenced: false, nolease: false, quiet: false, alloc: true, pending: NO_PENDING, runFrom: 1, missing: [], sync: 0, carries: [], legacy: null, sameCluster: false
   }
 }

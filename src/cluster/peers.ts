@@ -102,6 +102,7 @@ export class Peers {
       // out) is still a member, to the credit checks (grant-checks.ts) and to reclaim alike.
       p.alloc = g.alloc !== false && this.keep.seeds.has(g.node)
       p.clockOffsetMs = g.now - myCalendarMs
+      p.wallGapMs = g.wg ?? 0
       if (nowMs - p.offsetSpanAt >= OFFSET_SPAN_MS) {
         p.offsetPrev = p.offsetCur
         p.offsetCur = p.clockOffsetMs

@@ -16,6 +16,10 @@
  * - When the wall clock is behind (stepped back), the calendar runs slower
  *   than mono (at least BACK_SLEW_KEEP of its rate) until it has caught up.
  *   Slower windows only return tokens later: always safe.
+ * - The target is the wall clock unless the caller knows better: a cluster
+ *   node passes the median of a quorum's wall clocks when its own is off it
+ *   (cluster-core.ts `observeWall`), so one wall clock stepped back does not
+ *   slow its calendar off the cluster's time.
  * - A large forward step is followed only at 500 ppm; `skewMs` reports the
  *   gap (status shows it) and a restart realigns (a clean restart keeps the
  *   node's tokens; their saved return times are wall-clock times).
@@ -62,12 +66,15 @@ export class Calendar implements CalendarView {
     return this.last
   }
 
-  /** Move toward the wall clock within the slew bounds. */
-  sync (wallMs: number, monoMs: number): void {
+  /**
+   * Move toward `targetMs` (by default the wall clock) within the slew
+   * bounds. `wallGapMs` is kept against the wall clock whatever the target.
+   */
+  sync (wallMs: number, monoMs: number, targetMs = wallMs): void {
     const dt = monoMs - this.lastMono
     if (dt <= 0) return
     this.lastMono = monoMs
-    const gap = (wallMs - monoMs) - this.offset
+    const gap = (targetMs - monoMs) - this.offset
     if (gap > 0) this.offset += Math.min(gap, FORWARD_SLEW * dt)
     else if (gap < 0) this.offset += Math.max(gap, -(1 - BACK_SLEW_KEEP) * dt)
     this.wallGapMs = (wallMs - monoMs) - this.offset

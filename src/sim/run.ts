@@ -251,7 +251,8 @@ export function runSim (spec: SimSpec): SimResult {
   for (const a of admissions) if (a.node !== skewed) maxSkewMs = Math.max(maxSkewMs, Math.abs(a.local - a.at))
   const byKey = new Map<string, Admission[]>()
   // A node skewed far beyond maxClockSkewMs is judged by true time, not by its own windows (scenario.ts skewedNodePeriods).
-  for (const a of skewed === null ? admissions : admissions.map(x => x.node === skewed ? { ...x, local: x.at } : x)) {
+  const byTrueTime = (x: Admission): boolean => x.node === skewed || sc.trueTimeWindows === true
+  for (const a of skewed === null && sc.trueTimeWindows !== true ? admissions : admissions.map(x => byTrueTime(x) ? { ...x, local: x.at } : x)) {
     let l = byKey.get(a.key)
     if (l === undefined) byKey.set(a.key, l = [])
     l.push(a)

@@ -181,6 +181,13 @@ export interface Scenario {
    * 18 of 50 after it was judged skewed).
    */
   skewedNodeDeaf?: { gapMs: number, everyMs: number }
+  /**
+   * The oracle places fixed-window admissions in windows of true time (an
+   * exact central limiter's, as the chaos checker counts them), not of the
+   * deciding node's calendar: for scenarios whose clocks all start right
+   * (skewMs 0), where a calendar that strays from true time is the bug.
+   */
+  trueTimeWindows?: boolean
   /** Active keys for a glob rule (an exact rule has one key). */
   keys: number
   /** The built-in rule's match for this scenario (a glob, to run on a glob rule's keys); a --config or --match rule keeps its own. */
@@ -521,6 +528,15 @@ export const SCENARIOS: readonly Scenario[] = [
     summary: 'moving hot spot; one node\'s wall clock steps 4 periods back, then forward again to true time: once it agrees again nothing is fenced or missing',
     load: 'moving-hot',
     faults: { wallSteps: [-4, 4] },
+    shortfallCheckMs: 6000
+  },
+  {
+    ...base,
+    name: 'clock-step-back-lower',
+    summary: 'moving hot spot; one node\'s wall clock steps 4 periods back (then forward again), and the limit is lowered by 40% by SIGHUP between: admissions counted in windows of true time (chaos 3+2 seed 20: a calendar that followed its wall clock back ended windows late and spent a lowered window\'s tail in the next)',
+    load: 'moving-hot',
+    faults: { wallSteps: [-4, 4], ruleChange: { how: 'reload', factor: 0.6, atFraction: 0.3, spreadMs: 100 } },
+    trueTimeWindows: true,
     shortfallCheckMs: 6000
   },
   {

@@ -21,7 +21,7 @@ const lib = faketimeLib()
 const RULES = [{ name: 'api', match: 'api', limit: 300, per: '20s', algorithm: 'fixed-window' }]
 
 interface Lease { skewed?: boolean, skewOffsetMs?: number, valid?: boolean }
-interface Status { uptimeMs?: number, cluster?: { calendarSkewMs?: number, lease?: Lease, renewals?: { count?: number, last?: { why?: string } | null } } }
+interface Status { uptimeMs?: number, cluster?: { calendarSkewMs?: number, wallClockOff?: boolean, lease?: Lease, renewals?: { count?: number, last?: { why?: string } | null } } }
 
 ;(lib === undefined ? test.skip : test)('a seed started on a wrong clock realigns its calendar once the clock is set right', async t => {
   const c = await makeCluster(['a', 'b', 'c'], RULES)
@@ -86,5 +86,7 @@ interface Status { uptimeMs?: number, cluster?: { calendarSkewMs?: number, lease
   })
   t.true((last.cluster?.calendarSkewMs ?? 0) >= (first.cluster?.calendarSkewMs ?? 0) - 50, `calendar skew ${String(first.cluster?.calendarSkewMs)} -> ${String(last.cluster?.calendarSkewMs)}: it followed the wall clock back`)
   t.false(last.cluster?.lease?.skewed ?? true, 'not judged skewed')
+  t.true(last.cluster?.wallClockOff, 'status says the wall clock is off the quorum\'s')
+  await waitForLog(c.procs.c, 'wall clock is off from a quorum of seeds\' wall clocks')
   t.true((await cc.acquire('api')).allowed, 'it still spends its share')
 })

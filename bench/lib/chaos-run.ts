@@ -450,6 +450,8 @@ export async function runChaos (spec: RunSpec): Promise<RunResult> {
   const clean = result.overshoot === 0 && !(result.maxSurplus > 1) && exits.length === 0 && startFailures.length === 0
   // Every answer, to see which node admitted what when (a run kept: --keep, or one that failed).
   if (existsSync(dir) && (spec.keepDir || !clean)) writeFileSync(path.join(dir, 'answers.jsonl'), answers.map(a => JSON.stringify({ ...a, t0: a.t0 - t0, t1: a.t1 - t0 })).join('\n') + '\n')
+  // And each node's calendar against true time, as sampled once a second (the checker's node-calendar count reads them).
+  if (existsSync(dir) && (spec.keepDir || !clean)) writeFileSync(path.join(dir, 'calendars.jsonl'), [...offsets].flatMap(([n, xs]) => xs.map(x => JSON.stringify({ node: n, at: x.at - t0, offsetMs: x.offsetMs }))).join('\n') + '\n')
   if (clean && !spec.keepDir && existsSync(dir)) rmSync(dir, { recursive: true, force: true })
   return result
 }

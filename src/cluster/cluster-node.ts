@@ -263,6 +263,11 @@ export class ClusterNode {
     this.core.observeWall(clock.now(), mono)
     this.fx.dispatch(this.core.tick(mono))
     this.logFence(mono)
+    if (this.core.wallClockOff !== this.loggedWallOff) {
+      this.loggedWallOff = this.core.wallClockOff
+      if (this.loggedWallOff) this.opts.log.warn('this node\'s wall clock is off from a quorum of seeds\' wall clocks: its calendar keeps the cluster\'s time and does not follow it (fix the clock: NTP)', { wallGapMs: Math.round(this.core.calendar.wallGapMs) })
+      else this.opts.log.info('this node\'s wall clock agrees with a quorum of seeds\' again: its calendar follows it', {})
+    }
     this.reclaimLog.tick(this.core)
     const why = this.core.renewal
     if (why !== null && !this.renewAsked) {
@@ -277,6 +282,7 @@ export class ClusterNode {
   /** The fence as last logged: as at the start (fenced until its first quorum echo, unless a seed's start lease, lease.ts). */
   private loggedFenced: boolean
   private loggedSkewed = false
+  private loggedWallOff = false
   private logFence (mono: number): void {
     const f = this.core.fence
     // Fenced for want of a lease, then for a skewed clock (or back), is a change worth a line too.

@@ -78,6 +78,8 @@ export function clusterStatus (core: ClusterCore, nowMs: number, wallMs: number,
       incarnation: core.incarnation,
       phase: core.phase,
       calendarSkewMs: Math.round(core.calendar.at(nowMs) - wallMs),
+      // The wall clock is off a quorum's and the calendar keeps the cluster's time instead (cluster-core.ts observeWall).
+      wallClockOff: core.wallClockOff,
       ruleChanges: core.transitions.toJSON(),
       clusterHash: core.clusterHash,
       // Alive peers whose seeds, pinned ids or timings differ: no tokens move to or from them.

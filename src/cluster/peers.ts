@@ -294,6 +294,17 @@ export class Peers {
     return nowMs - p.lastHeard <= (p.quiet ? this.quietAliveMs : this.aliveTimeoutMs)
   }
 
+  /** This node's calendar jumped by -`ms` (cluster-core.ts observeWall): every offset read against it moves by `ms`. */
+  shiftOffsets (ms: number): void {
+    for (const p of this.byName.values()) {
+      p.clockOffsetMs += ms
+      p.offsetCur += ms
+      p.offsetPrev += ms
+      p.offsetUpCur += ms
+      p.offsetUpPrev += ms
+    }
+  }
+
   all (): IterableIterator<Peer> {
     return this.byName.values()
   }

@@ -8,7 +8,7 @@
  * clock, within bounds that keep it safe:
  *
  * - It NEVER runs backwards, and never faster than mono by more than
- *   FORWARD_SLEW (500 ppm, the rate NTP slews at). A window is therefore
+ *   FORWARD_SLEW (500 ppm, the rate NTP slews at), but for `advance` below. A window is therefore
  *   never shorter than its length in true (monotonic) time, less 500 ppm,
  *   and no window's tokens come back twice: a wall clock stepping back by an
  *   hour does not reopen the last hour's windows, and one stepping forward
@@ -20,6 +20,9 @@
  *   node passes the median of a quorum's wall clocks when its own is off it
  *   (cluster-core.ts `observeWall`), so one wall clock stepped back does not
  *   slow its calendar off the cluster's time.
+ * - `advance` jumps it forward: only to calendars a quorum of a cluster's
+ *   voters surely keeps (cluster-core.ts `observeWall`), never to a wall
+ *   clock's word.
  * - A large forward step is followed only at 500 ppm; `skewMs` reports the
  *   gap (status shows it) and a restart realigns (a clean restart keeps the
  *   node's tokens; their saved return times are wall-clock times).
@@ -78,6 +81,11 @@ export class Calendar implements CalendarView {
     if (gap > 0) this.offset += Math.min(gap, FORWARD_SLEW * dt)
     else if (gap < 0) this.offset += Math.max(gap, -(1 - BACK_SLEW_KEEP) * dt)
     this.wallGapMs = (wallMs - monoMs) - this.offset
+  }
+
+  /** Jump forward by `ms` (> 0): readings stay strictly increasing. */
+  advance (ms: number): void {
+    if (ms > 0) this.offset += ms
   }
 
   /** How far the calendar is from the wall clock at `wallMs`/`monoMs` (positive: calendar ahead). */

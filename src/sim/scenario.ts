@@ -158,7 +158,8 @@ export interface Scenario {
   skewMs: number
   /**
    * The last seed's clock is off by this many periods of the rule for the
-   * whole run (far beyond maxClockSkewMs). The oracle grants the other
+   * whole run (far beyond maxClockSkewMs, unless a fraction of a period:
+   * then it need not fence itself). The oracle grants the other
    * nodes' calendars their skew, not that one's: a node that far off must
    * fence itself (fence.ts `judgeSkew`), not be judged by its own calendar.
    */
@@ -538,6 +539,15 @@ export const SCENARIOS: readonly Scenario[] = [
     faults: { wallSteps: [-4, 4], ruleChange: { how: 'reload', factor: 0.6, atFraction: 0.3, spreadMs: 100 } },
     trueTimeWindows: true,
     shortfallCheckMs: 6000
+  },
+  {
+    ...base,
+    name: 'clock-behind-lower',
+    summary: 'moving hot spot; one seed\'s clock 0.15 periods behind all run (within maxClockSkewMs, past its half), and the limit lowered by 40%: windows of true time (a calendar held behind ended its windows late: chaos 3+2 seed 20)',
+    load: 'moving-hot',
+    skewedNodePeriods: -0.15,
+    faults: { ruleChange: { how: 'reload', factor: 0.6, atFraction: 0.3, spreadMs: 100 } },
+    trueTimeWindows: true
   },
   {
     ...base,

@@ -205,18 +205,19 @@ export class ClusterCore {
    * maxClockSkewMs / 2 off the median of the wall clocks of this node and
    * of the voters heard, once those are a quorum. A voter's wall clock is
    * placed on this calendar by its offset (the middle of its bounds, used
-   * only when they are within maxClockSkewMs) plus its `wg`. Then the calendar holds (runs
-   * on the monotonic clock) if that median is within maxClockSkewMs / 2 of
-   * it, and heads for the median if not. So one node's wall clock stepped
-   * back leaves its calendar on the cluster's time, where following it
-   * slowed the calendar to 90% until the fence caught it: meanwhile its
+   * only when they are within maxClockSkewMs) plus its `wg`. Then the
+   * calendar holds: it runs on the monotonic clock. So one node's wall clock
+   * stepped back leaves its calendar on the cluster's time, where following
+   * it slowed the calendar to 90% until the fence caught it: meanwhile its
    * windows ended up to maxClockSkewMs late, past the δ/2 the spec allows,
    * and a lowered window's tail was spent in the next true window (chaos 3+2
    * seed 20, sim clock-step-back-lower). A step that a quorum's wall clocks
-   * share (an NTP correction everywhere) is followed as before; and while
-   * the wall clocks agree nothing changes (the offsets' noise never steers
-   * a calendar: a calendar even 1 ms ahead moves a saturated window's first
-   * burst into the true window before it).
+   * share (an NTP correction everywhere) is followed as before. The median
+   * only ever stops the calendar from following: steering toward it let
+   * the offsets' noise (a midpoint may be off by half their bounds) move
+   * calendars, and even 1 ms ahead moves a saturated window's first burst
+   * into the true window before it (sim), 270 ms behind its tail into the
+   * next (two of three seeds of chaos 3+2 seed 20, both steered).
    *
    * And a calendar that a quorum of voters' calendars are surely ahead of
    * (by their offsets' lower bounds, which a message's delay only lowers)
@@ -256,13 +257,23 @@ export class ClusterCore {
     return 0
   }
 
-  /** This node's wall clock is more than maxClockSkewMs / 2 off a quorum's, and the calendar does not follow it (observeWall): status and a log line say so. */
+  /** This node's wall clock is more than maxClockSkewMs / 2 off a quorum's (or stepped back, no quorum placed yet), and the calendar does not follow it (observeWall): status and a log line say so. */
   wallClockOff = false
+  /** The wall clock minus the calendar at the last observeWall (null before the first). */
+  private lastWallGap: number | null = null
+  /** The wall clock stepped back since a quorum last agreed with it: held until one does (observeWall). */
+  private steppedBack = false
 
   private clusterWall (wallMs: number, monoMs: number): number {
     this.wallClockOff = false
     const cal = this.calendar.at(monoMs)
     const own = wallMs - cal
+    const half = this.tuning.maxClockSkewMs / 2
+    // A step back (the gap moves at most 10% of the time between two calls while the calendar follows): not followed
+    // until a quorum's wall clocks agree with it, heard or not. Followed while the voters could not be placed (cut
+    // off, or their offsets' bounds too wide), b of chaos 3+2 seed 20 fell 400 ms behind during a partition.
+    if (this.lastWallGap !== null && own - this.lastWallGap < -half) this.steppedBack = true
+    this.lastWallGap = own
     // This node's own wall clock is one of the clocks the median is taken over: with one other voter heard (its
     // offset bounded), that voter's word alone would steer this calendar (chaos 3+2 seed 20: a, just restarted,
     // heard only c, whose wall clock was 6 s back, and slowed its calendar to follow c's).
@@ -277,15 +288,19 @@ export class ClusterCore {
       gaps.push((lo + Math.max(lo, hi)) / 2 + p.wallGapMs)
       heard.push(v)
     }
-    if (gaps.length === 1 || !this.fence.quorum.isQuorum(heard)) return wallMs
-    gaps.sort((a, b) => a - b)
-    const mid = gaps.length >> 1
-    // Of two middle values, the one nearer this calendar: the least move.
-    const median = gaps.length % 2 === 1 || Math.abs(gaps[mid]) < Math.abs(gaps[mid - 1]) ? gaps[mid] : gaps[mid - 1]
-    const half = this.tuning.maxClockSkewMs / 2
-    if (Math.abs(own - median) <= half) return wallMs
+    let agrees: boolean
+    if (!this.fence.quorum.isQuorum(heard)) agrees = !this.steppedBack
+    else {
+      gaps.sort((a, b) => a - b)
+      const mid = gaps.length >> 1
+      // Of two middle values, the one nearer this calendar: the least move.
+      const median = gaps.length % 2 === 1 || Math.abs(gaps[mid]) < Math.abs(gaps[mid - 1]) ? gaps[mid] : gaps[mid - 1]
+      agrees = Math.abs(own - median) <= half
+      if (agrees) this.steppedBack = false
+    }
+    if (agrees) return wallMs
     this.wallClockOff = true
-    return Math.abs(median) <= half ? cal : cal + median
+    return cal
   }
 
   // ---- local decisions -------------------------------------------------

@@ -265,7 +265,7 @@ export class ClusterNode {
     this.logFence(mono)
     if (this.core.wallClockOff !== this.loggedWallOff) {
       this.loggedWallOff = this.core.wallClockOff
-      if (this.loggedWallOff) this.opts.log.warn('this node\'s wall clock is off from a quorum of seeds\' wall clocks: its calendar keeps the cluster\'s time and does not follow it (fix the clock: NTP)', { wallGapMs: Math.round(this.core.calendar.wallGapMs) })
+      if (this.loggedWallOff) this.opts.log.warn('this node\'s wall clock stepped back, or is off from a quorum of seeds\' wall clocks: its calendar keeps the cluster\'s time and does not follow it (fix the clock: NTP)', { wallGapMs: Math.round(this.core.calendar.wallGapMs) })
       else this.opts.log.info('this node\'s wall clock agrees with a quorum of seeds\' again: its calendar follows it', {})
     }
     this.reclaimLog.tick(this.core)

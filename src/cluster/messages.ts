@@ -230,8 +230,8 @@ export interface Gossip {
   /**
    * The sender's wall clock minus its calendar, ms, rounded (absent: 0).
    * With the voters' calendar offsets it places each voter's wall clock on
-   * this node's calendar: a calendar heads for the median of a quorum's wall
-   * clocks, not for its own alone (cluster-core.ts `observeWall`).
+   * this node's calendar: a calendar does not follow a wall clock that is
+   * off the median of a quorum's (cluster-core.ts `observeWall`).
    */
   wg?: number
   /**

@@ -129,8 +129,8 @@ export class GrantChecks {
    *
    * The member may also settle D before this node does: a quorum's
    * attestations reach it first, and its relabelled push arrives while D is
-   * only attested here (sim cut-heirs-chain-steps: 2 of 40 hard seeds on 3
-   * seeds refused one). So a seed that any voter attests, not settled here
+   * only attested here (sim cut-heirs-chain on 4 seeds, hard seeds 26 and
+   * 66 of 1-70 refused one without this). So a seed that any voter attests, not settled here
    * yet, whose heir this node will be, counts as one about to be inherited.
    */
   waitsForEstate (g: Grant): boolean {

@@ -650,28 +650,6 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     ...base,
-    name: 'cut-heirs-chain-steps',
-    summary: 'As cut-heirs-chain, with the wall clock of one node stepped 4 s back and later forward: on three seeds the first seed, back without a share, settles the second before its heir does and pushes it the tokens it held of the second\'s; the heir holds the push unapplied until it inherits, never refusing it',
-    load: 'zipf',
-    faults: {
-      joins: 2,
-      pause: {
-        atFraction: 0.03,
-        reclaims: 0.05,
-        then: [
-          { afterMs: 1500, seed: 0, how: 'cut', restartMs: 2800 },
-          { afterMs: 3700, seed: 2, restartMs: 1000 },
-          { afterMs: 3500, seed: 1, how: 'cut', restartMs: 2400 }
-        ]
-      },
-      wallSteps: [-4, 4]
-    },
-    tuning: { inheritSeeds: true },
-    minGossips: 400,
-    shortfallCheckMs: 6000
-  },
-  {
-    ...base,
     name: 'returned-seed-dies',
     summary: 'Zipf load; the last two seeds paused for 2 x reclaimMs are inherited (one heir takes both, which had traded tokens) and come back without a share; then the first of them is killed past reclaimMs and back: its settlement credits only what its new incarnation held',
     load: 'zipf',

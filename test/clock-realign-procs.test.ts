@@ -88,5 +88,6 @@ interface Status { uptimeMs?: number, cluster?: { calendarSkewMs?: number, wallC
   t.false(last.cluster?.lease?.skewed ?? true, 'not judged skewed')
   t.true(last.cluster?.wallClockOff, 'status says the wall clock is off the quorum\'s')
   await waitForLog(c.procs.c, 'is off from a quorum of seeds\' wall clocks')
-  t.true((await cc.acquire('api')).allowed, 'it still spends its share')
+  // It still spends its share (a starved machine may lapse a lease for a moment: wait for it, not for a time).
+  t.true(await eventually('c admits', async () => (await cc.acquire('api')).allowed ? true : undefined))
 })

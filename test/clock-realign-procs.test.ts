@@ -12,28 +12,35 @@
  */
 import { writeFileSync } from 'node:fs'
 import path from 'node:path'
-import test from 'ava'
-import { makeCluster, waitForPeers } from './helpers/cluster-procs.js'
+import test, { type ExecutionContext } from 'ava'
+import { makeCluster, waitForPeers, type TestCluster } from './helpers/cluster-procs.js'
 import { faketimeFileEnv, faketimeLib } from './helpers/faketime.js'
+import type { QuotadClient } from '@quotad/client'
 import { connect, eventually, waitForLog } from './helpers/proc.js'
 
 const lib = faketimeLib()
 const RULES = [{ name: 'api', match: 'api', limit: 300, per: '20s', algorithm: 'fixed-window' }]
 
+/** Seeds a, b and c, c's wall clock `offset` off through a faketime file it rereads (write the file to step it); a client on c's socket. */
+async function seedsWithClockOnC (t: ExecutionContext, offset: string, peered: string[]): Promise<{ c: TestCluster, clock: string, cc: QuotadClient }> {
+  const c = await makeCluster(['a', 'b', 'c'], RULES)
+  t.teardown(async () => await c.stopAll())
+  const clock = path.join(c.dir, 'c.faketime')
+  writeFileSync(clock, `${offset}\n`)
+  await c.start('a')
+  await c.start('b')
+  await c.start('c', { env: faketimeFileEnv(lib as string, clock) })
+  await waitForPeers(c, peered, 2)
+  const cc = await connect(c.sockets.c)
+  t.teardown(async () => await cc.close())
+  return { c, clock, cc }
+}
+
 interface Lease { skewed?: boolean, skewOffsetMs?: number, valid?: boolean }
 interface Status { uptimeMs?: number, cluster?: { calendarSkewMs?: number, wallClockOff?: boolean, lease?: Lease, renewals?: { count?: number, last?: { why?: string } | null } } }
 
 ;(lib === undefined ? test.skip : test)('a seed started on a wrong clock realigns its calendar once the clock is set right', async t => {
-  const c = await makeCluster(['a', 'b', 'c'], RULES)
-  t.teardown(async () => await c.stopAll())
-  const clock = path.join(c.dir, 'c.faketime')
-  writeFileSync(clock, '-10s\n')
-  await c.start('a')
-  await c.start('b')
-  await c.start('c', { env: faketimeFileEnv(lib as string, clock) })
-  await waitForPeers(c, ['a', 'b'], 2)
-  const cc = await connect(c.sockets.c)
-  t.teardown(async () => await cc.close())
+  const { c, clock, cc } = await seedsWithClockOnC(t, '-10s', ['a', 'b'])
   await eventually('c judged skewed', async () => {
     const s = await cc.status() as Status
     return s.cluster?.lease?.skewed === true ? true : undefined
@@ -60,16 +67,7 @@ interface Status { uptimeMs?: number, cluster?: { calendarSkewMs?: number, wallC
 // of 200 in the true window after a lowering). Now the calendar holds the cluster's time: a quorum of seeds puts
 // its wall clock 4 s off theirs (their `wg` and offsets). Simulator: clock-step-back-lower.
 ;(lib === undefined ? test.skip : test)('a seed whose wall clock steps back keeps the cluster\'s time and its lease', async t => {
-  const c = await makeCluster(['a', 'b', 'c'], RULES)
-  t.teardown(async () => await c.stopAll())
-  const clock = path.join(c.dir, 'c.faketime')
-  writeFileSync(clock, '+0s\n')
-  await c.start('a')
-  await c.start('b')
-  await c.start('c', { env: faketimeFileEnv(lib as string, clock) })
-  await waitForPeers(c, ['a', 'b', 'c'], 2)
-  const cc = await connect(c.sockets.c)
-  t.teardown(async () => await cc.close())
+  const { c, clock, cc } = await seedsWithClockOnC(t, '+0s', ['a', 'b', 'c'])
   await eventually('c holding its lease', async () => ((await cc.status() as Status).cluster?.lease?.valid === true ? true : undefined))
   writeFileSync(clock, '-4s\n')
   // The step seen: the wall clock is behind the calendar.

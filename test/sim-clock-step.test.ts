@@ -39,8 +39,8 @@ function wallOnly (vc: VirtualCluster): void {
 /** Every core's calendar holds against a quorum's wall clocks but never jumps forward to the quorum's calendars. */
 function noCatchUp (vc: VirtualCluster): void {
   everyCore(vc, core => {
-    const clusterWall = (core as unknown as { clusterWall: (w: number, m: number) => number }).clusterWall.bind(core)
-    core.observeWall = (wallMs, monoMs) => core.calendar.sync(wallMs, monoMs, clusterWall(wallMs, monoMs))
+    const inner = core as unknown as { voterOffsets: (m: number) => unknown, followsWall: (w: number, m: number, o: unknown) => boolean }
+    core.observeWall = (wallMs, monoMs) => core.calendar.sync(wallMs, monoMs, inner.followsWall(wallMs, monoMs, inner.voterOffsets(monoMs)))
   })
 }
 

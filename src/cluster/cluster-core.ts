@@ -231,8 +231,9 @@ export class ClusterCore {
    * (fence.ts realign), as before.
    */
   observeWall (wallMs: number, monoMs: number): void {
-    this.calendar.sync(wallMs, monoMs, this.clusterWall(wallMs, monoMs))
-    const behind = this.surelyBehind(monoMs)
+    const offsets = this.voterOffsets(monoMs)
+    this.calendar.sync(wallMs, monoMs, this.followsWall(wallMs, monoMs, offsets))
+    const behind = this.surelyBehind(offsets)
     if (behind >= Math.max(5, this.tuning.maxClockSkewMs / 50) && behind <= this.tuning.maxClockSkewMs) {
       this.calendar.advance(behind)
       this.peers.shiftOffsets(-behind)
@@ -240,14 +241,9 @@ export class ClusterCore {
   }
 
   /** How far a quorum of voters' calendars (this one's counted at 0, if a voter) are surely ahead of this one, ms; 0 if not. */
-  private surelyBehind (monoMs: number): number {
+  private surelyBehind (offsets: ReadonlyMap<string, OffsetBounds>): number {
     const ahead: Array<[string, number]> = this.fence.quorum.isVoter(this.node) ? [[this.node, 0]] : []
-    for (const v of this.fence.quorum.voters) {
-      const p = v === this.node ? undefined : this.peers.get(v)
-      if (p === undefined || monoMs - p.lastHeard > this.fence.lease.leaseMs) continue
-      const lo = Math.max(p.offsetCur, p.offsetPrev)
-      if (Number.isFinite(lo)) ahead.push([v, lo])
-    }
+    for (const [v, [lo]] of offsets) ahead.push([v, lo])
     ahead.sort((a, b) => b[1] - a[1])
     const names: string[] = []
     for (const [n, lo] of ahead) {
@@ -264,10 +260,9 @@ export class ClusterCore {
   /** The wall clock stepped back since a quorum last agreed with it: held until one does (observeWall). */
   private steppedBack = false
 
-  private clusterWall (wallMs: number, monoMs: number): number {
-    this.wallClockOff = false
-    const cal = this.calendar.at(monoMs)
-    const own = wallMs - cal
+  /** Whether the calendar follows the wall clock now (else it holds: observeWall). */
+  private followsWall (wallMs: number, monoMs: number, offsets: ReadonlyMap<string, OffsetBounds>): boolean {
+    const own = wallMs - this.calendar.at(monoMs)
     const half = this.tuning.maxClockSkewMs / 2
     // A step back (the gap moves at most 10% of the time between two calls while the calendar follows): not followed
     // until a quorum's wall clocks agree with it, heard or not. Followed while the voters could not be placed (cut
@@ -279,13 +274,9 @@ export class ClusterCore {
     // heard only c, whose wall clock was 6 s back, and slowed its calendar to follow c's).
     const gaps: number[] = [own]
     const heard: string[] = [this.node]
-    for (const v of this.fence.quorum.voters) {
-      const p = v === this.node ? undefined : this.peers.get(v)
-      if (p === undefined || monoMs - p.lastHeard > this.fence.lease.leaseMs) continue
-      const lo = Math.max(p.offsetCur, p.offsetPrev)
-      const hi = Math.min(p.offsetUpCur, p.offsetUpPrev)
-      if (!Number.isFinite(lo) || !Number.isFinite(hi) || hi - lo > this.tuning.maxClockSkewMs) continue
-      gaps.push((lo + Math.max(lo, hi)) / 2 + p.wallGapMs)
+    for (const [v, [lo, hi]] of offsets) {
+      if (!Number.isFinite(hi) || hi - lo > this.tuning.maxClockSkewMs) continue
+      gaps.push((lo + hi) / 2 + (this.peers.get(v)?.wallGapMs ?? 0))
       heard.push(v)
     }
     let agrees: boolean
@@ -298,9 +289,8 @@ export class ClusterCore {
       agrees = Math.abs(own - median) <= half
       if (agrees) this.steppedBack = false
     }
-    if (agrees) return wallMs
-    this.wallClockOff = true
-    return cal
+    this.wallClockOff = !agrees
+    return agrees
   }
 
   // ---- local decisions -------------------------------------------------
@@ -439,6 +429,11 @@ export class ClusterCore {
    * scenario skewed-node-deaf; skew-procs in CI spent 18 of 50 after it was judged skewed).
    */
   judgeSkew (nowMs: number): void {
+    this.fence.judgeSkew(this.node, this.voterOffsets(nowMs), this.tuning.maxClockSkewMs, nowMs, this.calendar.wallGapMs)
+  }
+
+  /** Each other voter heard within leaseMs whose offset has a lower bound: [at least, at most] (at most Infinity: no echo yet). */
+  private voterOffsets (nowMs: number): Map<string, OffsetBounds> {
     const offsets = new Map<string, OffsetBounds>()
     for (const v of this.fence.quorum.voters) {
       const p = v === this.node ? undefined : this.peers.get(v)
@@ -446,7 +441,7 @@ export class ClusterCore {
       const lo = Math.max(p.offsetCur, p.offsetPrev)
       if (Number.isFinite(lo)) offsets.set(v, [lo, Math.max(lo, Math.min(p.offsetUpCur, p.offsetUpPrev))])
     }
-    this.fence.judgeSkew(this.node, offsets, this.tuning.maxClockSkewMs, nowMs, this.calendar.wallGapMs)
+    return offsets
   }
 
   /**

@@ -130,8 +130,9 @@ export class GrantChecks {
    * The member may also settle D before this node does: a quorum's
    * attestations reach it first, and its relabelled push arrives while D is
    * only attested here (sim cut-heirs-chain on 4 seeds, hard seeds 26 and
-   * 66 of 1-70 refused one without this). So a seed that any voter attests, not settled here
-   * yet, whose heir this node will be, counts as one about to be inherited.
+   * 66 of 1-70 refused one without this). So a seed that any voter
+   * attests, not settled here yet, whose heir this node will be, counts as
+   * one about to be inherited.
    */
   waitsForEstate (g: Grant): boolean {
     const c = this.core
@@ -140,15 +141,11 @@ export class GrantChecks {
     if (p === undefined || p.alloc || !p.sameCluster || g.epoch !== p.epoch) return false
     if (g.seq !== c.ledger.appliedFrom(g.node, g.epoch) + 1) return false
     const heirHere = (d: string): boolean => c.heir.heirOf(d, n => c.reclaim.settled.has(n) || n === d) === c.node
-    let waits = false
-    for (const d of c.heir.dead.keys()) if (heirHere(d)) { waits = true; break }
-    if (!waits) {
-      for (const s of c.seeds) {
-        const q = s === c.node ? undefined : c.peers.get(s)
-        if (q !== undefined && c.reclaim.settling(s, q.inc) && heirHere(s)) { waits = true; break }
-      }
+    const settling = (s: string): boolean => {
+      const q = s === c.node ? undefined : c.peers.get(s)
+      return q !== undefined && c.reclaim.settling(s, q.inc)
     }
-    if (!waits) return false
+    if (![...c.heir.dead.keys()].some(heirHere) && !c.seeds.some(s => settling(s) && heirHere(s))) return false
     const given = new Map<string, number>()
     for (const [key, amount] of g.items) given.set(key, (given.get(key) ?? 0) + amount)
     for (const [key, amount] of given) if (amount > mayReturn(c, p, key)) return true

@@ -8,18 +8,18 @@
  * clock, within bounds that keep it safe:
  *
  * - It NEVER runs backwards, and never faster than mono by more than
- *   FORWARD_SLEW (500 ppm, the rate NTP slews at), but for `advance` below. A window is therefore
- *   never shorter than its length in true (monotonic) time, less 500 ppm,
+ *   FORWARD_SLEW (500 ppm, the rate NTP slews at), but for `advance`
+ *   below. A window is therefore never shorter than its length in true (monotonic) time, less 500 ppm,
  *   and no window's tokens come back twice: a wall clock stepping back by an
  *   hour does not reopen the last hour's windows, and one stepping forward
  *   by a day does not hand back today's tokens early.
  * - When the wall clock is behind (stepped back), the calendar runs slower
  *   than mono (at least BACK_SLEW_KEEP of its rate) until it has caught up.
  *   Slower windows only return tokens later: always safe.
- * - The target is the wall clock unless the caller knows better: a cluster
- *   node passes the median of a quorum's wall clocks when its own is off it
- *   (cluster-core.ts `observeWall`), so one wall clock stepped back does not
- *   slow its calendar off the cluster's time.
+ * - The caller may hold it instead (`follow` false): it then runs on the
+ *   monotonic clock. A cluster node holds it while its wall clock is off a
+ *   quorum's (cluster-core.ts `observeWall`), so one wall clock stepped
+ *   back does not slow its calendar off the cluster's time.
  * - `advance` jumps it forward: only to calendars a quorum of a cluster's
  *   voters surely keeps (cluster-core.ts `observeWall`), never to a wall
  *   clock's word.
@@ -69,17 +69,14 @@ export class Calendar implements CalendarView {
     return this.last
   }
 
-  /**
-   * Move toward `targetMs` (by default the wall clock) within the slew
-   * bounds. `wallGapMs` is kept against the wall clock whatever the target.
-   */
-  sync (wallMs: number, monoMs: number, targetMs = wallMs): void {
+  /** Move toward the wall clock within the slew bounds, unless `follow` is false (held); `wallGapMs` is kept either way. */
+  sync (wallMs: number, monoMs: number, follow = true): void {
     const dt = monoMs - this.lastMono
     if (dt <= 0) return
     this.lastMono = monoMs
-    const gap = (targetMs - monoMs) - this.offset
-    if (gap > 0) this.offset += Math.min(gap, FORWARD_SLEW * dt)
-    else if (gap < 0) this.offset += Math.max(gap, -(1 - BACK_SLEW_KEEP) * dt)
+    const gap = (wallMs - monoMs) - this.offset
+    if (follow && gap > 0) this.offset += Math.min(gap, FORWARD_SLEW * dt)
+    else if (follow && gap < 0) this.offset += Math.max(gap, -(1 - BACK_SLEW_KEEP) * dt)
     this.wallGapMs = (wallMs - monoMs) - this.offset
   }
 

@@ -252,7 +252,7 @@ export function runSim (spec: SimSpec): SimResult {
   const byKey = new Map<string, Admission[]>()
   // A node skewed far beyond maxClockSkewMs is judged by true time, not by its own windows (scenario.ts skewedNodePeriods).
   const byTrueTime = (x: Admission): boolean => x.node === skewed || sc.trueTimeWindows === true
-  for (const a of skewed === null && sc.trueTimeWindows !== true ? admissions : admissions.map(x => byTrueTime(x) ? { ...x, local: x.at } : x)) {
+  for (const a of admissions.map(x => byTrueTime(x) ? { ...x, local: x.at } : x)) {
     let l = byKey.get(a.key)
     if (l === undefined) byKey.set(a.key, l = [])
     l.push(a)

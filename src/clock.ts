@@ -17,11 +17,43 @@ export interface Clock {
   now: () => number
   /** Monotonic milliseconds from an arbitrary origin (never steps). */
   mono: () => number
+  /**
+   * The wall clock's resolution: a reading `w` says only that the true time
+   * is in [w, w + resolutionMs) (Date.now() truncates to the millisecond).
+   * A calendar takes readings within that interval as on time
+   * (calendar.ts), so it does not settle up to a millisecond behind.
+   * @default 0 (readings are exact: virtual clocks)
+   */
+  resolutionMs?: number
+}
+
+/**
+ * A wall and a monotonic reading taken at the same moment, the wall exact:
+ * for a clock with a resolution, it waits (at most 2 ms) for the wall
+ * clock's next tick, where the true time is its reading. Where a calendar
+ * starts (calendar.ts): started off a truncated reading, it would run up to
+ * a millisecond behind true time, and under load the tail of each window
+ * would be spent in the next true one.
+ */
+export function wallEdge (clock: Clock): { wallMs: number, monoMs: number, wallResolutionMs: number } {
+  const res = clock.resolutionMs ?? 0
+  let wall = clock.now()
+  let mono = clock.mono()
+  if (res > 0) {
+    const first = wall
+    const until = mono + 2 * res
+    while (wall === first && mono < until) {
+      wall = clock.now()
+      mono = clock.mono()
+    }
+  }
+  return { wallMs: wall, monoMs: mono, wallResolutionMs: res }
 }
 
 export const systemClock: Clock = {
   now: () => Date.now(),
-  mono: () => performance.now()
+  mono: () => performance.now(),
+  resolutionMs: 1
 }
 
 /**

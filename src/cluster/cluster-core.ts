@@ -136,7 +136,7 @@ export class ClusterCore {
       ...(opts.maxMembersPerHost === undefined ? {} : { maxMembersPerHost: opts.maxMembersPerHost })
     })
     this.tuning = { ...defaultTuning(opts.tuning?.gossipIntervalMs), ...opts.tuning }
-    this.calendar = new Calendar(opts.wallMs, opts.monoMs)
+    this.calendar = new Calendar(opts.wallMs, opts.monoMs, opts.wallResolutionMs)
     this.recovery = opts.recovered === true ? new Recovery(this.calendar.at(opts.monoMs), this.tuning.maxClockSkewMs) : null
     this.ledger = new Ledger(opts.node, opts.epoch, this.incarnation)
     this.peers = new Peers(this.tuning.aliveTimeoutMs, {

@@ -14,7 +14,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
-import type { Clock } from '../clock.js'
+import { wallEdge, type Clock } from '../clock.js'
 import { LogOnce } from '../util/log-once.js'
 import type { ClusterConfig, NodeConfig, RuleConfig } from '../config/types.js'
 import { loadSwarmKey } from '../config/swarm-key.js'
@@ -150,8 +150,7 @@ export class ClusterNode {
         firstUseWaitMs: config.cluster.firstUseWaitMs,
         inheritSeeds: config.cluster.inheritSeeds
       },
-      wallMs: clock.now(),
-      monoMs: clock.mono()
+      ...wallEdge(clock)
     }, config.rules, saved, clock.mono(), journal)
     // A voter's attestations outlive it: it must never echo again what it attested (reclaim.ts). A lost file is
     // refused, not taken for "none" (attest-file.ts); a voter's first start creates it, before its state file.

@@ -49,6 +49,8 @@ export interface ClusterCoreOptions {
   /** Wall and monotonic time at construction: where the calendar starts. */
   wallMs: number
   monoMs: number
+  /** The wall clock's resolution (clock.ts `resolutionMs`). @default 0 */
+  wallResolutionMs?: number
 }
 
 export type Outbound =

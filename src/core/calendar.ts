@@ -57,7 +57,13 @@ export class Calendar implements CalendarView {
    */
   wallGapMs = 0
 
-  constructor (wallMs: number, monoMs: number) {
+  /**
+   * `resolutionMs`: the wall clock's (clock.ts): a reading `w` means a true
+   * time in [w, w + resolutionMs), so a calendar in that interval is on
+   * time and is not moved. Without it a calendar follows the truncated
+   * readings and settles up to that much behind true time.
+   */
+  constructor (wallMs: number, monoMs: number, private readonly resolutionMs = 0) {
     this.offset = wallMs - monoMs
     this.lastMono = monoMs
   }
@@ -74,10 +80,13 @@ export class Calendar implements CalendarView {
     const dt = monoMs - this.lastMono
     if (dt <= 0) return
     this.lastMono = monoMs
-    const gap = (wallMs - monoMs) - this.offset
+    // The gap to the interval the reading stands for: 0 inside it.
+    const raw = (wallMs - monoMs) - this.offset
+    const gap = raw > 0 ? raw : Math.min(0, raw + this.resolutionMs)
     if (follow && gap > 0) this.offset += Math.min(gap, FORWARD_SLEW * dt)
     else if (follow && gap < 0) this.offset += Math.max(gap, -(1 - BACK_SLEW_KEEP) * dt)
-    this.wallGapMs = (wallMs - monoMs) - this.offset
+    const after = (wallMs - monoMs) - this.offset
+    this.wallGapMs = after > 0 ? after : Math.min(0, after + this.resolutionMs)
   }
 
   /** Jump forward by `ms` (> 0): readings stay strictly increasing. */

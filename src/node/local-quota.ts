@@ -4,7 +4,7 @@
  * one timeout for the earliest waiter wake-up, and one interval that sweeps
  * idle keys. Everything it decides, the Limiter decides.
  */
-import type { Clock } from '../clock.js'
+import { wallEdge, type Clock } from '../clock.js'
 import type { LimitsConfig, RuleConfig } from '../config/types.js'
 import { Limiter, type Resolution, type Waiter } from '../core/limiter.js'
 import { Calendar } from '../core/calendar.js'
@@ -116,7 +116,8 @@ export class LocalQuota implements QuotaService {
       this.decider = opts.cluster.decider
       this.bind(opts.cluster)
     } else {
-      this.calendar = new Calendar(opts.clock.now(), opts.clock.mono())
+      const start = wallEdge(opts.clock)
+      this.calendar = new Calendar(start.wallMs, start.monoMs, start.wallResolutionMs)
       this.limiter = new Limiter({ rules: opts.rules, limits: opts.limits, node: opts.node, seeds: opts.seeds, calendar: this.calendar })
       this.decider = this.limiter
     }

@@ -7,6 +7,7 @@
 import test from 'ava'
 import { checkKey, allowedIn, type Answer, type CheckRule } from '../bench/lib/chaos-check.js'
 import { FAULT_KINDS, makePlan, type ChaosEvent } from '../bench/lib/chaos-plan.js'
+import { lastWithLeastShortfall, type NodeEnd } from '../bench/lib/chaos-run.js'
 
 const W = 1_800_000_000_000 // a multiple of 2000: a window boundary
 const grant = (t0: number, t1 = t0 + 1, node = 'a'): Answer => ({ node, key: 'k', rule: 'r', t0, t1, allowed: true })
@@ -97,4 +98,15 @@ test('a plan draws only the kinds asked for', t => {
     for (const e of makePlan({ ...spec(seed), kinds: new Set(['kill', 'term'] as const) })) t.true(e.kind === 'kill' || e.kind === 'term')
   }
   t.deepEqual(makePlan({ ...spec(1), kinds: new Set() }), [])
+})
+
+test('after the quiet, a key\'s shortfall at a node is its least over the readings: a token in motion once is not lost', t => {
+  const end = (node: string, shortfall: number | null, books: number): NodeEnd => ({ node, keys: { api: { shortfall, unacked: 0, books } } })
+  const merged = lastWithLeastShortfall([
+    [end('a', 3, 10), end('b', 12, 5)],
+    [end('a', 0, 11), end('b', 12, 6)],
+    [end('a', 2, 12), end('b', null, 7)]
+  ])
+  // a: missing once, not in the second reading; b: missing in every reading it had one.
+  t.deepEqual(merged.map(e => [e.node, e.keys.api.shortfall, e.keys.api.books]), [['a', 0, 12], ['b', 12, 7]])
 })

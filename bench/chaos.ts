@@ -1,7 +1,7 @@
 /**
  * The real-process fault harness: N real quotad processes (seeds, and
  * members with `--members`), a seeded, replayable plan of faults
- * (lib/chaos-plan.ts: kill -9, SIGSTOP, SIGTERM restarts, SIGHUP reloads
+ * (src/sim/fault-plan.ts: kill -9, SIGSTOP, SIGTERM restarts, SIGHUP reloads
  * that lower and raise limits, partitions, lossy and duplicating links, a
  * stepped wall clock), load on every node through its Unix socket, and a
  * checker of every answer against one exact limiter (lib/chaos-check.ts).
@@ -30,7 +30,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { intFlag, parseCli } from '../src/cli/common.js'
 import { ChaosNet, netSupport } from './lib/chaos-net.js'
-import { FAULT_KINDS, NET_FAULTS, describeEvent, makePlan, summarizePlan, type ChaosEvent, type FaultKind, type ReloadRule } from './lib/chaos-plan.js'
+import { FAULT_KINDS, NET_FAULTS, describeEvent, makePlan, summarizePlan, type ChaosEvent, type FaultKind, CHAOS_RELOAD_RULES } from '../src/sim/fault-plan.js'
 import { LIBFAKETIME, killAll, runChaos, type ChaosRule, type RunResult } from './lib/chaos-run.js'
 import { machineInfo, printMachine } from './lib/machine.js'
 import { renderTable } from './lib/table.js'
@@ -93,7 +93,7 @@ const keptEvents = values.events === undefined ? null : new Set(parseSeeds(value
 
 /** Seed `seed`'s plan, less the events `--events` leaves out. */
 function planOf (seed: number, runFaultsMs: number): ChaosEvent[] {
-  const plan = makePlan({ seed, nodes: names, faultsMs: runFaultsMs, kinds, reclaimMs, reloadRules: RELOAD })
+  const plan = makePlan({ seed, nodes: names, faultsMs: runFaultsMs, kinds, reclaimMs, reloadRules: CHAOS_RELOAD_RULES })
   return keptEvents === null ? plan : plan.filter((_, i) => keptEvents.has(i + 1))
 }
 
@@ -109,10 +109,6 @@ const RULES: ChaosRule[] = [
   { name: 'bucket', match: 'bucket', limit: 40, per: '1s', perMs: 1000, algorithm: 'token-bucket', burst: 40, keys: ['bucket'], demandPerS: 60 },
   { name: 'log', match: 'log', limit: 60, per: '2s', perMs: 2000, algorithm: 'sliding-log', keys: ['log'], demandPerS: 45 },
   { name: 'users', match: 'user:*', limit: 20, per: '2s', perMs: 2000, algorithm: 'fixed-window', keys: ['user:1', 'user:2', 'user:3'], demandPerS: 15 }
-]
-const RELOAD: ReloadRule[] = [
-  { name: 'api', base: 200, min: 100, max: 300 },
-  { name: 'search', base: 100, min: 50, max: 150 }
 ]
 
 const log = (line: string): void => { process.stdout.write(line + '\n') }

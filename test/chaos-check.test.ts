@@ -1,12 +1,12 @@
 /**
  * The chaos harness's checker and plan (bench/lib/chaos-check.ts,
- * chaos-plan.ts), on hand-made answers: what counts as a grant in a window,
+ * src/sim/fault-plan.ts), on hand-made answers: what counts as a grant in a window,
  * the bound under reloads, the envelopes of sliding-log and token-bucket,
  * and a plan that replays from its seed and ends every fault in time.
  */
 import test from 'ava'
 import { checkKey, allowedIn, type Answer, type CheckRule } from '../bench/lib/chaos-check.js'
-import { FAULT_KINDS, makePlan, type ChaosEvent } from '../bench/lib/chaos-plan.js'
+import { FAULT_KINDS, makePlan, type ChaosEvent } from '../src/sim/fault-plan.js'
 import { lastWithLeastShortfall, type NodeEnd } from '../bench/lib/chaos-run.js'
 
 const W = 1_800_000_000_000 // a multiple of 2000: a window boundary

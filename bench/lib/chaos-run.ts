@@ -2,7 +2,7 @@
  * One chaos run on real processes: write the cluster file, start every node
  * (in its own network namespace when network faults are on, else on
  * loopback), put load on every node through its Unix socket, carry out the
- * plan (chaos-plan.ts), heal everything at the end of the faults, let the
+ * plan (src/sim/fault-plan.ts), heal everything at the end of the faults, let the
  * cluster run quiet, read every node's status, stop, and check every answer
  * (chaos-check.ts).
  *
@@ -21,7 +21,7 @@ import { peerIdOf } from '../../src/cluster/transport/identity.js'
 import { Rng } from '../../src/sim/rng.js'
 import { freePort, startNode, type ClusterFile, type NodeProc, type SpawnOpts } from './cluster-harness.js'
 import { checkKey, allowedIn, type Answer, type CheckRule, type KeyVerdict, type Offsets } from './chaos-check.js'
-import { describeEvent, type ChaosEvent } from './chaos-plan.js'
+import { describeEvent, type ChaosEvent } from '../../src/sim/fault-plan.js'
 import type { ChaosNet } from './chaos-net.js'
 
 /** libfaketime's multi-threaded build (Debian package libfaketime). */

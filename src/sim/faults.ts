@@ -12,6 +12,7 @@ import { LAN, type FaultSpec } from './scenario.js'
 import type { RuleChange } from './types.js'
 import type { ClusterCore } from '../cluster/cluster-core.js'
 import type { VirtualCluster } from './virtual-cluster.js'
+import { CHAOS_RELOAD_RULES, FAULT_KINDS, makePlan, type ChaosEvent } from './fault-plan.js'
 
 export interface Scheduled {
   /** Each joiner's join time. */
@@ -24,6 +25,8 @@ export interface Scheduled {
   lastFaultAt: number
   /** The long cut (FaultSpec.cut): when, and its sides. */
   cut: Cut | null
+  /** The reloads of a replayed plan (FaultSpec.chaos), in order, each in true time from its first node to its last. */
+  reloads: RuleChange[]
 }
 
 export interface Cut {
@@ -47,12 +50,13 @@ export function scaledRule (rule: RuleConfig, factor: number): RuleConfig {
  * from `vc.seeds`.
  */
 export function scheduleFaults (vc: VirtualCluster, f: FaultSpec, nodes: readonly string[], joiners: readonly string[],
-  startMs: number, durationMs: number, rng: Rng, reclaimMs = 5000): Scheduled {
+  startMs: number, durationMs: number, rng: Rng, reclaimMs = 5000, seed = 1): Scheduled {
   const within = (lo: number, hi: number): number => startMs + durationMs * (lo + rng.next() * Math.max(0, hi - lo))
   const restart = f.restartAfterMs ?? 1500
   const calmAt = f.calmAt === undefined ? null : startMs + durationMs * f.calmAt
-  const s: Scheduled = { joinAt: new Map(), change: null, calmAt, lastFaultAt: startMs, cut: null }
+  const s: Scheduled = { joinAt: new Map(), change: null, calmAt, lastFaultAt: startMs, cut: null, reloads: [] }
   const ended = (): void => { s.lastFaultAt = Math.max(s.lastFaultAt, vc.now) }
+  if (f.chaos !== undefined) s.reloads = scheduleChaos(vc, makePlan({ seed, nodes: [...nodes], faultsMs: durationMs - f.chaos.quietMs, kinds: new Set(FAULT_KINDS), reclaimMs: f.chaos.reclaimMs, reloadRules: CHAOS_RELOAD_RULES }), startMs, ended)
   // Restarts land before the calm point: a crash restarts `restart` later; a stop takes up to its handoff timeout first.
   const latest = (ms: number): number => calmAt === null ? 0.7 : f.calmAt as number - ms / durationMs
   // Nodes that crash for good take no other fault (a restart would bring them back).
@@ -342,4 +346,71 @@ function scheduleRuleChange (vc: VirtualCluster, rc: NonNullable<FaultSpec['rule
     applied()
   }))
   return change
+}
+
+/**
+ * Carry out a chaos plan (FaultSpec.chaos) as the harness does on real
+ * processes (bench/lib/chaos-run.ts), times from `startMs`. A reload edits
+ * the file and SIGHUPs every node that is up; one down reads the new file
+ * when it starts. Returns the reloads, for the oracle.
+ */
+function scheduleChaos (vc: VirtualCluster, plan: readonly ChaosEvent[], startMs: number, ended: () => void): RuleChange[] {
+  const at = (ms: number, run: () => void): void => vc.at(startMs + ms, run)
+  const base = vc.file
+  const scale = CHAOS_RELOAD_RULES[0]
+  // After SIGTERM the harness restarts a node once its process has exited.
+  const startOnceDown = (n: string): void => {
+    if (vc.nodes.get(n)?.state === 'stopping') { vc.at(vc.now + 20, () => startOnceDown(n)); return }
+    vc.start(n)
+    ended()
+  }
+  const reloads: RuleChange[] = []
+  for (const e of plan) {
+    switch (e.kind) {
+      case 'kill':
+        at(e.at, () => vc.crash(e.node))
+        at(e.restartAt, () => { vc.start(e.node); ended() })
+        break
+      case 'term':
+        at(e.at, () => vc.stop(e.node))
+        at(e.restartAt, () => startOnceDown(e.node))
+        break
+      case 'stop':
+        at(e.at, () => vc.pause(e.node, e.contAt - e.at))
+        at(e.contAt, ended)
+        break
+      case 'reload': {
+        // A rule the plan names gets its limit; any other is scaled as the plan scales its first rule (`api`).
+        const next = base.map(r => scaledRule(r, (e.limits[r.name] ?? r.limit * (e.limits[scale.name] ?? scale.base) / scale.base) / r.limit))
+        const change: RuleChange = { from: startMs + e.at, to: startMs + e.at, rules: next }
+        reloads.push(change)
+        at(e.at, () => {
+          vc.file = next
+          // A paused process takes its SIGHUP when it resumes (unless it was stopped or killed meanwhile).
+          for (const [n, x] of vc.nodes) {
+            if (x.state !== 'up') continue
+            const core = x.core
+            if (vc.paused(n)) vc.at(x.pausedUntil, () => { if (x.core === core && x.state === 'up') vc.reload(n, next) })
+            else vc.reload(n, next)
+          }
+        })
+        break
+      }
+      case 'partition':
+        at(e.at, () => vc.cuts.split(e.groups[0], e.groups[1]))
+        at(e.healAt, () => { vc.cuts.join(e.groups[0], e.groups[1]); ended() })
+        break
+      case 'loss':
+        at(e.at, () => vc.cuts.setLossy(e.node, e.probability))
+        at(e.healAt, () => { vc.cuts.setLossy(e.node, 0); ended() })
+        break
+      case 'dup':
+        break
+      case 'clock':
+        at(e.at, () => vc.stepWall(e.node, e.stepMs))
+        at(e.backAt, () => { vc.stepWall(e.node, -e.stepMs); ended() })
+        break
+    }
+  }
+  return reloads
 }

@@ -85,5 +85,28 @@ export class Cuts {
     this.cut.clear()
   }
 
+  /** Join group a to group b again (both ways): one partition healed while another stays. */
+  join (a: readonly string[], b: readonly string[]): void {
+    for (const x of a) {
+      for (const y of b) {
+        this.cut.delete(`${x}>${y}`)
+        this.cut.delete(`${y}>${x}`)
+      }
+    }
+  }
+
+  /** Per node, the chance a message to or from it is late (a lossy TCP link's retransmission; 0: none). */
+  private readonly lossy = new Map<string, number>()
+
+  setLossy (node: string, p: number): void {
+    if (p > 0) this.lossy.set(node, p)
+    else this.lossy.delete(node)
+  }
+
+  /** The chance a message from -> to is late (the larger of its two ends'). */
+  lateChance (from: string, to: string): number {
+    return this.lossy.size === 0 ? 0 : Math.max(this.lossy.get(from) ?? 0, this.lossy.get(to) ?? 0)
+  }
+
   get size (): number { return this.cut.size }
 }

@@ -179,7 +179,7 @@ export function runSim (spec: SimSpec): SimResult {
     }
   }
   spec.sabotage?.(vc, startMs)
-  const sched = scheduleFaults(vc, sc.faults, listed, joiners, startMs, durationMs, stream(spec.seed, 4), lease.reclaimMs)
+  const sched = scheduleFaults(vc, sc.faults, listed, joiners, startMs, durationMs, stream(spec.seed, 4), lease.reclaimMs, spec.seed)
   const { joinAt, change, cut } = sched
   const probe = new SettleProbe(vc, sched, startMs, endMs)
 
@@ -246,6 +246,7 @@ export function runSim (spec: SimSpec): SimResult {
   const oracleRule: OracleRule = { algorithm: rule.algorithm, limit: rule.limit, perMs: rule.perMs, burst: rule.burst }
   const changed = change !== null && change.to >= change.from ? change : null
   if (changed !== null) oracleRule.changes = [{ from: changed.from, to: changed.to, limit: changed.rules[0].limit, burst: changed.rules[0].burst }]
+  if (sched.reloads.length > 0) oracleRule.changes = sched.reloads.map(c => ({ from: c.from, to: c.to, limit: c.rules[0].limit, burst: c.rules[0].burst }))
   // Calendars may stray from true time by more than the configured skew (a wall-clock step, slewed): allow what was seen.
   let maxSkewMs = sc.skewMs
   for (const a of admissions) if (a.node !== skewed) maxSkewMs = Math.max(maxSkewMs, Math.abs(a.local - a.at))

@@ -34,6 +34,18 @@ export interface FaultSpec {
   /** One node's wall clock steps by each of these multiples of the rule's period, spread over the run. */
   wallSteps?: number[]
   /**
+   * Replay the real-process harness's plan (bench/chaos.ts; fault-plan.ts)
+   * drawn for the run's seed over the nodes listed at the start (a, b, c,
+   * m1, m2 there are n1..n5 here), its faults over the run less `quietMs`:
+   * kill -9 and SIGTERM with their restarts, SIGSTOP, reloads (the run's
+   * rule scaled as the plan scales `api`), partitions and wall-clock steps.
+   * A lossy link there is TCP: its losses come back as retransmissions, so
+   * here each message on it is late (200-1200 ms) with the plan's
+   * probability; TCP drops duplicated packets, so those are nothing here.
+   * `reclaimMs`: the harness's, which the plan draws pauses against.
+   */
+  chaos?: { quietMs: number, reclaimMs: number }
+  /**
    * The stepped node is stopped (SIGTERM) and started again this long after
    * its first step, while its wall clock is still off: its new process's
    * calendar starts from the wrong wall clock (chaos seed 8).
@@ -207,6 +219,12 @@ export interface Scenario {
   capacityLoss?: string
   /** A run lasts at least this many gossip intervals (a cut of several reclaim periods needs room). */
   minGossips?: number
+  /**
+   * Why the CI property sweep (property.ts) leaves this scenario out: its
+   * seeds still find failures not yet fixed. `quotad simulate --scenario`
+   * runs it all the same.
+   */
+  outOfSweep?: string
   /** Tuning this scenario runs with (over the run's own), e.g. `inheritSeeds`. */
   tuning?: Partial<ClusterTuning>
 }
@@ -486,6 +504,19 @@ export const SCENARIOS: readonly Scenario[] = [
     summary: 'Zipf load; a limit lowered to 40% by SIGHUP, then every node stops and starts again while burns are still owed',
     load: 'zipf',
     faults: { ruleChange: { how: 'reload', factor: 0.4, atFraction: 0.3, spreadMs: 100 }, restartAllAt: 0.34 }
+  },
+  {
+    ...base,
+    name: 'chaos',
+    summary: 'Zipf load; the real-process harness\'s fault plan for the run\'s seed (bench/chaos.ts: kill -9, SIGSTOP, SIGTERM, reloads, partitions, lossy links, clock steps) over the listed nodes, then 15 s quiet; the daemon\'s lease settings, reclaimMs 5000 as the harness runs',
+    load: 'zipf',
+    faults: { chaos: { quietMs: 15_000, reclaimMs: 5000 }, calmAt: 0.8 },
+    // The plan steps wall clocks by seconds, as the harness's checker does, admissions count in windows of true time.
+    trueTimeWindows: true,
+    propertyMs: 75_000,
+    shortfallCheckMs: 6000,
+    outOfSweep: 'new at stop 55: 8 of seeds 1-40 (hard) break conservation (tokens created or lost, none admitted over the limit) where inheritance meets a reload, a renewal or a restart (bench/README.md "Stop 55")',
+    tuning: { gossipIntervalMs: 250, leaseMs: 3000, reclaimMs: 5000, maxClockSkewMs: 500 }
   },
   {
     ...base,

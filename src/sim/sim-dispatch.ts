@@ -86,6 +86,8 @@ export function transmit (vc: VirtualCluster, from: string, to: string, bytes: U
       if (n !== undefined) n.recvBytes += bytes.length
       deliver()
     }
-    vc.at(vc.now + sampleLatency(vc.network, vc.rng) + extra, arrive)
+    // A lossy TCP link (FaultSpec.chaos): a lost segment comes again after a retransmission timeout.
+    const late = vc.rng.chance(vc.cuts.lateChance(from, to)) ? 200 + vc.rng.next() * 1000 : 0
+    vc.at(vc.now + sampleLatency(vc.network, vc.rng) + extra + late, arrive)
   }
 }

@@ -1,7 +1,10 @@
 /**
  * The fault plan of one chaos run (bench/chaos.ts): a list of timed events
  * drawn from a seeded Rng (src/sim/rng.ts), so `--seeds N` replays the same
- * plan. The plan is data only; chaos-run.ts carries it out on real processes.
+ * plan. The plan is data only: bench/lib/chaos-run.ts carries it out on
+ * real processes, and the simulator's `chaos` scenario (faults.ts) on
+ * virtual ones, so a seed that fails on real processes can be tried under
+ * the deterministic simulator.
  *
  * Rules of the draw, so that every event can actually happen:
  * - a node has at most one process fault at a time (kill -9, SIGSTOP or
@@ -12,7 +15,7 @@
  *   `faultsMs` restores the base file, so the quiet tail runs the rules of
  *   the fault-free baseline and its utilization compares with it.
  */
-import { Rng } from '../../src/sim/rng.js'
+import { Rng } from './rng.js'
 
 export type FaultKind = 'kill' | 'stop' | 'term' | 'reload' | 'partition' | 'loss' | 'dup' | 'clock'
 
@@ -23,6 +26,12 @@ export const NET_FAULTS: ReadonlySet<FaultKind> = new Set(['partition', 'loss', 
 
 /** The limits a reload may set, per rule name: the rules' limits are changed only for fixed windows. */
 export interface ReloadRule { name: string, base: number, min: number, max: number }
+
+/** The harness's reloads (bench/chaos.ts): its `api` and `search` rules. The simulator's replay draws with the same, so its plan is the harness's. */
+export const CHAOS_RELOAD_RULES: readonly ReloadRule[] = [
+  { name: 'api', base: 200, min: 100, max: 300 },
+  { name: 'search', base: 100, min: 50, max: 150 }
+]
 
 export type ChaosEvent =
   | { at: number, kind: 'kill', node: string, restartAt: number }

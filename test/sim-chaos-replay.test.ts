@@ -1,0 +1,73 @@
+/**
+ * The simulator's `chaos` scenario replays the real-process harness's plan
+ * (bench/chaos.ts; src/sim/fault-plan.ts) for the run's seed: the same
+ * kills, SIGTERMs, pauses, clock steps, partitions and reloads at the same
+ * times, on the same nodes (a, b, c, m1, m2 there; n1..n5 here). A chaos
+ * finding on real processes can then be run again, deterministic, in the
+ * simulator (docs/simulation.md, "Replaying a failure").
+ */
+import test from 'ava'
+import { CHAOS_RELOAD_RULES, FAULT_KINDS, makePlan } from '../src/sim/fault-plan.js'
+import { propertySpec } from '../src/sim/property.js'
+import { nodeNames, runSim } from '../src/sim/run.js'
+import type { VirtualCluster } from '../src/sim/virtual-cluster.js'
+
+test('the chaos scenario carries out the harness\'s plan for the seed, event for event', t => {
+  const seed = 3
+  const spec = propertySpec({ scenario: 'chaos', mode: 'hard', seed })
+  spec.nodes = 5
+  spec.seedNodes = 3
+  const calls: string[] = []
+  let t0 = 0
+  spec.sabotage = (vc: VirtualCluster, startMs: number) => {
+    t0 = startMs
+    const at = (): number => Math.round(vc.now - startMs)
+    const wrap = <K extends 'crash' | 'stop' | 'pause' | 'stepWall'>(m: K): void => {
+      const orig = (vc[m] as (...a: unknown[]) => void).bind(vc)
+      ;(vc as unknown as Record<string, unknown>)[m] = (name: string, ...a: unknown[]) => {
+        calls.push(`${at()} ${m} ${name}${a.length > 0 ? ` ${String(a[0])}` : ''}`)
+        orig(name, ...a)
+      }
+    }
+    wrap('crash')
+    wrap('stop')
+    wrap('pause')
+    wrap('stepWall')
+    const split = vc.cuts.split.bind(vc.cuts)
+    vc.cuts.split = (a, b, oneWay) => { calls.push(`${at()} split ${a.join(',')}|${b.join(',')}`); split(a, b, oneWay) }
+  }
+  const r = runSim(spec)
+  t.true(t0 > 0)
+  const plan = makePlan({ seed, nodes: nodeNames(5), faultsMs: 60_000, kinds: new Set(FAULT_KINDS), reclaimMs: 5000, reloadRules: CHAOS_RELOAD_RULES })
+  t.true(plan.length >= 5, `the plan has events (${plan.length})`)
+  const expected: string[] = []
+  for (const e of plan) {
+    if (e.kind === 'kill') expected.push(`${e.at} crash ${e.node}`)
+    if (e.kind === 'term') expected.push(`${e.at} stop ${e.node}`)
+    if (e.kind === 'stop') expected.push(`${e.at} pause ${e.node} ${e.contAt - e.at}`)
+    if (e.kind === 'clock') expected.push(`${e.at} stepWall ${e.node} ${e.stepMs}`, `${e.backAt} stepWall ${e.node} ${-e.stepMs}`)
+    if (e.kind === 'partition') expected.push(`${e.at} split ${e.groups[0].join(',')}|${e.groups[1].join(',')}`)
+  }
+  // Every planned fault happened at its time (renewals and restarts may add stops of their own).
+  for (const x of expected) t.true(calls.includes(x), `${x} in ${calls.join('; ')}`)
+  // The seed's run keeps every invariant the simulator checks.
+  t.true(r.ok, r.failures.join('; '))
+  t.true(r.cluster.admitted > 1000)
+})
+
+test('a chaos reload SIGHUPs each node with the run\'s rule scaled as the plan scales api', t => {
+  // Seed 6 on 3 nodes reloads twice (api 269, then 142) and restores 200 at the end of the faults.
+  const spec = propertySpec({ scenario: 'chaos', mode: 'hard', seed: 6 })
+  spec.nodes = 3
+  spec.rule = { ...spec.rule, name: 'api', match: 'api', algorithm: 'fixed-window', limit: 200, burst: 200, perMs: 2000, per: '2s' }
+  const limits: number[] = []
+  spec.sabotage = (vc: VirtualCluster) => {
+    const orig = vc.reload.bind(vc)
+    vc.reload = (name, rules) => { if (name === 'n2') limits.push(rules[0].limit); orig(name, rules) }
+  }
+  runSim(spec)
+  const plan = makePlan({ seed: 6, nodes: nodeNames(3), faultsMs: 60_000, kinds: new Set(FAULT_KINDS), reclaimMs: 5000, reloadRules: CHAOS_RELOAD_RULES })
+  const planned = plan.flatMap(e => e.kind === 'reload' ? [e.limits.api] : [])
+  t.true(planned.length >= 2)
+  t.deepEqual(limits, planned)
+})

@@ -90,3 +90,17 @@ test('chaos 3+2 seed 24: voters cut off alone at different times never add up to
   // n4 is killed at 52.3 s and restarts 2.1 s later: only that incarnation (2) may be settled.
   t.deepEqual(settledMembers.filter(x => !x.endsWith('n4/2')), [])
 })
+
+test('chaos 5 seeds seed 9: a seed killed before a lowering and inherited after it is credited under the lowered rule, and the audit agrees', t => {
+  // n5 dies at 47.2 s under api 209, the limit is lowered to 113 at 48.1 s, n1 inherits n5 at 52.3 s and credits
+  // n5's books less the 19 its share shrank by (estate.ts). The audit used to keep those 19 as stranded as well.
+  const spec = propertySpec({ scenario: 'chaos', mode: 'hard', seed: 9 })
+  spec.nodes = 5
+  spec.rule = { ...spec.rule, name: 'api', match: 'api', algorithm: 'fixed-window', limit: 200, burst: 200, perMs: 2000, per: '2s' }
+  let cluster: VirtualCluster | null = null
+  spec.sabotage = vc => { cluster = vc }
+  const r = runSim(spec)
+  t.true(r.ok, r.failures.join('; '))
+  const heirs = ((cluster as VirtualCluster | null)?.incarnations ?? []).filter(c => c.heir.log.some(l => l.node === 'n5'))
+  t.true(heirs.length > 0, 'n5 was inherited')
+})

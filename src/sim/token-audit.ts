@@ -28,7 +28,7 @@
 import type { ClusterCore } from '../cluster/cluster-core.js'
 import type { SavedState } from '../cluster/durable-state.js'
 import { booksOf } from '../cluster/key-ext.js'
-import { heirAtEnd } from '../cluster/rule-change.js'
+import { heirAtEnd, inheritedShares } from '../cluster/rule-change.js'
 import type { Grant } from '../cluster/messages.js'
 import { RuleSet, type CompiledRule } from '../core/rules.js'
 import { initialShare, homeOf, type Homes } from '../core/share.js'
@@ -204,11 +204,18 @@ export class TokenAudit {
    */
   private moveToHeir (heir: ClusterCore, node: string, rules: RuleSet, homes: Homes | undefined, books: ReadonlyMap<string, number>,
     credits: ReadonlyMap<string, number>, saved: boolean): void {
+    const now = rulesOf(heir)
     for (const [k, b] of books) {
       const rule = rules.match(k)
       const homed = rule?.glob === true && homeOf(k, this.seeds, homes) === node
       const taken = credits.get(k) ?? (homed && heir.limiter.existing(k) === undefined ? (rule as CompiledRule).stock : 0)
-      add(this.stranded, k, saved ? b - taken : -taken)
+      // The heir credits the books carried over to its rules (estate.ts): a rule changed since they were written moves
+      // them by the change in the dead seed's share, and in the shares it had inherited, as the stock moves (their
+      // contributions follow the heir's rules now). What it credits short of that, the copy lost: it stays stranded.
+      // (Beyond it is no error by itself: a copy older than the books still holds what the seed gave since, and those
+      // grants are counted where they are: chaos 3+2 seed 14, a seed cut off gave 27 to a member cut off with it.)
+      const lost = b + this.carried(node, rules, now, homes, k) - taken
+      add(this.stranded, k, saved ? lost : lost - b)
     }
     // A key it had no state for was counted as its share (account()), which stops counting now: what the heir did not credit of it stays.
     for (const [k, n] of credits) if (!books.has(k)) add(this.stranded, k, this.share(node, true, rules, k, homes) - n)
@@ -294,6 +301,15 @@ export class TokenAudit {
   }
 
   /** The share a node would create `key` with under `rules`. */
+  /** How far a seed's books move with a change from `from` to `to` (rule-change.ts carryOver): its share and the shares of the seeds it inherited. */
+  private carried (node: string, from: RuleSet, to: RuleSet, homes: Homes | undefined, key: string): number {
+    const a = from.match(key)
+    const b = to.match(key)
+    if (a === undefined || b === undefined || a.hash === b.hash) return 0
+    const held = (r: CompiledRule): number => initialShare(r.stock, r.glob, key, node, this.seeds, homes) + inheritedShares(r, key, node, this.seeds, homes)
+    return held(b) - held(a)
+  }
+
   private share (node: string, allocate: boolean, rules: RuleSet, key: string, homes?: Homes): number {
     const rule = rules.match(key)
     return allocate && rule !== undefined ? initialShare(rule.stock, rule.glob, key, node, this.seeds, homes) : 0

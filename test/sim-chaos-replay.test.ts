@@ -104,3 +104,18 @@ test('chaos 5 seeds seed 9: a seed killed before a lowering and inherited after 
   const heirs = ((cluster as VirtualCluster | null)?.incarnations ?? []).filter(c => c.heir.log.some(l => l.node === 'n5'))
   t.true(heirs.length > 0, 'n5 was inherited')
 })
+
+test('chaos 5 seeds seed 37: a dead giver\'s grant to a dead receiver comes back by the receiver\'s copy', t => {
+  // n4 and n5 are cut off together (41.9 s); n4 gives 12 to n5, n5 is killed (45.7 s) before its journal has the
+  // credit, and n1 inherits both. No receiver lives to report its mark for n4's grant: the mark of n5's copy, which n1
+  // announces as n5's heir, is its last word, and n1 takes the 12 back as n4's heir. Before, they were lost for good.
+  const spec = propertySpec({ scenario: 'chaos', mode: 'hard', seed: 37 })
+  spec.nodes = 5
+  spec.rule = { ...spec.rule, name: 'api', match: 'api', algorithm: 'fixed-window', limit: 200, burst: 200, perMs: 2000, per: '2s' }
+  let cluster: VirtualCluster | null = null
+  spec.sabotage = vc => { cluster = vc }
+  const r = runSim(spec)
+  t.true(r.ok, r.failures.join('; '))
+  const returned = ((cluster as VirtualCluster | null)?.incarnations ?? []).reduce((a, c) => a + c.reclaim.returns.counters.tokensReturned, 0)
+  t.true(returned >= 12, `taken back: ${returned}`)
+})

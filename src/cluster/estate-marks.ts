@@ -136,6 +136,11 @@ export class EstateMarks {
   announce (dead: string, epoch: string, marks: ReadonlyMap<string, number>, nowMs: number): void {
     this.announced.push({ dead, epoch, marks, until: nowMs + this.waitMs })
     this.mark(dead, epoch, marks.get(`${this.c.node}\u0000${this.c.epoch}`) ?? 0, nowMs)
+    // Dead givers' grants to it, where this node holds their estates too (estate-returns.ts `receiverInherited`).
+    for (const [id, seq] of marks) {
+      const i = id.indexOf('\u0000')
+      this.c.reclaim.returns.receiverInherited(dead, epoch, id.slice(0, i), id.slice(i + 1), seq, nowMs)
+    }
   }
 
   /** For gossip: a slice of [dead, epoch, peer, peer epoch, mark] over the alive peers, while announcements last. */
@@ -200,7 +205,8 @@ export class EstateMarks {
   onMarks (from: string, fromEpoch: string, entries: readonly EstateMark[], nowMs: number): void {
     const c = this.c
     for (const [dead, epoch, giver, giverEpoch, seq] of entries) {
-      if (giver !== c.node) continue
+      // Another giver's: a dead one's grants, if this node is its heir, wait for it (estate-returns.ts).
+      if (giver !== c.node) { if (c.heir.homes.get(dead) === from) c.reclaim.returns.receiverInherited(dead, epoch, giver, giverEpoch, seq, nowMs); continue }
       const own = dead === from && epoch !== fromEpoch
       // A restart's mark of our crashed epoch's grants: for this node's own restart's take-backs (estate-returns.ts).
       if (giverEpoch !== c.epoch) { if (own) c.reclaim.returns.onEnded(dead, epoch, giverEpoch, seq, nowMs); continue }

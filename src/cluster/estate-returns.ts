@@ -36,6 +36,8 @@ import { creditAtHorizon } from './recovery.js'
 
 /** Reports kept per gossip, at most (the parser's bound, maxPeers, is higher). */
 export const MAX_APPLIED_PER_GOSSIP = 64
+/** Receivers' marks from their heirs kept for givers not inherited yet, at most (`receiverInherited`). */
+const MAX_HEIR_MARKS = 4096
 
 interface Pending {
   dead: string
@@ -53,6 +55,11 @@ export class EstateReturns {
   private readonly reports = new Map<string, { dead: string, epoch: string, seq: number, until: number }>()
   /** Heir: the copies' grants waiting for their receivers' reports. */
   private readonly pending: Pending[] = []
+  /**
+   * Receivers that died too, by their heirs' word (`receiverInherited`): `${giver}\0${giver epoch}\0${to}\0${to
+   * epoch}` -> the mark of the receiver's copy. Kept (bounded) for a giver inherited after they came.
+   */
+  private readonly heirMarks = new Map<string, number>()
   /** Per key: tokens taken back (the simulator's audits read it). */
   readonly returned = new Map<string, number>()
   /** Per key: of those, taken back of this node's own crashed epoch's grants (`restarted`). */
@@ -206,7 +213,29 @@ export class EstateReturns {
     this.pending.push(p)
     const own = this.reports.get(`${dead}\u0000${epoch}`)
     if (own !== undefined) this.decide(p, this.c.node, this.c.epoch, own.seq, nowMs)
+    for (const id of [...sent.keys()]) {
+      const mark = this.heirMarks.get(`${dead}\u0000${epoch}\u0000${id}`)
+      const i = id.indexOf('\u0000')
+      if (mark !== undefined) this.decide(p, id.slice(0, i), id.slice(i + 1), mark, nowMs)
+    }
     return p
+  }
+
+  /**
+   * The heir of dead seed `to` (its epoch `toEpoch`) credited a copy that holds the grants of `giver`'s epoch
+   * `giverEpoch` up to `mark` (estate-marks.ts: this node, or the heir's gossip). If that giver is dead as well and
+   * its grants wait here, no receiver lives to report: the copy's mark is the receiver's last word. A grant above it
+   * has no credit in the receiver's estate, and one the receiver applied after the copy and gave on is covered by
+   * the copy's reservation, which its heir's credit deducts (estate.ts), so taking it back doubles nothing. Before,
+   * such grants waited for a report that never came and were lost (sim chaos 5 seeds seed 37: a cut-off seed gave
+   * 12 to another cut off with it, which was then killed; one heir inherited both, and the 12 were gone for good).
+   */
+  receiverInherited (to: string, toEpoch: string, giver: string, giverEpoch: string, mark: number, nowMs: number): void {
+    if (giver === this.c.node && giverEpoch === this.c.epoch) return
+    const id = `${giver}\u0000${giverEpoch}\u0000${to}\u0000${toEpoch}`
+    if (!this.heirMarks.has(id) && this.heirMarks.size >= MAX_HEIR_MARKS) this.heirMarks.delete(this.heirMarks.keys().next().value as string)
+    this.heirMarks.set(id, mark)
+    for (const p of this.pending) if (p.dead === giver && p.epoch === giverEpoch) this.decide(p, to, toEpoch, mark, nowMs)
   }
 
   /** A gossip's reports, from `from` (its epoch `fromEpoch`): its applied marks of dead seeds' grants. */

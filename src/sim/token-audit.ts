@@ -86,7 +86,7 @@ export class TokenAudit {
 
   born (core: ClusterCore): void {
     this.everCores.push(core)
-    core.reclaim.marks.onTakeBack = g => this.estateTakeBack(g)
+    core.reclaim.marks.onTakeBack = g => this.estateTakeBack(core, g)
     core.reclaim.returns.onReturn = (_d, deadEpoch, _to, toEpoch, seq) => this.grants.estateReturn(deadEpoch, toEpoch, seq)
     this.live.set(core.epoch, core)
     this.disk.delete(core.node)
@@ -283,7 +283,11 @@ export class TokenAudit {
    * and are the giver's again. Otherwise the heir credited them too: they
    * stay counted twice, and the run fails as tokens created.
    */
-  private estateTakeBack (g: Grant): void {
+  private estateTakeBack (taker: ClusterCore, g: Grant): void {
+    // A shadow's (a seed inherited while it lives on): its books are its heir's, not counted here, and it drops them
+    // when it learns; what it takes back goes with them. Its heir takes the grant back from its own copy of the
+    // giver, if the receiver's copy lacks it (estate-returns.ts receiverInherited; sim chaos 5 seeds seed 37).
+    if (this.shadows.has(taker) && !taker.reclaim.droppedCarried && !taker.reclaim.reclaimed) return
     // A member's own marks (its restart from its journal): a grant it never applied leaves `stranded` for its
     // giver's books; one it applied was in its crash books, which the restart's recovery took out of `stranded`
     // already (what it did not recover is the lost part). One it recovered shows as created.

@@ -264,8 +264,8 @@ export class Ledger {
   }
 
   /** Incarnations of `giver` up to `inc` are settled dead (reclaim.ts): their grants are never applied, and their marks go. */
-  deadGiver (giver: string, inc: number): void {
-    this.marks.deadGiver(giver, inc)
+  deadGiver (giver: string, inc: number, newer?: ReadonlySet<string>): void {
+    this.marks.deadGiver(giver, inc, newer)
   }
 
   /** A giver is now incarnation `epoch`: the marks of its other epochs go (see the header). */

@@ -430,7 +430,15 @@ export class Reclaim {
       this.settled.delete(old)
       this.settledAt.delete(old)
     }
-    c.ledger.deadGiver(node, inc)
+    // The epochs of its later incarnations keep their marks: the live one's, and those it carries (carries[i] is
+    // incarnation inc - 1 - i), or that the journal names.
+    const newer = new Set<string>()
+    if (p !== undefined && p.inc > inc) {
+      newer.add(p.epoch)
+      p.carries.forEach((e, i) => { if (p.inc - 1 - i > inc) newer.add(e) })
+    }
+    for (const e of c.ledger.appliedEpochs(node)) if ((c.journal.incOf(node, e) ?? 0) > inc) newer.add(e)
+    c.ledger.deadGiver(node, inc, newer)
     for (const id of [...this.attesters.keys()]) if (id.startsWith(`${node}/`) && Number(id.slice(node.length + 1)) <= inc) this.attesters.delete(id)
     this.counters.settlements++
     if (p !== undefined && p.inc <= inc) {

@@ -130,3 +130,17 @@ test('chaos 5 seeds seed 34: a restart that settles a giver\'s old incarnation l
   t.true(r.ok, r.failures.join('; '))
   t.true((r.settle?.maxAgeMs ?? Infinity) < 3000, `oldest grant after the heal: ${r.settle?.maxAgeMs} ms`)
 })
+
+test('chaos seed 5: a seed reclaimed while its heir is restarting, and a heir stopped mid-estate, keep the audit whole', t => {
+  // 5 seeds: n2, paused past reclaimMs, drops its share as its heir n3 restarts; for 60 ms no live heir held n2's
+  // share, and the audit counted it under the first file's rules (12 over). 3+2: n3 stops cleanly right after it
+  // settles n2; its saved books hold n2's estate, and the audit again fell back to the first file (21).
+  for (const seedNodes of [5, 3]) {
+    const spec = propertySpec({ scenario: 'chaos', mode: 'hard', seed: 5 })
+    spec.nodes = 5
+    spec.seedNodes = seedNodes
+    spec.rule = { ...spec.rule, name: 'api', match: 'api', algorithm: 'fixed-window', limit: 200, burst: 200, perMs: 2000, per: '2s' }
+    const r = runSim(spec)
+    t.true(r.ok, `${seedNodes} seeds: ${r.failures.join('; ')}`)
+  }
+})

@@ -41,6 +41,8 @@ interface Disk {
   allocate: boolean
   rules: RuleSet
   keys: Map<string, number>
+  /** The dead seeds whose estates its books hold (heir.ts): their shares follow its saved rules until it restarts. */
+  holds: ReadonlySet<string>
 }
 
 export interface KeyAccount {
@@ -244,7 +246,8 @@ export class TokenAudit {
     if (how === 'stop') {
       const keys = new Map<string, number>()
       for (const k of saved?.keys ?? []) keys.set(k.key, (keys.get(k.key) ?? 0) + k.held + k.tokens - k.burn)
-      this.disk.set(core.node, { node: core.node, epoch: core.epoch, allocate: core.limiter.allocate, rules: rulesOf(core), keys })
+      const holds = new Set(this.seeds.filter(n => n !== core.node && (core.heir.mine.has(n) || heirAtEnd(n, core.heir.homes, this.seeds.length) === core.node)))
+      this.disk.set(core.node, { node: core.node, epoch: core.epoch, allocate: core.limiter.allocate, rules: rulesOf(core), keys, holds })
       return
     }
     const books = new Map<string, number>()
@@ -328,10 +331,21 @@ export class TokenAudit {
     }
     const d = this.disk.get(node)
     if (d !== undefined && d.allocate) return this.share(node, true, d.rules, key)
-    // Inherited: its heir's books hold its share, and carry it through the heir's rule changes (rule-change.ts).
+    // Inherited: its heir's books hold its share, and carry it through the heir's rule changes (rule-change.ts); a
+    // heir stopped cleanly holds it on disk, under the rules it saved.
     for (const core of this.live.values()) {
       const holds = core.heir.mine.has(node) || heirAtEnd(node, core.heir.homes, this.seeds.length) === core.node
       if (holds && core.limiter.allocate) return this.share(node, true, rulesOf(core), key)
+    }
+    for (const h of this.disk.values()) if (h.allocate && h.holds.has(node)) return this.share(node, true, h.rules, key)
+    // Its latest incarnation dropped its share (reclaimed) and no heir holds it yet: under the rules that one had, as
+    // a crash's (not the first file's: a reclaimed seed whose heir had just restarted read 12 over for 60 ms, sim
+    // chaos 5 seeds seed 5).
+    for (let i = this.everCores.length - 1; i >= 0; i--) {
+      const z = this.everCores[i]
+      if (z.node !== node) continue
+      if (z.reclaim.droppedShare) return this.share(node, true, rulesOf(z), key)
+      break
     }
     const f = this.frozen.get(node)
     return this.share(node, true, f ?? this.initialRules, key)

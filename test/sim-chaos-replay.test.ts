@@ -144,3 +144,16 @@ test('chaos seed 5: a seed reclaimed while its heir is restarting, and a heir st
     t.true(r.ok, `${seedNodes} seeds: ${r.failures.join('; ')}`)
   }
 })
+
+test('chaos seed 1: a heir killed after a raise strands the estates it held under its own rules', t => {
+  // n3 inherits n2 (37.2 s), the limit is raised (42.9 s), n3 is killed (44.1 s) and n4 inherits it (49.5 s). Until
+  // then the audit counted n2's share under the first file: 6 created, in both topologies.
+  for (const seedNodes of [5, 3]) {
+    const spec = propertySpec({ scenario: 'chaos', mode: 'hard', seed: 1 })
+    spec.nodes = 5
+    spec.seedNodes = seedNodes
+    spec.rule = { ...spec.rule, name: 'api', match: 'api', algorithm: 'fixed-window', limit: 200, burst: 200, perMs: 2000, per: '2s' }
+    const r = runSim(spec)
+    t.true(r.ok, `${seedNodes} seeds: ${r.failures.join('; ')}`)
+  }
+})

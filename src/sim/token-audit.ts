@@ -246,7 +246,7 @@ export class TokenAudit {
     if (how === 'stop') {
       const keys = new Map<string, number>()
       for (const k of saved?.keys ?? []) keys.set(k.key, (keys.get(k.key) ?? 0) + k.held + k.tokens - k.burn)
-      const holds = new Set(this.seeds.filter(n => n !== core.node && (core.heir.mine.has(n) || heirAtEnd(n, core.heir.homes, this.seeds.length) === core.node)))
+      const holds = this.holdings(core)
       this.disk.set(core.node, { node: core.node, epoch: core.epoch, allocate: core.limiter.allocate, rules: rulesOf(core), keys, holds })
       return
     }
@@ -257,8 +257,13 @@ export class TokenAudit {
     }
     this.crashBooks.set(core.epoch, books)
     this.crashed.push(core)
-    // Its share stays stranded under the rules it had; later incarnations start with nothing.
-    if (core.limiter.allocate) this.frozen.set(core.node, rulesOf(core))
+    // Its share stays stranded under the rules it had; later incarnations start with nothing. So do the shares of the
+    // dead seeds whose estates it held, until its own heir inherits them (5 seeds seed 1: a heir killed after a raise
+    // read 6 over, their shares counted under the first file).
+    if (core.limiter.allocate) {
+      this.frozen.set(core.node, rulesOf(core))
+      for (const n of this.holdings(core)) this.frozen.set(n, rulesOf(core))
+    }
   }
 
   /**
@@ -308,6 +313,11 @@ export class TokenAudit {
   }
 
   /** The share a node would create `key` with under `rules`. */
+  /** The dead seeds whose estates `core`'s books hold (heir.ts). */
+  private holdings (core: ClusterCore): Set<string> {
+    return new Set(this.seeds.filter(n => n !== core.node && (core.heir.mine.has(n) || heirAtEnd(n, core.heir.homes, this.seeds.length) === core.node)))
+  }
+
   /** How far a seed's books move with a change from `from` to `to` (rule-change.ts carryOver): its share and the shares of the seeds it inherited. */
   private carried (node: string, from: RuleSet, to: RuleSet, homes: Homes | undefined, key: string): number {
     const a = from.match(key)

@@ -3,7 +3,7 @@
  * simulator: the heir gossips the marks of the copy it credited, and each
  * survivor counts its unacked grants to the dead seed at or below its mark
  * as delivered (their credit is in the estate) and takes back those above.
- * Every audit holds over twenty seeds of `seed-crash-forever` (six in
+ * Every audit holds over fifty seeds of `seed-crash-forever` (six in
  * `npm test`, below), both
  * outcomes happen, and a survivor that ignored the marks (took everything
  * back) is caught by the token audit as tokens created.
@@ -15,10 +15,10 @@ import { runSim, type SimSpec } from '../src/sim/run.js'
 import { scenario } from '../src/sim/scenario.js'
 import type { VirtualCluster } from '../src/sim/virtual-cluster.js'
 
-// `npm test` runs six of the twenty (test/helpers/long.ts), seeds 3 and 20 among them: over seeds 1-20 only seed 3
-// delivers a grant in flight by the marks and only seed 20 takes one back (main at cb652cb, one token each), and the test
-// asks for both.
-const SEEDS = sweep([1, 2, 3, 4, 5, 20], Array.from({ length: 20 }, (_, i) => i + 1))
+// `npm test` runs six of the fifty (test/helpers/long.ts), seeds 2, 28 and 49 among them: the sweep is thin, and the
+// test asks for both outcomes. At 5c1acb8 (a fenced voter attests no one) over seeds 1-60 only 2 and 22 take a grant
+// back (2 and 3 tokens) and only 28, 36, 44, 49 and 53 deliver one by the marks (at cb652cb it was seeds 20 and 3).
+const SEEDS = sweep([1, 2, 3, 4, 28, 49], Array.from({ length: 50 }, (_, i) => i + 1))
 
 function spec (seed: number, onCluster?: (vc: VirtualCluster) => void): SimSpec {
   return {

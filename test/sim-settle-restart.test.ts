@@ -62,7 +62,9 @@ test.serial('the scenario catches a restart that settles a newer incarnation\'s 
   const incOf = BooksJournal.prototype.incOf
   BooksJournal.prototype.incOf = () => undefined
   try {
-    const r = runSim(propertySpec({ scenario: SCENARIO, mode: 'hard', seed: 23 }))
+    // Seed 168: the timing the bug needs (seed 23 had it until 5c1acb8 moved the attestations; seeds 120, 168, 181 of
+    // 1-300 have it now).
+    const r = runSim(propertySpec({ scenario: SCENARIO, mode: 'hard', seed: 168 }))
     t.false(r.ok)
     // The member's new incarnation gives back what it holds of the giver's tokens; the giver credited them already.
     t.true(r.failures.some(f => /refused .* honest grant|positions:/.test(f)), r.failures.join('; '))

@@ -89,7 +89,7 @@ export class TokenAudit {
   born (core: ClusterCore): void {
     this.everCores.push(core)
     core.reclaim.marks.onTakeBack = g => this.estateTakeBack(core, g)
-    core.reclaim.returns.onReturn = (_d, deadEpoch, _to, toEpoch, seq) => this.grants.estateReturn(deadEpoch, toEpoch, seq)
+    core.reclaim.returns.onReturn = (dead, deadEpoch, _to, toEpoch, seq, items) => this.estateReturned(dead, deadEpoch, toEpoch, seq, items)
     this.live.set(core.epoch, core)
     this.disk.delete(core.node)
     // A restart of a seed already inherited carries books its heir holds now: they are the heir's until it drops them.
@@ -291,6 +291,21 @@ export class TokenAudit {
    * and are the giver's again. Otherwise the heir credited them too: they
    * stay counted twice, and the run fails as tokens created.
    */
+  /**
+   * A heir took back a dead giver's grant (estate-returns.ts). One its receiver had applied, though the receiver's
+   * copy had not (a receiver that died too, or lives on inherited, its heir's marks short of the grant): the
+   * receiver's books went to its heir as that copy had them, and the grant counted as what the copy lost
+   * (`moveToHeir`); it is back now (a receiver's live books are dropped when it learns). Otherwise the grant's fate.
+   */
+  private estateReturned (giver: string, giverEpoch: string, toEpoch: string, seq: number, items: ReadonlyArray<[string, number]>): void {
+    const to = this.everCores.find(c => c.epoch === toEpoch)
+    if (to !== undefined && this.inheritedEpochs.has(toEpoch) && to.ledger.appliedFrom(giver, giverEpoch) >= seq) {
+      for (const [k, n] of items) add(this.stranded, k, -n)
+      return
+    }
+    this.grants.estateReturn(giverEpoch, toEpoch, seq)
+  }
+
   private estateTakeBack (taker: ClusterCore, g: Grant): void {
     // A shadow's (a seed inherited while it lives on): its books are its heir's, not counted here, and it drops them
     // when it learns; what it takes back goes with them. Its heir takes the grant back from its own copy of the

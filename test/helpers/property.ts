@@ -35,7 +35,8 @@ function seedCount (env: string | undefined, fallback: number): number {
 }
 
 export function propertyTests (mode: Mode, half: 0 | 1): void {
-  const names = SCENARIOS.map(s => s.name)
+  // Not those the sweep leaves out (Scenario.outOfSweep: seeds that still fail), which propertyCases skips too.
+  const names = SCENARIOS.filter(s => s.outOfSweep === undefined).map(s => s.name)
   const mid = Math.ceil(names.length / 2)
   for (const name of half === 0 ? names.slice(0, mid) : names.slice(mid)) {
     // Scenarios that need longer runs (a cut of several reclaim periods) get fewer seeds: about the same virtual time per test.

@@ -59,7 +59,10 @@ interface Status { uptimeMs?: number, cluster?: { calendarSkewMs?: number, wallC
   // The same socket serves the new incarnation, which spends again.
   const allowed = await eventually('c admits again', async () => (await cc.acquire('api')).allowed ? true : undefined)
   t.true(allowed)
-  t.false(c.procs.c.stderr().includes('E_RECLAIMED'), 'a realignment is not a reclaim')
+  // Failed once beside a busy core (stop 55, not understood yet): the lines around it say which incarnation a quorum
+  // attested and how long the renewal took.
+  const err = c.procs.c.stderr()
+  t.false(err.includes('E_RECLAIMED'), `a realignment is not a reclaim:\n${err.split('\n').filter(l => /E_RECLAIMED|new incarnation|fenced|renew/.test(l)).slice(0, 8).join('\n')}`)
 })
 
 // Chaos 3+2 seed 20: one seed's wall clock stepped 4 s back. Its calendar followed it back at 90% speed, fell

@@ -10,7 +10,24 @@ import test from 'ava'
 import { CHAOS_RELOAD_RULES, FAULT_KINDS, makePlan } from '../src/sim/fault-plan.js'
 import { propertySpec } from '../src/sim/property.js'
 import { nodeNames, runSim } from '../src/sim/run.js'
+import type { SimResult, SimSpec } from '../src/sim/run.js'
 import type { VirtualCluster } from '../src/sim/virtual-cluster.js'
+
+/** The chaos replay of `seed` on `nodes` nodes (the first `seedNodes` seeds), on the harness's `api` rule: 200 per 2 s. */
+function chaosSpec (seed: number, nodes: number, seedNodes = nodes): SimSpec {
+  const spec = propertySpec({ scenario: 'chaos', mode: 'hard', seed })
+  spec.nodes = nodes
+  spec.seedNodes = seedNodes
+  spec.rule = { ...spec.rule, name: 'api', match: 'api', algorithm: 'fixed-window', limit: 200, burst: 200, perMs: 2000, per: '2s' }
+  return spec
+}
+
+/** Run `spec`, keeping its virtual cluster for a look after. */
+function runKept (spec: SimSpec): { r: SimResult, vc: VirtualCluster } {
+  let cluster: VirtualCluster | undefined
+  const r = runSim({ ...spec, sabotage: vc => { cluster = vc } })
+  return { r, vc: cluster as VirtualCluster }
+}
 
 test('the chaos scenario carries out the harness\'s plan for the seed, event for event', t => {
   const seed = 3
@@ -57,9 +74,7 @@ test('the chaos scenario carries out the harness\'s plan for the seed, event for
 
 test('a chaos reload SIGHUPs each node with the run\'s rule scaled as the plan scales api', t => {
   // Seed 6 on 3 nodes reloads twice (api 269, then 142) and restores 200 at the end of the faults.
-  const spec = propertySpec({ scenario: 'chaos', mode: 'hard', seed: 6 })
-  spec.nodes = 3
-  spec.rule = { ...spec.rule, name: 'api', match: 'api', algorithm: 'fixed-window', limit: 200, burst: 200, perMs: 2000, per: '2s' }
+  const spec = chaosSpec(6, 3)
   const limits: number[] = []
   spec.sabotage = (vc: VirtualCluster) => {
     const orig = vc.reload.bind(vc)
@@ -76,16 +91,8 @@ test('chaos 3+2 seed 24: voters cut off alone at different times never add up to
   // The harness's seed 24: a is cut off alone at 25.7 s, b at 43.7 s, the members stay with the quorum throughout.
   // Each lone voter attested both members while fenced; the two attestations made a quorum, both members were
   // settled alive, and 15 of api's 200 were lost for good (the harness measured 12-15). A fenced voter attests no one.
-  const spec = propertySpec({ scenario: 'chaos', mode: 'hard', seed: 24 })
-  spec.nodes = 5
-  spec.seedNodes = 3
-  spec.rule = { ...spec.rule, name: 'api', match: 'api', algorithm: 'fixed-window', limit: 200, burst: 200, perMs: 2000, per: '2s' }
-  let cluster: VirtualCluster | null = null
-  spec.sabotage = vc => { cluster = vc }
-  const r = runSim(spec)
+  const { r, vc } = runKept(chaosSpec(24, 5, 3))
   t.true(r.ok, r.failures.join('; '))
-  const vc = cluster as VirtualCluster | null
-  if (vc === null) return t.fail('no cluster')
   const settledMembers = vc.incarnations.flatMap(c => [...c.reclaim.settled].filter(([n]) => n === 'n4' || n === 'n5').map(([n, inc]) => `${c.node}/${c.incarnation} settled ${n}/${inc}`))
   // n4 is killed at 52.3 s and restarts 2.1 s later: only that incarnation (2) may be settled.
   t.deepEqual(settledMembers.filter(x => !x.endsWith('n4/2')), [])
@@ -94,14 +101,9 @@ test('chaos 3+2 seed 24: voters cut off alone at different times never add up to
 test('chaos 5 seeds seed 9: a seed killed before a lowering and inherited after it is credited under the lowered rule, and the audit agrees', t => {
   // n5 dies at 47.2 s under api 209, the limit is lowered to 113 at 48.1 s, n1 inherits n5 at 52.3 s and credits
   // n5's books less the 19 its share shrank by (estate.ts). The audit used to keep those 19 as stranded as well.
-  const spec = propertySpec({ scenario: 'chaos', mode: 'hard', seed: 9 })
-  spec.nodes = 5
-  spec.rule = { ...spec.rule, name: 'api', match: 'api', algorithm: 'fixed-window', limit: 200, burst: 200, perMs: 2000, per: '2s' }
-  let cluster: VirtualCluster | null = null
-  spec.sabotage = vc => { cluster = vc }
-  const r = runSim(spec)
+  const { r, vc } = runKept(chaosSpec(9, 5))
   t.true(r.ok, r.failures.join('; '))
-  const heirs = ((cluster as VirtualCluster | null)?.incarnations ?? []).filter(c => c.heir.log.some(l => l.node === 'n5'))
+  const heirs = vc.incarnations.filter(c => c.heir.log.some(l => l.node === 'n5'))
   t.true(heirs.length > 0, 'n5 was inherited')
 })
 
@@ -109,24 +111,16 @@ test('chaos 5 seeds seed 37: a dead giver\'s grant to a dead receiver comes back
   // n4 and n5 are cut off together (41.9 s); n4 gives 12 to n5, n5 is killed (45.7 s) before its journal has the
   // credit, and n1 inherits both. No receiver lives to report its mark for n4's grant: the mark of n5's copy, which n1
   // announces as n5's heir, is its last word, and n1 takes the 12 back as n4's heir. Before, they were lost for good.
-  const spec = propertySpec({ scenario: 'chaos', mode: 'hard', seed: 37 })
-  spec.nodes = 5
-  spec.rule = { ...spec.rule, name: 'api', match: 'api', algorithm: 'fixed-window', limit: 200, burst: 200, perMs: 2000, per: '2s' }
-  let cluster: VirtualCluster | null = null
-  spec.sabotage = vc => { cluster = vc }
-  const r = runSim(spec)
+  const { r, vc } = runKept(chaosSpec(37, 5))
   t.true(r.ok, r.failures.join('; '))
-  const returned = ((cluster as VirtualCluster | null)?.incarnations ?? []).reduce((a, c) => a + c.reclaim.returns.counters.tokensReturned, 0)
+  const returned = vc.incarnations.reduce((a, c) => a + c.reclaim.returns.counters.tokensReturned, 0)
   t.true(returned >= 12, `taken back: ${returned}`)
 })
 
 test('chaos 5 seeds seed 34: a restart that settles a giver\'s old incarnation late keeps the live incarnation\'s marks', t => {
   // n1 restarts cleanly (43.6 s) and settles n4/1 only then (53.2 s), while n4/3 gives to it: dropping every mark of
   // n4 made each later grant of n4/3 a gap, and 70 tokens stayed unacked between two live seeds for good.
-  const spec = propertySpec({ scenario: 'chaos', mode: 'hard', seed: 34 })
-  spec.nodes = 5
-  spec.rule = { ...spec.rule, name: 'api', match: 'api', algorithm: 'fixed-window', limit: 200, burst: 200, perMs: 2000, per: '2s' }
-  const r = runSim(spec)
+  const r = runSim(chaosSpec(34, 5))
   t.true(r.ok, r.failures.join('; '))
   t.true((r.settle?.maxAgeMs ?? Infinity) < 3000, `oldest grant after the heal: ${r.settle?.maxAgeMs} ms`)
 })
@@ -136,11 +130,7 @@ test('chaos seed 5: a seed reclaimed while its heir is restarting, and a heir st
   // share, and the audit counted it under the first file's rules (12 over). 3+2: n3 stops cleanly right after it
   // settles n2; its saved books hold n2's estate, and the audit again fell back to the first file (21).
   for (const seedNodes of [5, 3]) {
-    const spec = propertySpec({ scenario: 'chaos', mode: 'hard', seed: 5 })
-    spec.nodes = 5
-    spec.seedNodes = seedNodes
-    spec.rule = { ...spec.rule, name: 'api', match: 'api', algorithm: 'fixed-window', limit: 200, burst: 200, perMs: 2000, per: '2s' }
-    const r = runSim(spec)
+    const r = runSim(chaosSpec(5, 5, seedNodes))
     t.true(r.ok, `${seedNodes} seeds: ${r.failures.join('; ')}`)
   }
 })
@@ -149,11 +139,7 @@ test('chaos seed 1: a heir killed after a raise strands the estates it held unde
   // n3 inherits n2 (37.2 s), the limit is raised (42.9 s), n3 is killed (44.1 s) and n4 inherits it (49.5 s). Until
   // then the audit counted n2's share under the first file: 6 created, in both topologies.
   for (const seedNodes of [5, 3]) {
-    const spec = propertySpec({ scenario: 'chaos', mode: 'hard', seed: 1 })
-    spec.nodes = 5
-    spec.seedNodes = seedNodes
-    spec.rule = { ...spec.rule, name: 'api', match: 'api', algorithm: 'fixed-window', limit: 200, burst: 200, perMs: 2000, per: '2s' }
-    const r = runSim(spec)
+    const r = runSim(chaosSpec(1, 5, seedNodes))
     t.true(r.ok, `${seedNodes} seeds: ${r.failures.join('; ')}`)
   }
 })

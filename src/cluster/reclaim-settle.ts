@@ -101,7 +101,7 @@ export function settleSeed (c: ClusterCore, r: Reclaim, node: string, inc: numbe
 }
 
 /** The incarnation of `node`'s epoch `e`, where known: the journal's, else the peer table's (`carries[i]` is `inc - 1 - i`). */
-function incOfEpoch (c: ClusterCore, p: Peer | undefined, node: string, e: string): number | undefined {
+export function incOfEpoch (c: ClusterCore, p: Peer | undefined, node: string, e: string): number | undefined {
   const named = c.journal.incOf(node, e)
   if (named !== undefined || p === undefined) return named
   if (p.epoch === e) return p.inc

@@ -43,7 +43,7 @@ import { Carrier } from './carrier.js'
 import { EstateMarks } from './estate-marks.js'
 import { EstateReturns } from './estate-returns.js'
 import type { AttestEntry } from './messages.js'
-import { settleMember, settleSeed } from './reclaim-settle.js'
+import { incOfEpoch, settleMember, settleSeed } from './reclaim-settle.js'
 import type { Peer } from './peers.js'
 
 /** Attestations kept (and persisted) per voter; the oldest go first past this. */
@@ -218,7 +218,7 @@ export class Reclaim {
     const awake = nowMs - this.awakeSince >= reclaimMs
     for (const p of c.peers.all()) {
       if (p.seq > 0 && c.seeds.includes(p.name)) this.heardSeeds.add(p.name)
-      if (leased && awake && this.attestable(p, seeds) && nowMs - p.lastHeard >= reclaimMs) this.attest(p.name, p.inc)
+      if (leased && awake && this.attestable(p, this.seedsInherit) && nowMs - p.lastHeard >= reclaimMs) this.attest(p.name, p.inc)
     }
     if (!awake) return
     // A seed incarnation another voter attests that this process never heard at all (it started after that seed
@@ -430,15 +430,9 @@ export class Reclaim {
       this.settled.delete(old)
       this.settledAt.delete(old)
     }
-    // The epochs of its later incarnations keep their marks: the live one's, and those it carries (carries[i] is
-    // incarnation inc - 1 - i), or that the journal names.
-    const newer = new Set<string>()
-    if (p !== undefined && p.inc > inc) {
-      newer.add(p.epoch)
-      p.carries.forEach((e, i) => { if (p.inc - 1 - i > inc) newer.add(e) })
-    }
-    for (const e of c.ledger.appliedEpochs(node)) if ((c.journal.incOf(node, e) ?? 0) > inc) newer.add(e)
-    c.ledger.deadGiver(node, inc, newer)
+    // The epochs of its later incarnations keep their marks: the live one's, those it carries, those the journal names.
+    const epochs = [...(p === undefined ? [] : [p.epoch, ...p.carries]), ...c.ledger.appliedEpochs(node)]
+    c.ledger.deadGiver(node, inc, new Set(epochs.filter(e => (incOfEpoch(c, p, node, e) ?? 0) > inc)))
     for (const id of [...this.attesters.keys()]) if (id.startsWith(`${node}/`) && Number(id.slice(node.length + 1)) <= inc) this.attesters.delete(id)
     this.counters.settlements++
     if (p !== undefined && p.inc <= inc) {

@@ -80,13 +80,16 @@ export class Calendar implements CalendarView {
     const dt = monoMs - this.lastMono
     if (dt <= 0) return
     this.lastMono = monoMs
-    // The gap to the interval the reading stands for: 0 inside it.
-    const raw = (wallMs - monoMs) - this.offset
-    const gap = raw > 0 ? raw : Math.min(0, raw + this.resolutionMs)
+    const gap = this.gapTo(wallMs, monoMs)
     if (follow && gap > 0) this.offset += Math.min(gap, FORWARD_SLEW * dt)
     else if (follow && gap < 0) this.offset += Math.max(gap, -(1 - BACK_SLEW_KEEP) * dt)
-    const after = (wallMs - monoMs) - this.offset
-    this.wallGapMs = after > 0 ? after : Math.min(0, after + this.resolutionMs)
+    this.wallGapMs = this.gapTo(wallMs, monoMs)
+  }
+
+  /** The wall clock's reading less the calendar, to the interval the reading stands for: 0 inside it. */
+  private gapTo (wallMs: number, monoMs: number): number {
+    const raw = (wallMs - monoMs) - this.offset
+    return raw > 0 ? raw : Math.min(0, raw + this.resolutionMs)
   }
 
   /** Jump forward by `ms` (> 0): readings stay strictly increasing. */
